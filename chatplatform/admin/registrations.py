@@ -1,0 +1,114 @@
+"""Model admins of the platform core (tenants, keys, profiles, policies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db import models
+from django.http import HttpRequest
+from django.utils import timezone
+
+from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
+from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "is_active", "active_policy", "created_at")
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet:
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        return queryset.filter(pk__in=_tenant_ids(request))
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if request.user.is_superuser:
+            return ()
+        return ("name", "slug", "is_active", "service_user")
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser or _tenant_ids(request))
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if request.user.is_superuser:
+            return True
+        return bool(_tenant_ids(request)) and (obj is None or obj.pk in _tenant_ids(request))
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_view_permission(request, obj)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return bool(request.user.is_superuser)
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "active_policy" and not request.user.is_superuser:
+            kwargs["queryset"] = ContextPolicy.objects.filter(
+                models.Q(tenant_id__in=_tenant_ids(request)) | models.Q(tenant__isnull=True)
+            )
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
+        policy = obj.active_policy
+        if policy is not None and policy.tenant_id not in (None, obj.pk):
+            raise ValueError("a tenant can only activate its own policies or presets")
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(Membership)
+class MembershipAdmin(TenantScopedAdmin):
+    list_display = ("user", "tenant", "role", "created_at")
+    list_filter = ("role",)
+    search_fields = ("user__username", "user__email")
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(TenantScopedAdmin):
+    list_display = ("name", "prefix", "tenant", "user", "role", "created_at", "last_used_at",
+                    "revoked_at")
+    readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
+    fields = ("tenant", "name", "user", "role", "prefix", "created_at", "last_used_at",
+              "revoked_at")
+    actions = ("revoke",)
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        raw_key = None
+        if not change:
+            raw_key, obj.prefix, obj.key_hash = ApiKey.generate()
+        super().save_model(request, obj, form, change)
+        if raw_key:
+            messages.warning(
+                request,
+                f"New API key (shown once, copy it now): {raw_key}",
+            )
+
+    @admin.action(description="Revoke the selected keys")
+    def revoke(self, request: HttpRequest, queryset: models.QuerySet) -> None:
+        if not request.user.is_superuser:
+            queryset = queryset.filter(tenant_id__in=_tenant_ids(request))
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"Revoked {count} key(s).")
+
+
+@admin.register(ModelProfile)
+class ModelProfileAdmin(TenantScopedAdmin):
+    list_display = ("name", "provider", "model", "context_window", "max_output_tokens",
+                    "tokenizer", "calibration")
+    list_filter = ("provider",)
+    readonly_fields = ("calibration",)
+
+    @admin.display(description="Calibration (real / estimated prompt tokens)")
+    def calibration(self, obj: ModelProfile) -> str:
+        if not obj.calibration_samples:
+            return "no samples yet"
+        variance = obj.calibration_ratio_m2 / max(obj.calibration_samples - 1, 1)
+        return (
+            f"{obj.calibration_ratio_mean:.3f} ± {variance ** 0.5:.3f} "
+            f"over {obj.calibration_samples} turns"
+        )

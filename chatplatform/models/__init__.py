@@ -1,0 +1,14 @@
+from .policies import ContextPolicy, Strategy
+from .profiles import ModelProfile, Provider
+from .tenants import ApiKey, Membership, Role, Tenant
+
+__all__ = [
+    "ApiKey",
+    "ContextPolicy",
+    "Membership",
+    "ModelProfile",
+    "Provider",
+    "Role",
+    "Strategy",
+    "Tenant",
+]

@@ -1,0 +1,93 @@
+"""Model profiles: what a model can take and what it costs."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.core.validators import MinValueValidator
+from django.db import models
+
+from chatplatform.tenancy.scoping import TenantScopedManager
+
+
+class Provider(models.TextChoices):
+    ANTHROPIC = "anthropic", "Anthropic"
+    OPENAI = "openai", "OpenAI-compatible (Ollama, vLLM, llama.cpp)"
+    OFFLINE = "offline", "Offline (built in, no model)"
+
+
+class ModelProfile(models.Model):
+    """A model a policy can use. ``tenant`` NULL: a platform-wide profile every tenant sees.
+
+    ``tokenizer`` names the token counter whose counts match this model: a public BPE
+    (``o200k_base``, ``cl100k_base``), ``anthropic`` (the count_tokens API), or ``estimator``.
+    Prices are in USD per million tokens. ``calibration_*`` hold the running ratio of the
+    provider-reported prompt tokens to our estimate (Welford mean and M2).
+    """
+
+    tenant = models.ForeignKey(
+        "chatplatform.Tenant", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    name = models.CharField(max_length=100, help_text="Display name, e.g. 'Claude Sonnet 4.5'.")
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    model = models.CharField(max_length=100, help_text="The model id the provider's API expects.")
+    base_url = models.URLField(
+        blank=True, help_text="OpenAI-compatible servers only, e.g. http://localhost:11434/v1."
+    )
+    context_window = models.PositiveIntegerField(validators=[MinValueValidator(512)])
+    max_output_tokens = models.PositiveIntegerField(validators=[MinValueValidator(16)])
+    tokenizer = models.CharField(max_length=32, default="estimator")
+    supports_vision = models.BooleanField(default=False)
+    supports_tools = models.BooleanField(default=True)
+    price_input_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal(0))
+    price_output_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal(0))
+    price_cache_read_per_mtok = models.DecimalField(
+        max_digits=10, decimal_places=4, default=Decimal(0)
+    )
+    price_cache_write_per_mtok = models.DecimalField(
+        max_digits=10, decimal_places=4, default=Decimal(0)
+    )
+    is_active = models.BooleanField(default=True)
+    calibration_samples = models.PositiveIntegerField(default=0, editable=False)
+    calibration_ratio_mean = models.FloatField(default=1.0, editable=False)
+    calibration_ratio_m2 = models.FloatField(default=0.0, editable=False)
+    calibration_updated_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = TenantScopedManager(include_shared=True)
+
+    class Meta:
+        ordering = ["provider", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "name"], name="modelprofile_unique_name_per_tenant"
+            ),
+            models.UniqueConstraint(
+                fields=["name"],
+                condition=models.Q(tenant__isnull=True),
+                name="modelprofile_unique_shared_name",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_output_tokens__lt=models.F("context_window")),
+                name="modelprofile_output_below_window",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def cost_usd(
+        self,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+    ) -> Decimal:
+        """Cost of one call; ``input_tokens`` excludes cache reads and writes."""
+        million = Decimal(1_000_000)
+        return (
+            Decimal(input_tokens) * self.price_input_per_mtok
+            + Decimal(output_tokens) * self.price_output_per_mtok
+            + Decimal(cache_read_tokens) * self.price_cache_read_per_mtok
+            + Decimal(cache_write_tokens) * self.price_cache_write_per_mtok
+        ) / million

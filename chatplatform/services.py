@@ -1,0 +1,65 @@
+"""Writes of the platform core: tenants, members, API keys."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from chatplatform.models import ApiKey, ContextPolicy, Membership, Role, Tenant
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+
+
+@transaction.atomic
+def tenant_create(*, name: str, slug: str | None = None, policy_name: str = "Hybrid") -> Tenant:
+    """Create a tenant with its service user and the named preset as its active policy."""
+    slug = slug or slugify(name)[:64]
+    with all_tenants():
+        preset = ContextPolicy.objects.filter(tenant__isnull=True, name=policy_name).first()
+    User = get_user_model()
+    service_user = User.objects.create_user(
+        username=f"service-{slug}"[:150], password=None, first_name=name, last_name="(service)"
+    )
+    tenant = Tenant.objects.create(
+        name=name, slug=slug, active_policy=preset, service_user=service_user
+    )
+    with tenant_scope(tenant):
+        Membership.objects.create(tenant=tenant, user=service_user, role=Role.MEMBER)
+    return tenant
+
+
+def membership_add(*, tenant: Tenant, user: Any, role: str = Role.MEMBER) -> Membership:
+    """Add ``user`` to ``tenant`` (or change their role); admins get the staff flag."""
+    with tenant_scope(tenant):
+        membership, _ = Membership.objects.update_or_create(
+            tenant=tenant, user=user, defaults={"role": role}
+        )
+    if role == Role.ADMIN and not user.is_staff:
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    return membership
+
+
+def api_key_create(
+    *, tenant: Tenant, name: str, user: Any = None, role: str = Role.MEMBER
+) -> tuple[ApiKey, str]:
+    """Create a key; return it with the raw secret, which is never stored and shown only once."""
+    raw_key, prefix, key_hash = ApiKey.generate()
+    with tenant_scope(tenant):
+        key = ApiKey.objects.create(
+            tenant=tenant, name=name, user=user, role=role, prefix=prefix, key_hash=key_hash
+        )
+    return key, raw_key
+
+
+def api_key_revoke(*, key: ApiKey) -> None:
+    with tenant_scope(key.tenant_id):
+        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def random_password() -> str:
+    return secrets.token_urlsafe(12)

@@ -1,0 +1,50 @@
+"""Reads about tenants and memberships. Membership lookups start from the user, so they run
+with the user's own id across tenants (the one place that may, by design)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chatplatform.models import Membership, Role, Tenant
+from chatplatform.tenancy.scoping import all_tenants
+
+
+def memberships_of(user: Any) -> list[Membership]:
+    """Every membership of ``user`` in active tenants, with the tenant loaded."""
+    with all_tenants():
+        return list(
+            Membership.objects.filter(user=user, tenant__is_active=True)
+            .select_related("tenant")
+            .order_by("tenant__name")
+        )
+
+
+def current_membership(user: Any, preferred_tenant_id: Any = None) -> Membership | None:
+    """The membership for the tenant the user chose, else their first one; None if none."""
+    memberships = memberships_of(user)
+    for membership in memberships:
+        if membership.tenant_id == preferred_tenant_id:
+            return membership
+    return memberships[0] if memberships else None
+
+
+def administered_tenant_ids(user: Any) -> list[int]:
+    """Ids of the active tenants where ``user`` has the admin role."""
+    if not user.is_authenticated:
+        return []
+    with all_tenants():
+        return list(
+            Membership.objects.filter(user=user, role=Role.ADMIN, tenant__is_active=True)
+            .values_list("tenant_id", flat=True)
+        )
+
+
+def is_tenant_admin(user: Any) -> bool:
+    return bool(user.is_authenticated and user.is_staff and administered_tenant_ids(user))
+
+
+def tenants_for_admin(user: Any) -> Any:
+    """Tenants the admin user may assign objects to."""
+    if user.is_superuser:
+        return Tenant.objects.all()
+    return Tenant.objects.filter(pk__in=administered_tenant_ids(user))

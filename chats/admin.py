@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from django.contrib import admin
+
+from chatplatform.admin.base import TenantScopedAdmin, TenantScopedInline
+from chats.models import Conversation, Message, Participant, TurnRecord
+
+
+class ParticipantInline(TenantScopedInline):
+    model = Participant
+    fields = ("user",)
+
+
+@admin.register(Conversation)
+class ConversationAdmin(TenantScopedAdmin):
+    list_display = ("__str__", "tenant", "is_group", "message_count", "history_tokens",
+                    "updated_at")
+    search_fields = ("title",)
+    readonly_fields = ("last_seq", "message_count", "history_tokens", "created_at", "updated_at")
+    inlines = (ParticipantInline,)
+
+
+@admin.register(Message)
+class MessageAdmin(TenantScopedAdmin):
+    list_display = ("conversation", "seq", "role", "status", "token_count", "token_counter",
+                    "created_at")
+    list_filter = ("role", "status")
+    search_fields = ("content",)
+    readonly_fields = ("seq", "token_count", "token_counter", "created_at", "updated_at")
+    list_select_related = ("conversation",)
+
+
+@admin.register(TurnRecord)
+class TurnRecordAdmin(TenantScopedAdmin):
+    list_display = ("conversation", "user_message", "strategy", "budget_tokens",
+                    "prompt_tokens_estimated", "prompt_tokens_reported", "completion_tokens",
+                    "hypothetical_tokens", "cost_usd", "created_at")
+    list_filter = ("strategy",)
+
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False

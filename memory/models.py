@@ -1,0 +1,53 @@
+"""User facts ("memories"): per user within a tenant, across all their conversations."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from chatplatform.tenancy.scoping import TenantOwnedModel
+
+
+class FactSource(models.TextChoices):
+    TOOL = "tool", "Saved by the model"
+    USER = "user", "Saved by the user"
+    API = "api", "Saved through the API"
+
+
+class UserFact(TenantOwnedModel):
+    """A fact about a user. A keyed fact (``city``) has one current value; saving a new value
+    marks the old one superseded (kept as history), so memory never holds contradictions."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64, null=True, blank=True)
+    text = models.TextField()
+    source = models.CharField(max_length=8, choices=FactSource.choices, default=FactSource.USER)
+    source_message = models.ForeignKey(
+        "chats.Message", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    superseded_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    superseded_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "user", "key"],
+                condition=Q(key__isnull=False, superseded_at__isnull=True),
+                name="fact_unique_current_key",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["tenant", "user", "created_at"],
+                condition=Q(superseded_at__isnull=True),
+                name="fact_current_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key + ': ' if self.key else ''}{self.text[:60]}"
