@@ -7,7 +7,6 @@ from django.contrib.admin.apps import AdminConfig
 from django.http import HttpRequest
 
 
-
 class ChatPlatformAdminSite(admin.AdminSite):
     site_header = "chatplatform administration"
     site_title = "chatplatform admin"

@@ -73,5 +73,7 @@ def policy_errors(policy: ContextPolicy) -> dict[str, list[str]]:
             )
     if policy.recent_summary_days and policy.long_summary_days:
         if policy.recent_summary_days >= policy.long_summary_days:
-            add("recent_summary_days", "the recent summary must cover fewer days than the long one.")
+            add(
+                "recent_summary_days", "the recent summary must cover fewer days than the long one."
+            )
     return errors

@@ -13,8 +13,14 @@ class ParticipantInline(TenantScopedInline):
 
 @admin.register(Conversation)
 class ConversationAdmin(TenantScopedAdmin):
-    list_display = ("__str__", "tenant", "is_group", "message_count", "history_tokens",
-                    "updated_at")
+    list_display = (
+        "__str__",
+        "tenant",
+        "is_group",
+        "message_count",
+        "history_tokens",
+        "updated_at",
+    )
     search_fields = ("title",)
     readonly_fields = ("last_seq", "message_count", "history_tokens", "created_at", "updated_at")
     inlines = (ParticipantInline,)
@@ -22,8 +28,15 @@ class ConversationAdmin(TenantScopedAdmin):
 
 @admin.register(Message)
 class MessageAdmin(TenantScopedAdmin):
-    list_display = ("conversation", "seq", "role", "status", "token_count", "token_counter",
-                    "created_at")
+    list_display = (
+        "conversation",
+        "seq",
+        "role",
+        "status",
+        "token_count",
+        "token_counter",
+        "created_at",
+    )
     list_filter = ("role", "status")
     search_fields = ("content",)
     readonly_fields = ("seq", "token_count", "token_counter", "created_at", "updated_at")
@@ -32,9 +45,18 @@ class MessageAdmin(TenantScopedAdmin):
 
 @admin.register(TurnRecord)
 class TurnRecordAdmin(TenantScopedAdmin):
-    list_display = ("conversation", "user_message", "strategy", "budget_tokens",
-                    "prompt_tokens_estimated", "prompt_tokens_reported", "completion_tokens",
-                    "hypothetical_tokens", "cost_usd", "created_at")
+    list_display = (
+        "conversation",
+        "user_message",
+        "strategy",
+        "budget_tokens",
+        "prompt_tokens_estimated",
+        "prompt_tokens_reported",
+        "completion_tokens",
+        "hypothetical_tokens",
+        "cost_usd",
+        "created_at",
+    )
     list_filter = ("strategy",)
 
     def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]

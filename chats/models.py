@@ -21,7 +21,7 @@ class Conversation(TenantOwnedModel):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
     )
-    participants = models.ManyToManyField(
+    participants: models.ManyToManyField = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Participant", related_name="conversations"
     )
     is_group = models.BooleanField(default=False)
@@ -105,17 +105,25 @@ class Message(TenantOwnedModel):
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField()
     reply_to = models.ForeignKey(
-        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
         help_text="The message this one quotes (group chats).",
     )
     answers = models.ForeignKey(
-        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="+",
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
         help_text="For assistant replies: the user message answered.",
     )
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
     token_count = models.PositiveIntegerField(null=True, blank=True)
     token_counter = models.CharField(max_length=40, blank=True)
-    client_id = models.CharField(max_length=64, null=True, blank=True)
+    client_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     error_code = models.CharField(max_length=40, blank=True)
     error_message = models.TextField(blank=True)
     attachment = models.FileField(upload_to="attachments/%Y/%m/", null=True, blank=True)

@@ -20,7 +20,7 @@ class UserFact(TenantOwnedModel):
     marks the old one superseded (kept as history), so memory never holds contradictions."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    key = models.CharField(max_length=64, null=True, blank=True)
+    key = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     text = models.TextField()
     source = models.CharField(max_length=8, choices=FactSource.choices, default=FactSource.USER)
     source_message = models.ForeignKey(

@@ -8,7 +8,16 @@ from summaries.models import Summary
 
 @admin.register(Summary)
 class SummaryAdmin(TenantScopedAdmin):
-    list_display = ("conversation", "kind", "level", "first_seq", "last_seq", "token_count",
-                    "source_tokens", "model", "created_at")
+    list_display = (
+        "conversation",
+        "kind",
+        "level",
+        "first_seq",
+        "last_seq",
+        "token_count",
+        "source_tokens",
+        "model",
+        "created_at",
+    )
     list_filter = ("kind",)
     readonly_fields = ("merged_into", "superseded_at", "created_at")

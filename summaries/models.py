@@ -20,7 +20,9 @@ class Summary(TenantOwnedModel):
     summaries, which point to it through ``merged_into``. A replaced periodic summary gets
     ``superseded_at``; only summaries with neither are current."""
 
-    conversation = models.ForeignKey("chats.Conversation", on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        "chats.Conversation", on_delete=models.CASCADE, related_name="+"
+    )
     kind = models.CharField(max_length=16, choices=SummaryKind.choices)
     level = models.PositiveSmallIntegerField(default=0)
     first_message = models.ForeignKey(

@@ -23,9 +23,9 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.PostGenerationMethodCall("set_password", "pw")
 
     @factory.post_generation
-    def _save(self, create: bool, extracted: Any, **kwargs: Any) -> None:
+    def _save(obj: Any, create: bool, extracted: Any, **kwargs: Any) -> None:  # noqa: N805
         if create:
-            self.save()
+            obj.save()
 
 
 _tenant_counter = iter(range(1, 10**9))

@@ -9,6 +9,6 @@ os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("STATIC_MANIFEST", "0")
 
-from chatplatform.settings import *  # noqa: E402,F403
+from chatplatform.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

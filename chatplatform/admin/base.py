@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import FieldDoesNotExist, PermissionDenied, ValidationError
 from django.db import models
 from django.http import HttpRequest
 
@@ -24,7 +24,7 @@ from chatplatform.tenancy.selectors import administered_tenant_ids, tenants_for_
 def _has_tenant_field(model: type[models.Model]) -> bool:
     try:
         model._meta.get_field("tenant")
-    except Exception:
+    except FieldDoesNotExist:
         return False
     return True
 
@@ -90,7 +90,9 @@ class TenantScopedAdminMixin:
         return self._is_superuser(request) or bool(_tenant_ids(request))
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(_tenant_ids(request) or self._is_superuser(request)) and self._owns(request, obj)
+        return bool(_tenant_ids(request) or self._is_superuser(request)) and self._owns(
+            request, obj
+        )
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return self.has_change_permission(request, obj)
@@ -102,9 +104,9 @@ class TenantScopedAdminMixin:
             if related is Tenant:
                 kwargs["queryset"] = tenants_for_admin(request.user)
             elif related is get_user_model():
-                kwargs["queryset"] = get_user_model().objects.filter(
-                    memberships__tenant_id__in=ids
-                ).distinct()
+                kwargs["queryset"] = (
+                    get_user_model().objects.filter(memberships__tenant_id__in=ids).distinct()
+                )
             elif _has_tenant_field(related):
                 tenant_field = related._meta.get_field("tenant")
                 condition = models.Q(tenant_id__in=ids)
@@ -115,9 +117,11 @@ class TenantScopedAdminMixin:
 
     def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if not self._is_superuser(request) and db_field.related_model is get_user_model():
-            kwargs["queryset"] = get_user_model().objects.filter(
-                memberships__tenant_id__in=_tenant_ids(request)
-            ).distinct()
+            kwargs["queryset"] = (
+                get_user_model()
+                .objects.filter(memberships__tenant_id__in=_tenant_ids(request))
+                .distinct()
+            )
         return super().formfield_for_manytomany(db_field, request, **kwargs)  # type: ignore[misc]
 
 
@@ -136,7 +140,9 @@ class TenantScopedAdmin(TenantScopedAdminMixin, admin.ModelAdmin):
                 field.initial = ids[0]
         return form
 
-    def save_model(self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: forms.ModelForm, change: bool
+    ) -> None:
         if not self._is_superuser(request):
             if obj.tenant_id is None or obj.tenant_id not in _tenant_ids(request):
                 raise PermissionDenied("You can only save objects of the tenants you administer.")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 
 from chatplatform.admin.base import TenantScopedAdmin
 from chatplatform.models import ContextPolicy
 
-POLICY_FIELDSETS = (
+POLICY_FIELDSETS: Any = (
     (None, {"fields": ("tenant", "name", "description", "model_profile", "strategy")}),
     (
         "Window",
@@ -22,8 +24,13 @@ POLICY_FIELDSETS = (
         {
             "description": "Sections fill in priority order: system prompt, user facts, "
             "summaries, retrieved older messages; whatever they leave flows to the recent history.",
-            "fields": ("budget_unit", "system_budget", "facts_budget", "summaries_budget",
-                       "retrieval_budget"),
+            "fields": (
+                "budget_unit",
+                "system_budget",
+                "facts_budget",
+                "summaries_budget",
+                "retrieval_budget",
+            ),
         },
     ),
     (
@@ -32,14 +39,28 @@ POLICY_FIELDSETS = (
     ),
     (
         "Rolling summaries",
-        {"fields": ("summary_interval", "summary_trigger_percent", "max_summaries_in_context",
-                    "summary_max_tokens")},
+        {
+            "fields": (
+                "summary_interval",
+                "summary_trigger_percent",
+                "max_summaries_in_context",
+                "summary_max_tokens",
+            )
+        },
     ),
     (
         "Periodic summaries",
-        {"fields": ("periodic_summaries_enabled", "recent_summary_days",
-                    "recent_summary_interval_days", "recent_summary_tokens", "long_summary_days",
-                    "long_summary_interval_days", "long_summary_tokens")},
+        {
+            "fields": (
+                "periodic_summaries_enabled",
+                "recent_summary_days",
+                "recent_summary_interval_days",
+                "recent_summary_tokens",
+                "long_summary_days",
+                "long_summary_interval_days",
+                "long_summary_tokens",
+            )
+        },
     ),
     ("User facts", {"fields": ("facts_enabled", "max_facts_per_user", "max_fact_chars")}),
     ("Retrieval", {"fields": ("retrieval_max_items", "retrieval_neighbors")}),
@@ -58,8 +79,14 @@ POLICY_FIELDSETS = (
 
 @admin.register(ContextPolicy)
 class ContextPolicyAdmin(TenantScopedAdmin):
-    list_display = ("name", "tenant", "model_profile", "strategy", "max_context_tokens",
-                    "reserved_response_tokens")
+    list_display = (
+        "name",
+        "tenant",
+        "model_profile",
+        "strategy",
+        "max_context_tokens",
+        "reserved_response_tokens",
+    )
     list_filter = ("strategy",)
     search_fields = ("name",)
     fieldsets = POLICY_FIELDSETS

@@ -70,11 +70,27 @@ class MembershipAdmin(TenantScopedAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(TenantScopedAdmin):
-    list_display = ("name", "prefix", "tenant", "user", "role", "created_at", "last_used_at",
-                    "revoked_at")
+    list_display = (
+        "name",
+        "prefix",
+        "tenant",
+        "user",
+        "role",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
     readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
-    fields = ("tenant", "name", "user", "role", "prefix", "created_at", "last_used_at",
-              "revoked_at")
+    fields = (
+        "tenant",
+        "name",
+        "user",
+        "role",
+        "prefix",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
     actions = ("revoke",)
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
@@ -98,8 +114,15 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
 @admin.register(ModelProfile)
 class ModelProfileAdmin(TenantScopedAdmin):
-    list_display = ("name", "provider", "model", "context_window", "max_output_tokens",
-                    "tokenizer", "calibration")
+    list_display = (
+        "name",
+        "provider",
+        "model",
+        "context_window",
+        "max_output_tokens",
+        "tokenizer",
+        "calibration",
+    )
     list_filter = ("provider",)
     readonly_fields = ("calibration",)
 
@@ -109,6 +132,6 @@ class ModelProfileAdmin(TenantScopedAdmin):
             return "no samples yet"
         variance = obj.calibration_ratio_m2 / max(obj.calibration_samples - 1, 1)
         return (
-            f"{obj.calibration_ratio_mean:.3f} ± {variance ** 0.5:.3f} "
+            f"{obj.calibration_ratio_mean:.3f} ± {variance**0.5:.3f} "
             f"over {obj.calibration_samples} turns"
         )

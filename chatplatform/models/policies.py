@@ -8,6 +8,8 @@ message and the response reserve).
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -16,7 +18,7 @@ from django.db.models import F, Q
 from chatplatform.tenancy.scoping import TenantScopedManager
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You are {botname}, a helpful assistant in the chat \"{chatname}\" with {membercount} "
+    'You are {botname}, a helpful assistant in the chat "{chatname}" with {membercount} '
     "member(s). You are talking with {userfullname} ({username}). Now: {timestamp}.\n"
     "Pronouns of the user: {user_pronouns}.\n"
     "Tools you can use: {tools}."
@@ -34,8 +36,10 @@ class BudgetUnit(models.TextChoices):
     PERCENT = "percent", "Percent of the prompt budget"
 
 
-def _positive(default: int, *, minimum: int = 0, maximum: int | None = None, help_text: str = ""):
-    validators = [MinValueValidator(minimum)]
+def _positive(
+    default: int, *, minimum: int = 0, maximum: int | None = None, help_text: str = ""
+) -> Any:
+    validators: list[Any] = [MinValueValidator(minimum)]
     if maximum is not None:
         validators.append(MaxValueValidator(maximum))
     return models.PositiveIntegerField(default=default, validators=validators, help_text=help_text)
@@ -68,7 +72,7 @@ class ContextPolicy(models.Model):
     safety_margin_percent = models.FloatField(
         default=2.0,
         validators=[MinValueValidator(0.0), MaxValueValidator(50.0)],
-        help_text="Extra headroom on estimated counts, on top of the estimator's calibrated margin.",
+        help_text="Extra headroom on estimated counts, on top of the calibrated margin.",
     )
 
     # Per-section budgets (seed 003). History takes whatever is left.
@@ -166,7 +170,9 @@ class ContextPolicy(models.Model):
                 condition=Q(budget_unit="tokens")
                 | Q(
                     budget_unit="percent",
-                    system_budget__lte=100 - F("facts_budget") - F("summaries_budget")
+                    system_budget__lte=100
+                    - F("facts_budget")
+                    - F("summaries_budget")
                     - F("retrieval_budget"),
                 ),
                 name="policy_percent_budgets_fit",

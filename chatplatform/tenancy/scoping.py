@@ -48,7 +48,9 @@ class TenantScopedManager(models.Manager):
         if "tenant" not in state:
             return DisabledQuerySet(self.model, using=self._db, missing_scopes=["tenant"])
         ids = state["tenant"]
-        condition = models.Q(tenant_id__in=ids) if isinstance(ids, list) else models.Q(tenant_id=ids)
+        condition = (
+            models.Q(tenant_id__in=ids) if isinstance(ids, list) else models.Q(tenant_id=ids)
+        )
         if self.include_shared:
             condition |= models.Q(tenant_id__isnull=True)
         return super().get_queryset().filter(condition)

@@ -34,8 +34,9 @@ def administered_tenant_ids(user: Any) -> list[int]:
         return []
     with all_tenants():
         return list(
-            Membership.objects.filter(user=user, role=Role.ADMIN, tenant__is_active=True)
-            .values_list("tenant_id", flat=True)
+            Membership.objects.filter(
+                user=user, role=Role.ADMIN, tenant__is_active=True
+            ).values_list("tenant_id", flat=True)
         )
 
 

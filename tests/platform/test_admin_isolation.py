@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.contrib import admin
 from django.urls import reverse
 
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
@@ -33,25 +32,44 @@ def build_tenant_objects(tenant, user):
             tenant=tenant, conversation=conversation, seq=1, role="user", content="hi", author=user
         )
         policy = ContextPolicy.objects.create(
-            tenant=tenant, name=f"{tenant.name} policy", model_profile=_offline_profile(),
+            tenant=tenant,
+            name=f"{tenant.name} policy",
+            model_profile=_offline_profile(),
             max_context_tokens=32000,
         )
         profile = ModelProfile.objects.create(
-            tenant=tenant, name=f"{tenant.name} model", provider="openai", model="m",
-            context_window=8000, max_output_tokens=1000,
+            tenant=tenant,
+            name=f"{tenant.name} model",
+            provider="openai",
+            model="m",
+            context_window=8000,
+            max_output_tokens=1000,
         )
         fact = UserFact.objects.create(tenant=tenant, user=user, text="likes tea")
         summary = Summary.objects.create(
-            tenant=tenant, conversation=conversation, kind="rolling", first_seq=1, last_seq=1,
-            text="s", token_count=1, token_counter="o200k_base", model="offline",
+            tenant=tenant,
+            conversation=conversation,
+            kind="rolling",
+            first_seq=1,
+            last_seq=1,
+            text="s",
+            token_count=1,
+            token_counter="o200k_base",
+            model="offline",
             prompt_version="1",
         )
         key, _ = api_key_create(tenant=tenant, name="k", user=user)
         membership = Membership.objects.get(tenant=tenant, user=user)
     return {
-        Conversation: conversation, Message: message, ContextPolicy: policy,
-        ModelProfile: profile, UserFact: fact, Summary: summary, ApiKey: key,
-        Membership: membership, Tenant: tenant,
+        Conversation: conversation,
+        Message: message,
+        ContextPolicy: policy,
+        ModelProfile: profile,
+        UserFact: fact,
+        Summary: summary,
+        ApiKey: key,
+        Membership: membership,
+        Tenant: tenant,
     }
 
 
@@ -96,8 +114,18 @@ def test_tenant_admin_enters_admin(admin_client_a, own):
 
 
 @pytest.mark.parametrize(
-    "model", [Conversation, Message, ContextPolicy, ModelProfile, UserFact, Summary, ApiKey,
-              Membership, Tenant],
+    "model",
+    [
+        Conversation,
+        Message,
+        ContextPolicy,
+        ModelProfile,
+        UserFact,
+        Summary,
+        ApiKey,
+        Membership,
+        Tenant,
+    ],
     ids=lambda m: m.__name__,
 )
 def test_tenant_admin_cannot_list_open_change_or_delete_foreign_objects(
@@ -112,8 +140,9 @@ def test_tenant_admin_cannot_list_open_change_or_delete_foreign_objects(
 
     # Opening a foreign object answers exactly like a missing one.
     opened = admin_client_a.get(_url(theirs, "change"), follow=True)
-    missing = admin_client_a.get(_url(theirs, "change").replace(f"/{theirs.pk}/", "/999999/"),
-                                 follow=True)
+    missing = admin_client_a.get(
+        _url(theirs, "change").replace(f"/{theirs.pk}/", "/999999/"), follow=True
+    )
     assert opened.redirect_chain == [
         (r.replace("999999", str(theirs.pk)), code) for r, code in missing.redirect_chain
     ]
@@ -129,8 +158,11 @@ def test_bulk_delete_action_cannot_reach_foreign_objects(admin_client_a, own, fo
     theirs = foreign[UserFact]
     admin_client_a.post(
         reverse("admin:memory_userfact_changelist"),
-        {"action": "delete_selected", "_selected_action": [theirs.pk, own[UserFact].pk],
-         "post": "yes"},
+        {
+            "action": "delete_selected",
+            "_selected_action": [theirs.pk, own[UserFact].pk],
+            "post": "yes",
+        },
     )
     with all_tenants():
         assert UserFact.objects.filter(pk=theirs.pk).exists()
@@ -157,14 +189,27 @@ def test_foreign_key_choices_are_scoped(admin_client_a, own, foreign):
     assert select_options(page, "conversation") == {str(own[Conversation].pk)}
 
 
-def test_posting_a_foreign_key_of_another_tenant_is_rejected(admin_client_a, tenant_a, own,
-                                                             foreign):
+def test_posting_a_foreign_key_of_another_tenant_is_rejected(
+    admin_client_a, tenant_a, own, foreign
+):
     response = admin_client_a.post(
         reverse("admin:summaries_summary_add"),
-        {"tenant": tenant_a.pk, "conversation": foreign[Conversation].pk, "kind": "rolling",
-         "level": 0, "first_seq": 1, "last_seq": 1, "content": "{}", "text": "x",
-         "token_count": 1, "token_counter": "o200k_base", "source_tokens": 0, "model": "m",
-         "prompt_version": "1", "cost_usd": "0"},
+        {
+            "tenant": tenant_a.pk,
+            "conversation": foreign[Conversation].pk,
+            "kind": "rolling",
+            "level": 0,
+            "first_seq": 1,
+            "last_seq": 1,
+            "content": "{}",
+            "text": "x",
+            "token_count": 1,
+            "token_counter": "o200k_base",
+            "source_tokens": 0,
+            "model": "m",
+            "prompt_version": "1",
+            "cost_usd": "0",
+        },
     )
     assert response.status_code == 200  # the form comes back with an error
     with tenant_scope(tenant_a):
@@ -174,8 +219,12 @@ def test_posting_a_foreign_key_of_another_tenant_is_rejected(admin_client_a, ten
 def test_posting_into_another_tenant_is_rejected(admin_client_a, own, foreign):
     response = admin_client_a.post(
         reverse("admin:memory_userfact_add"),
-        {"tenant": foreign[Tenant].pk, "user": own[Membership].user_id, "text": "planted",
-         "source": "user"},
+        {
+            "tenant": foreign[Tenant].pk,
+            "user": own[Membership].user_id,
+            "text": "planted",
+            "source": "user",
+        },
     )
     assert response.status_code in (200, 403)
     with all_tenants():

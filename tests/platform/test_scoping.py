@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.apps import apps
+from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 
 from chatplatform.models import ContextPolicy, Membership, ModelProfile
@@ -29,7 +30,7 @@ def tenant_owned_models() -> list[type[models.Model]]:
             continue
         try:
             model._meta.get_field("tenant")
-        except Exception:
+        except FieldDoesNotExist:
             continue
         found.append(model)
     return found
@@ -89,9 +90,8 @@ def test_empty_scope_returns_nothing(tenant_a, member_a):
 
 
 def test_scope_refuses_none():
-    with pytest.raises(ScopeError):
-        with tenant_scope(None):
-            pass
+    with pytest.raises(ScopeError), tenant_scope(None):
+        pass
 
 
 def test_shared_presets_visible_in_every_scope(tenant_a):
