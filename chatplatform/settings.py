@@ -20,7 +20,7 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 DEBUG = env.bool("DEBUG", default=False)
 _secret = env.str("SECRET_KEY", default="")
 if not _secret:
-    if not DEBUG and not env.bool("CHATPLATFORM_DEV_SECRET", default=False):
+    if not DEBUG:
         raise ImproperlyConfigured(
             "SECRET_KEY is required when DEBUG is off (set DEBUG=1 for local development)."
         )
