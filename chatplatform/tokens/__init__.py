@@ -4,7 +4,7 @@
 beside every count in the database).
 """
 
-from .base import TokenCounter, CounterNotAvailable
-from .registry import get_counter, available_counters
+from .base import CounterNotAvailable, TokenCounter
+from .registry import available_counters, get_counter
 
-__all__ = ("TokenCounter", "CounterNotAvailable", "get_counter", "available_counters")
+__all__ = ("CounterNotAvailable", "TokenCounter", "available_counters", "get_counter")

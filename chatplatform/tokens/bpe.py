@@ -10,7 +10,7 @@ from .base import CounterNotAvailable, TokenCounter
 PUBLIC_ENCODINGS = ("o200k_base", "cl100k_base")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_encoding(encoding_name: str) -> Any:
     try:
         import bpe_openai

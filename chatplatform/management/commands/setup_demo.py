@@ -39,4 +39,6 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS("Demo tenant created. Log in at /:"))
         for username, password, role in logins:
             self.stdout.write(f"  {role:<7} username: {username}  password: {password}")
-        self.stdout.write("  (tenant admins also reach /admin/). These passwords are not shown again.")
+        self.stdout.write(
+            "  (tenant admins also reach /admin/). These passwords are not shown again."
+        )

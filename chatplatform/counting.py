@@ -1,0 +1,20 @@
+"""Which token counter a model's counts are made with (the Django side of ``tokens``)."""
+
+from __future__ import annotations
+
+from chatplatform.models import ModelProfile
+from chatplatform.tokens import TokenCounter, get_counter
+from chatplatform.tokens.bpe import PUBLIC_ENCODINGS
+
+
+def storage_counter_for(profile: ModelProfile | None) -> TokenCounter:
+    """The counter whose counts are stored on messages for ``profile``'s model.
+
+    A public BPE when the model uses one (exact); otherwise the local estimator, whose
+    counts the calibrated margin and the online calibration turn into safe upper bounds.
+    Calling a counting API once per stored message would cost a round trip per message,
+    so API-exact counting happens at assembly, only near the budget (seed 003).
+    """
+    if profile is not None and profile.tokenizer in PUBLIC_ENCODINGS:
+        return get_counter(profile.tokenizer)
+    return get_counter("estimator")

@@ -1,0 +1,13 @@
+"""Writes of the chats app. Views, consumers, API views and tasks call these."""
+
+from .conversations import conversation_create, participant_add, policy_for
+from .messages import MessageRejected, message_create, validate_message_content
+
+__all__ = [
+    "MessageRejected",
+    "conversation_create",
+    "message_create",
+    "participant_add",
+    "policy_for",
+    "validate_message_content",
+]

@@ -1,0 +1,145 @@
+"""Storing messages: validated, idempotent by client id, counted once at save time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from chatplatform.counting import storage_counter_for
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Conversation, Message, Role, Status
+from chats.services.conversations import policy_for
+
+
+@dataclass
+class MessageRejected(ValueError):
+    """A message that cannot be accepted; nothing was stored. ``code`` is machine-readable."""
+
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def validate_message_content(content: Any, *, max_chars: int) -> str:
+    """Return the content to store, or raise MessageRejected saying what is wrong."""
+    if not isinstance(content, str):
+        raise MessageRejected("invalid", "The message must be text.")
+    if "\x00" in content:
+        raise MessageRejected("invalid", "The message contains NUL characters.")
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise MessageRejected(
+            "invalid", "The message contains invalid characters (unpaired UTF-16 surrogates)."
+        ) from None
+    if not content.strip():
+        raise MessageRejected("empty", "The message is empty.")
+    if len(content) > max_chars:
+        raise MessageRejected(
+            "too_large",
+            f"The message has {len(content):,} characters; the limit is {max_chars:,}.",
+        )
+    return content
+
+
+def message_create(
+    *,
+    conversation: Conversation,
+    role: str,
+    content: str,
+    author: Any = None,
+    client_id: str | None = None,
+    reply_to: Message | None = None,
+    answers: Message | None = None,
+    status: str = Status.COMPLETE,
+    validate: bool = True,
+) -> tuple[Message, bool]:
+    """Store a message; return ``(message, created)``.
+
+    Idempotent: a second call with the same ``client_id`` (or, for a reply, the same
+    ``answers``) returns the first message and ``created=False``; the database's unique
+    constraints decide, so concurrent duplicates also yield one row. The sequence number is
+    allocated under a row lock on the conversation. The token count is computed here, once,
+    with the counter of the conversation's policy model, and stored with the counter's name.
+    """
+    policy = policy_for(conversation)
+    if validate and role == Role.USER:
+        content = validate_message_content(content, max_chars=policy.max_message_chars)
+    counter = storage_counter_for(policy.model_profile)
+    token_count = counter.count(content) if status == Status.COMPLETE else None
+    with tenant_scope(conversation.tenant_id):
+        existing = _existing(conversation, client_id, answers)
+        if existing is not None:
+            return existing, False
+        try:
+            with transaction.atomic():
+                locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+                seq = locked.last_seq + 1
+                message = Message.objects.create(
+                    tenant_id=conversation.tenant_id,
+                    conversation=locked,
+                    seq=seq,
+                    role=role,
+                    content=content,
+                    author=author,
+                    client_id=client_id,
+                    reply_to=reply_to,
+                    answers=answers,
+                    status=status,
+                    token_count=token_count,
+                    token_counter=counter.name if token_count is not None else "",
+                )
+                Conversation.objects.filter(pk=locked.pk).update(
+                    last_seq=seq,
+                    message_count=F("message_count") + 1,
+                    history_tokens=F("history_tokens")
+                    + (token_count or 0)
+                    + (counter.message_overhead if token_count is not None else 0),
+                )
+        except IntegrityError:
+            existing = _existing(conversation, client_id, answers)
+            if existing is None:
+                raise
+            return existing, False
+    return message, True
+
+
+def _existing(
+    conversation: Conversation, client_id: str | None, answers: Message | None
+) -> Message | None:
+    if client_id is not None:
+        found = Message.objects.filter(conversation=conversation, client_id=client_id).first()
+        if found is not None:
+            return found
+    if answers is not None:
+        return Message.objects.filter(answers=answers).first()
+    return None
+
+
+def message_finish(
+    *, message: Message, content: str, status: str, error_code: str = "", error_message: str = ""
+) -> Message:
+    """Finalise a streamed reply: store its content, status and token count (once)."""
+    policy = policy_for(message.conversation)
+    counter = storage_counter_for(policy.model_profile)
+    token_count = counter.count(content)
+    with tenant_scope(message.tenant_id), transaction.atomic():
+        Message.objects.filter(pk=message.pk).update(
+            content=content,
+            status=status,
+            token_count=token_count,
+            token_counter=counter.name,
+            error_code=error_code,
+            error_message=error_message,
+        )
+        Conversation.objects.filter(pk=message.conversation_id).update(
+            history_tokens=F("history_tokens") + token_count + counter.message_overhead
+        )
+    message.content, message.status, message.token_count = content, status, token_count
+    message.token_counter = counter.name
+    return message
