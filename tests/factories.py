@@ -23,7 +23,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.PostGenerationMethodCall("set_password", "pw")
 
     @factory.post_generation
-    def _save(obj: Any, create: bool, extracted: Any, **kwargs: Any) -> None:  # noqa: N805
+    def _save(obj: Any, create: bool, extracted: Any, **kwargs: Any) -> None:
         if create:
             obj.save()
 
