@@ -19,7 +19,7 @@ from chatplatform.tenancy.scoping import TenantScopedManager
 
 DEFAULT_SYSTEM_PROMPT = (
     'You are {botname}, a helpful assistant in the chat "{chatname}" with {membercount} '
-    "member(s). You are talking with {userfullname} ({username}). Now: {timestamp}.\n"
+    "member(s). You are talking with {userfullname} ({username}). Today is {date}.\n"
     "Pronouns of the user: {user_pronouns}.\n"
     "Tools you can use: {tools}."
 )
