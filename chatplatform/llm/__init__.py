@@ -1,0 +1,80 @@
+"""Model providers behind one async streaming interface. Pure: nothing here imports Django.
+
+``build_provider_or_offline(name, api_key=..., base_url=..., timeout=...)`` returns a
+:class:`Provider`; ``provider.stream(ChatRequest(...))`` yields ``TextDelta`` / ``ToolCall``,
+then ``Usage`` and ``Done``, or raises a :class:`ProviderError` subclass.
+SDK-backed providers are imported lazily, so importing this package stays cheap.
+"""
+
+from .base import (
+    AuthenticationFailed,
+    ChatRequest,
+    ContextReport,
+    ContextSection,
+    Done,
+    ImagePart,
+    InvalidRequest,
+    Message,
+    Overloaded,
+    PromptTooLong,
+    Provider,
+    ProviderError,
+    ProviderUnavailable,
+    RateLimited,
+    RequestTooLarge,
+    SpendCapReached,
+    StreamEvent,
+    StreamInterrupted,
+    StreamStalled,
+    TextDelta,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+    ToolSpec,
+    ToolUsePart,
+    Usage,
+    message_text,
+)
+from .registry import PROVIDER_NAMES, build_provider, build_provider_or_offline
+from .retry import RetryPolicy
+from .tool_loop import ToolExecutor, stream_with_tools
+from .tools import FACT_TOOLS, GET_USER_FACTS, SAVE_USER_FACT
+
+__all__ = [
+    "FACT_TOOLS",
+    "GET_USER_FACTS",
+    "PROVIDER_NAMES",
+    "SAVE_USER_FACT",
+    "AuthenticationFailed",
+    "ChatRequest",
+    "ContextReport",
+    "ContextSection",
+    "Done",
+    "ImagePart",
+    "InvalidRequest",
+    "Message",
+    "Overloaded",
+    "PromptTooLong",
+    "Provider",
+    "ProviderError",
+    "ProviderUnavailable",
+    "RateLimited",
+    "RequestTooLarge",
+    "RetryPolicy",
+    "SpendCapReached",
+    "StreamEvent",
+    "StreamInterrupted",
+    "StreamStalled",
+    "TextDelta",
+    "TextPart",
+    "ToolCall",
+    "ToolExecutor",
+    "ToolResultPart",
+    "ToolSpec",
+    "ToolUsePart",
+    "Usage",
+    "build_provider",
+    "build_provider_or_offline",
+    "message_text",
+    "stream_with_tools",
+]

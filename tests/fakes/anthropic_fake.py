@@ -1,0 +1,260 @@
+"""A local server speaking Anthropic's Messages API, for driving the real ``anthropic`` SDK.
+
+- ``POST /v1/messages``: JSON or SSE (``message_start``, ``content_block_start``,
+  ``content_block_delta`` with ``text_delta`` / ``input_json_delta``, ``content_block_stop``,
+  ``message_delta`` with usage and stop_reason, ``message_stop``; a ``ping`` too).
+- Prompt caching: the prompt is read in the API's order (tools, system, messages); the prefix
+  up to each ``cache_control`` breakpoint is remembered, so a later request with the same
+  prefix reports ``cache_read_input_tokens`` and a new one ``cache_creation_input_tokens``.
+- ``POST /v1/messages/count_tokens``: ``{"input_tokens": n}`` with a fixed framing per message.
+- Errors on demand from the script; every request is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .behaviours import (
+    Disconnect,
+    ErrorAfter,
+    HttpError,
+    Reply,
+    Stall,
+    fake_token_count,
+    split_words,
+)
+from .common import FakeServer, sse
+
+COUNT_BASE_TOKENS = 4  # count_tokens: fixed cost of a request
+COUNT_MESSAGE_TOKENS = 3  # count_tokens: framing of each message
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class PromptUsage:
+    input_tokens: int
+    cache_read: int
+    cache_write: int
+
+    def as_dict(self, output_tokens: int) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "cache_creation_input_tokens": self.cache_write,
+            "cache_read_input_tokens": self.cache_read,
+            "output_tokens": output_tokens,
+        }
+
+
+class FakeAnthropic(FakeServer):
+    """``min_cacheable_tokens`` mirrors the API's minimum prefix length for caching."""
+
+    def __init__(self, default_reply: Reply | None = None) -> None:
+        super().__init__(default_reply)
+        self.min_cacheable_tokens = 0
+        self._cache: set[str] = set()
+        self._count_script: list[HttpError] = []
+
+    def reset(self) -> None:
+        super().reset()
+        self.min_cacheable_tokens = 0
+        self._cache.clear()
+        self._count_script.clear()
+
+    def script_count_tokens(self, *errors: HttpError) -> None:
+        """Queue errors for the next count_tokens requests."""
+        self._count_script.extend(errors)
+
+    @property
+    def message_requests(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests_to("/v1/messages")]
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/messages", self._messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+            ]
+        )
+
+    # --- handlers -------------------------------------------------------------------------
+
+    async def _count_tokens(self, request: Request) -> Response:
+        body = await self.record(request)
+        if self._count_script:
+            return error_response(self._count_script.pop(0))
+        segments = prompt_segments(body)
+        messages = len(body.get("messages", []))
+        tokens = sum(s[1] for s in segments) + COUNT_BASE_TOKENS + COUNT_MESSAGE_TOKENS * messages
+        return JSONResponse({"input_tokens": tokens})
+
+    async def _messages(self, request: Request) -> Response:
+        body = await self.record(request)
+        behaviour = self.next_behaviour()
+        if isinstance(behaviour, HttpError):
+            return error_response(behaviour)
+        usage = self.prompt_usage(body)
+        model = body.get("model", "claude-fake")
+        if not body.get("stream"):
+            if not isinstance(behaviour, Reply):
+                return error_response(HttpError(500, "api_error", "stream-only behaviour"))
+            return JSONResponse(message_json(behaviour, model, usage))
+        return StreamingResponse(
+            self._events(behaviour, model, usage), media_type="text/event-stream"
+        )
+
+    async def _events(
+        self, behaviour: Reply | ErrorAfter | Stall | Disconnect, model: str, usage: PromptUsage
+    ) -> AsyncIterator[bytes]:
+        start = message_json(Reply(text=""), model, usage)
+        start["content"], start["stop_reason"] = [], None
+        start["usage"]["output_tokens"] = 1
+        yield sse({"type": "message_start", "message": start}, "message_start")
+        text = behaviour.text
+        block = {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "text", "text": ""},
+        }
+        if text:
+            yield sse(block, "content_block_start")
+            yield sse({"type": "ping"}, "ping")
+        words = split_words(text)
+        limit = len(words) if isinstance(behaviour, Reply) else behaviour.deltas
+        for word in words[:limit]:
+            if isinstance(behaviour, Reply) and behaviour.delay:
+                await self.pause(behaviour.delay)
+            delta = {"type": "text_delta", "text": word}
+            yield sse(
+                {"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"
+            )
+        if isinstance(behaviour, ErrorAfter):
+            error = {"type": behaviour.error_type, "message": behaviour.message}
+            yield sse({"type": "error", "error": error}, "error")
+            return
+        if isinstance(behaviour, Disconnect):
+            return
+        if isinstance(behaviour, Stall):
+            await self.pause(behaviour.seconds)
+            return
+        if text:
+            yield sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+        for index, tool in enumerate(behaviour.tool_uses, start=1 if text else 0):
+            tool_block = {
+                "type": "tool_use",
+                "id": tool.id or f"toolu_fake{next(_ids)}",
+                "name": tool.name,
+                "input": {},
+            }
+            yield sse(
+                {"type": "content_block_start", "index": index, "content_block": tool_block},
+                "content_block_start",
+            )
+            raw = json.dumps(tool.input)
+            for piece in (raw[i : i + 7] for i in range(0, len(raw), 7)):
+                delta = {"type": "input_json_delta", "partial_json": piece}
+                yield sse(
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                    "content_block_delta",
+                )
+            yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
+        final = {
+            "type": "message_delta",
+            "delta": {"stop_reason": behaviour.final_stop_reason(), "stop_sequence": None},
+            "usage": usage.as_dict(output_tokens(behaviour)),
+        }
+        yield sse(final, "message_delta")
+        yield sse({"type": "message_stop"}, "message_stop")
+
+    # --- prompt caching -------------------------------------------------------------------
+
+    def prompt_usage(self, body: dict[str, Any]) -> PromptUsage:
+        """Split the prompt's tokens into uncached / read from cache / written to cache."""
+        running = hashlib.sha256()
+        total = 0
+        breakpoints: list[tuple[str, int]] = []
+        for canonical, tokens, marked in prompt_segments(body):
+            running.update(canonical.encode())
+            total += tokens
+            if marked and total >= self.min_cacheable_tokens:
+                breakpoints.append((running.hexdigest(), total))
+        if not breakpoints:
+            return PromptUsage(total, 0, 0)
+        read = max((t for h, t in breakpoints if h in self._cache), default=0)
+        write = breakpoints[-1][1] - read
+        self._cache.update(h for h, _ in breakpoints)
+        return PromptUsage(total - read - write, read, write)
+
+
+def prompt_segments(body: dict[str, Any]) -> list[tuple[str, int, bool]]:
+    """(canonical JSON, tokens, has cache_control) per block, in the API's caching order."""
+    segments: list[tuple[str, int, bool]] = []
+
+    def add(kind: str, block: Any) -> None:
+        if isinstance(block, str):
+            block = {"type": "text", "text": block}
+        plain = {k: v for k, v in block.items() if k != "cache_control"}
+        text = (
+            plain.get("text") if plain.get("type") == "text" else json.dumps(plain, sort_keys=True)
+        )
+        canonical = kind + json.dumps(plain, sort_keys=True)
+        segments.append((canonical, fake_token_count(str(text)), "cache_control" in block))
+
+    for tool in body.get("tools") or []:
+        add("tool:", tool)
+    system = body.get("system") or []
+    for block in [system] if isinstance(system, str) else system:
+        add("system:", block)
+    for message in body.get("messages", []):
+        content = message.get("content")
+        for block in [content] if isinstance(content, str) else content:
+            add(f"{message.get('role')}:", block)
+    return segments
+
+
+def output_tokens(reply: Reply) -> int:
+    tool_tokens = sum(fake_token_count(json.dumps(t.input)) for t in reply.tool_uses)
+    return max(1, fake_token_count(reply.text) + tool_tokens)
+
+
+def message_json(reply: Reply, model: str, usage: PromptUsage) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": reply.text}] if reply.text else []
+    content += [
+        {
+            "type": "tool_use",
+            "id": t.id or f"toolu_fake{next(_ids)}",
+            "name": t.name,
+            "input": t.input,
+        }
+        for t in reply.tool_uses
+    ]
+    return {
+        "id": f"msg_fake{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": reply.final_stop_reason(),
+        "stop_sequence": None,
+        "usage": usage.as_dict(output_tokens(reply)),
+    }
+
+
+def error_response(error: HttpError) -> JSONResponse:
+    body = {
+        "type": "error",
+        "error": {"type": error.error_type, "message": error.message},
+        "request_id": "req_fake",
+    }
+    return JSONResponse(
+        body, status_code=error.status, headers={"request-id": "req_fake", **error.headers}
+    )

@@ -1,0 +1,85 @@
+"""The provider-neutral error classifier."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatplatform.llm.errors import (
+    Overloaded,
+    PromptTooLong,
+    ProviderUnavailable,
+    RateLimited,
+    SpendCapReached,
+    StreamInterrupted,
+    classify_error,
+    parse_prompt_too_long,
+    parse_retry_after,
+)
+
+
+def test_parse_prompt_too_long_in_both_dialects() -> None:
+    assert parse_prompt_too_long("prompt is too long: 210632 tokens > 200000 maximum") == (
+        210632,
+        200000,
+    )
+    assert parse_prompt_too_long(
+        "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens"
+    ) == (5000, 4096)
+    assert parse_prompt_too_long("prompt is too long") == (None, None)
+
+
+def test_unparseable_prompt_too_long_still_classifies() -> None:
+    error = classify_error(
+        status=400, error_type="invalid_request_error", message="prompt is too long"
+    )
+    assert isinstance(error, PromptTooLong)
+    assert error.prompt_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "2"}, 2.0),
+        ({"retry-after": "0.5"}, 0.5),
+        ({"retry-after-ms": "1500", "retry-after": "9"}, 1.5),
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # a date in the past
+        ({"retry-after": "soon"}, None),
+        ({}, None),
+    ],
+)
+def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:
+    assert parse_retry_after(headers) == expected
+
+
+def test_rate_limit_with_and_without_retry_after() -> None:
+    limited = classify_error(status=429, error_type=None, message="x", headers={"retry-after": "4"})
+    capped = classify_error(status=429, error_type=None, message="x", headers={})
+    spend = classify_error(
+        status=429,
+        error_type="rate_limit_error",
+        message="x",
+        headers={"retry-after": "4"},
+        error_code="enforced_spend_limit_reached",
+    )
+
+    assert isinstance(limited, RateLimited) and limited.retry_after == 4 and limited.retryable
+    assert isinstance(capped, SpendCapReached) and not capped.retryable
+    assert isinstance(spend, SpendCapReached)
+
+
+def test_stream_errors_without_status_use_the_error_type() -> None:
+    assert isinstance(
+        classify_error(status=None, error_type="overloaded_error", message=""), Overloaded
+    )
+    assert isinstance(
+        classify_error(status=None, error_type="something_new", message=""), ProviderUnavailable
+    )
+
+
+def test_partial_text_always_means_interrupted() -> None:
+    error = classify_error(
+        status=None, error_type="overloaded_error", message="Overloaded", partial_text="Hel"
+    )
+
+    assert isinstance(error, StreamInterrupted)
+    assert (error.cause, error.partial_text, error.retryable) == ("overloaded", "Hel", False)

@@ -1,0 +1,117 @@
+"""The offline provider: deterministic, clearly labelled, and reports the context it got."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatplatform.llm import (
+    ChatRequest,
+    ContextReport,
+    ContextSection,
+    Done,
+    Message,
+    TextDelta,
+    Usage,
+)
+from chatplatform.llm.offline_provider import OFFLINE_LABEL, OfflineProvider
+from chatplatform.tokens.bpe import BpeCounter
+
+from .helpers import collect, text_of
+
+pytestmark = pytest.mark.asyncio
+
+REPORT = ContextReport(
+    sections=(
+        ContextSection("system", 120, items=1),
+        ContextSection("facts", 30, items=2),
+        ContextSection("summaries", 400, items=1),
+        ContextSection("retrieval", 90, items=2, dropped=3),
+        ContextSection("history", 800, items=12),
+    ),
+    facts=("The user lives in Kyiv.", "The user likes green tea."),
+    retrieved=(
+        "[2024-05-01] user: what was the name of that tea shop?",
+        "assistant: It was Chaika.",
+    ),
+    budget_tokens=4000,
+    counter="o200k_base",
+    strategy="hybrid",
+)
+
+
+def request(text: str, report: ContextReport | None = REPORT) -> ChatRequest:
+    return ChatRequest(
+        model="offline",
+        system="You are helpful.",
+        messages=[Message("user", "earlier"), Message("assistant", "reply"), Message("user", text)],
+        context_report=report,
+    )
+
+
+@pytest.fixture(scope="module")
+def counter() -> BpeCounter:
+    return BpeCounter("o200k_base")
+
+
+async def test_reply_is_labelled_echoes_and_reports_the_context(counter: BpeCounter) -> None:
+    events = await collect(OfflineProvider(counter).stream(request("Where did I buy tea?")))
+    reply = text_of(events)
+
+    assert reply.startswith(OFFLINE_LABEL)
+    assert "not from a model" in reply
+    assert 'You wrote: "Where did I buy tea?"' in reply
+    assert "1440 tokens of a 4000-token budget in 5 sections (counted with o200k_base)" in reply
+    assert "- retrieval: 90 tokens, 2 items, 3 left out" in reply
+    assert "- The user likes green tea." in reply
+    assert "Earlier turns retrieved as relevant (2):" in reply
+    assert "assistant: It was Chaika." in reply
+
+
+async def test_deltas_are_words_and_the_stream_is_deterministic(counter: BpeCounter) -> None:
+    provider = OfflineProvider(counter)
+    first = await collect(provider.stream(request("Hello")))
+    second = await collect(provider.stream(request("Hello")))
+
+    assert first == second
+    deltas = [e.text for e in first if isinstance(e, TextDelta)]
+    assert len(deltas) > 20
+    assert all(len(d.split()) <= 1 for d in deltas)
+
+
+async def test_usage_is_counted_with_the_supplied_counter(counter: BpeCounter) -> None:
+    req = request("Hello")
+    events = await collect(OfflineProvider(counter).stream(req))
+
+    usage = events[-2]
+    assert isinstance(usage, Usage)
+    assert events[-1] == Done("end_turn", usage)
+    expected_input = counter.count("You are helpful.") + sum(
+        counter.count_message(m.role, str(m.content)) for m in req.messages
+    )
+    assert usage.input_tokens == expected_input
+    assert usage.output_tokens == counter.count(text_of(events))
+
+
+async def test_long_messages_are_echoed_truncated(counter: BpeCounter) -> None:
+    long_text = "слово " * 100
+    reply = text_of(await collect(OfflineProvider(counter).stream(request(long_text))))
+
+    echo_line = next(line for line in reply.splitlines() if line.startswith("You wrote"))
+    assert echo_line.endswith('…"')
+    assert len(echo_line) < 100
+
+
+async def test_without_a_report_it_describes_the_request_itself(counter: BpeCounter) -> None:
+    reply = text_of(await collect(OfflineProvider(counter).stream(request("Hi", report=None))))
+
+    assert "in 2 sections (counted with o200k_base)" in reply
+    assert "- history:" in reply and "3 items" in reply
+    assert "Facts about you I saw: none." in reply
+
+
+async def test_delay_between_words_is_configurable(counter: BpeCounter) -> None:
+    provider = OfflineProvider(counter, delay=0.001)
+    events = await collect(provider.stream(request("Hi")))
+
+    assert provider.offline is True
+    assert isinstance(events[-1], Done)
