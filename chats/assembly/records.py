@@ -1,0 +1,67 @@
+"""The per-turn record: what went into a prompt, what was left out and why, and its usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly.service import TurnContext
+from chats.models import Message, TurnRecord
+
+
+def breakdown(turn: TurnContext) -> dict[str, Any]:
+    """JSON-ready breakdown of an assembled turn (stored, previewed, shown in the meter)."""
+    prompt = turn.prompt
+    return {
+        "strategy": prompt.strategy,
+        "counter": prompt.counter_name,
+        "budget": prompt.budget,
+        "prompt_tokens": prompt.prompt_tokens,
+        "margin_ratio": round(prompt.margin_ratio, 4),
+        "reserved_response_tokens": turn.policy.reserved_response_tokens,
+        "context_window": turn.profile.context_window,
+        "hypothetical_tokens": turn.hypothetical_tokens,
+        "sections": [
+            {"name": s.name, "budget": s.budget, "used": s.used, "items": s.items}
+            for s in prompt.sections
+        ],
+        "included": [[i.kind, i.id, i.tokens] for i in prompt.included],
+        "excluded": [[e.kind, e.id, e.tokens, e.reason] for e in prompt.excluded],
+        "truncated": [[t.kind, t.id, t.original_tokens, t.kept_tokens] for t in prompt.truncated],
+    }
+
+
+def turn_record_create(*, turn: TurnContext, user_message: Message) -> TurnRecord:
+    """Store the record of the turn answering ``user_message`` (one per message: a retry
+    returns the existing record)."""
+    data = breakdown(turn)
+    with tenant_scope(user_message.tenant_id):
+        existing = TurnRecord.objects.filter(user_message=user_message).first()
+        if existing is not None:
+            return existing
+        try:
+            with transaction.atomic():
+                return TurnRecord.objects.create(
+                    tenant_id=user_message.tenant_id,
+                    conversation_id=user_message.conversation_id,
+                    user_message=user_message,
+                    policy=turn.policy if turn.policy.pk else None,
+                    model_profile=turn.profile,
+                    strategy=turn.prompt.strategy,
+                    counter=turn.prompt.counter_name,
+                    budget_tokens=turn.prompt.budget,
+                    sections={
+                        "sections": data["sections"],
+                        "truncated": data["truncated"],
+                        "margin_ratio": data["margin_ratio"],
+                    },
+                    included=data["included"],
+                    excluded=data["excluded"],
+                    prompt_tokens_estimated=turn.prompt.prompt_tokens,
+                    hypothetical_tokens=turn.hypothetical_tokens,
+                    assembly_ms=turn.assembly_ms,
+                )
+        except IntegrityError:
+            return TurnRecord.objects.get(user_message=user_message)

@@ -1,0 +1,295 @@
+"""Assemble the prompt of one turn from the conversation's policy (Django adapter over the
+pure core ``chats.context``).
+
+Contract of :func:`assemble_context`: reads only (no writes, no locks); a bounded number of
+queries whatever the length of the history (see ``selectors``); the returned prompt satisfies
+``ceil(prompt_tokens * margin_ratio) <= window - reserved response`` under the policy model's
+counter (the pure core's guarantee).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from chatplatform.counting import storage_counter_for
+from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.tenancy.scoping import tenant_scope
+from chatplatform.tokens import TokenCounter
+from chats.assembly import selectors
+from chats.context.budget import history_fetch_ceiling
+from chats.context.packing import assemble
+from chats.context.template import time_values
+from chats.context.types import (
+    AssembledPrompt,
+    AssemblyInputs,
+    MessageItem,
+    PackingPolicy,
+    RetrievedItem,
+)
+from chats.models import Conversation, Message
+from chats.services.conversations import policy_for
+
+#: A retriever returns candidates relevant to the new message among messages older than
+#: ``before_seq`` (those the recent window will not show).
+Retriever = Callable[[Conversation, MessageItem, ContextPolicy, int], list[RetrievedItem]]
+
+TOOLS_DESCRIPTION = (
+    "save_user_fact(text, key?) stores a fact about the user; get_user_facts() lists them."
+)
+
+
+def margin_for(counter: TokenCounter, policy: ContextPolicy, profile: ModelProfile) -> float:
+    """The multiplier applied to counted tokens before comparing them with the budget.
+
+    Exact counters: 1.0. Estimates: the estimator's calibrated margin, times the model's
+    online calibration (real/estimated ratio, once it has samples), times the policy's extra
+    safety margin.
+    """
+    if counter.exact:
+        return 1.0
+    base = float(getattr(counter, "margin", 1.0))
+    calibrated = base
+    try:
+        from chatplatform.tokens import calibration
+
+        state = calibration.CalibrationState(
+            count=profile.calibration_samples,
+            mean=profile.calibration_ratio_mean,
+            m2=profile.calibration_ratio_m2,
+        )
+        calibrated = calibration.calibrated_margin(state, base)
+    except (ImportError, AttributeError, TypeError):
+        calibrated = base
+    return calibrated * (1.0 + policy.safety_margin_percent / 100.0)
+
+
+def packing_policy_for(
+    policy: ContextPolicy, *, margin_ratio: float = 1.0, budget_override: int | None = None
+) -> PackingPolicy:
+    """Map the stored policy onto the pure core's view of it."""
+    profile = policy.model_profile
+    max_context = policy.max_context_tokens
+    if budget_override is not None:
+        max_context = min(max_context, budget_override + policy.reserved_response_tokens)
+    return PackingPolicy(
+        strategy=policy.strategy,  # type: ignore[arg-type]
+        context_window=profile.context_window,
+        max_context_tokens=max_context,
+        reserved_response_tokens=policy.reserved_response_tokens,
+        safety_margin_ratio=margin_ratio,
+        budget_unit=policy.budget_unit,  # type: ignore[arg-type]
+        system_budget=policy.system_budget,
+        facts_budget=policy.facts_budget if policy.facts_enabled else 0,
+        summaries_budget=policy.summaries_budget,
+        retrieval_budget=policy.retrieval_budget,
+        min_recent_messages=min(policy.min_recent_messages, policy.recent_message_cap),
+        recent_message_cap=policy.recent_message_cap,
+        max_summaries_in_context=policy.max_summaries_in_context,
+        raw_history_limit=policy.raw_history_limit,
+        max_facts=policy.max_facts_per_user if policy.facts_enabled else 0,
+        retrieval_max_items=policy.retrieval_max_items,
+        retrieval_neighbors=policy.retrieval_neighbors,
+        model_name=profile.name,
+    )
+
+
+@dataclass
+class TurnContext:
+    """An assembled turn: the prompt plus what the record and the provider need."""
+
+    prompt: AssembledPrompt
+    policy: ContextPolicy
+    profile: ModelProfile
+    counter: TokenCounter
+    hypothetical_tokens: int
+    assembly_ms: float
+    facts: list[Any] = field(default_factory=list)
+    retrieved_ids: list[Any] = field(default_factory=list)
+
+
+def _default_retriever() -> Retriever | None:
+    try:
+        from chats.retrieval import retrieve_for_assembly  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return retrieve_for_assembly  # type: ignore[no-any-return]
+
+
+def _system_variables(
+    conversation: Conversation, author: Any, policy: ContextPolicy, now: datetime, members: int
+) -> dict[str, object]:
+    full_name = author.get_full_name() if author is not None else ""
+    username = f"@{author.username}" if author is not None else ""
+    return {
+        "chatname": conversation.title
+        or ("Group chat" if conversation.is_group else "Private chat"),
+        "chatid": conversation.pk,
+        "chattype": "group" if conversation.is_group else "private",
+        "username": username,
+        "userfullname": full_name or username,
+        "userid": author.pk if author is not None else "",
+        "botname": policy.bot_name,
+        "botusername": "@" + policy.bot_name.lower().replace(" ", "_"),
+        "membercount": members,
+        "tools": TOOLS_DESCRIPTION if policy.tools_enabled else "none",
+        **time_values(timezone.localtime(now)),
+    }
+
+
+def assemble_context(
+    conversation: Conversation,
+    new_message: MessageItem,
+    *,
+    author: Any = None,
+    policy: ContextPolicy | None = None,
+    retriever: Retriever | None = None,
+    now: datetime | None = None,
+    budget_override: int | None = None,
+) -> TurnContext:
+    """Build the prompt for ``new_message`` (stored or not) in ``conversation``.
+
+    ``budget_override`` lowers the prompt budget (tokens), e.g. after a provider answered
+    "prompt is too long". ``retriever`` defaults to the full-text retrieval when installed.
+    """
+    started = time.perf_counter()
+    with tenant_scope(conversation.tenant_id):
+        # Fresh running totals: the caller's instance may predate the messages just stored.
+        conversation = Conversation.objects.get(pk=conversation.pk)
+    policy = policy or policy_for(conversation)
+    profile = policy.model_profile
+    counter = storage_counter_for(profile)
+    margin = margin_for(counter, policy, profile)
+    packing = packing_policy_for(policy, margin_ratio=margin, budget_override=budget_override)
+    bot_name = policy.bot_name
+    now = now or timezone.now()
+
+    new_tokens = new_message.tokens if new_message.counted_by == counter.name else None
+    if new_tokens is None:
+        new_tokens = counter.count(new_message.content)
+    ceiling = history_fetch_ceiling(
+        packing,
+        exact=counter.exact,
+        new_message_tokens=new_tokens,
+        counter_overhead=counter.message_overhead,
+    )
+
+    summaries = (
+        selectors.current_summaries(conversation, max_rolling=policy.max_summaries_in_context)
+        if policy.strategy != "sliding_window"
+        else []
+    )
+    after_seq = 0
+    window = policy.recent_message_cap
+    if policy.strategy == "rolling_summary":
+        rolling = [s for s in summaries if s.kind == "rolling"]
+        after_seq = max((s.last_seq for s in rolling), default=0)
+        window = min(window, policy.raw_history_limit)
+    recent = _recent_messages(
+        conversation,
+        before_seq=new_message.seq,
+        after_seq=after_seq,
+        limit=window,
+        ceiling=ceiling,
+        min_messages=packing.min_recent_messages,
+        overhead=counter.message_overhead,
+        bot_name=bot_name,
+    )
+    author_id = getattr(author, "pk", None)
+    facts = (
+        selectors.current_facts(conversation.tenant_id, author_id, limit=policy.max_facts_per_user)
+        if policy.facts_enabled
+        else []
+    )
+    retrieved: list[RetrievedItem] = []
+    if policy.strategy == "hybrid" and policy.retrieval_max_items > 0:
+        retriever = retriever or _default_retriever()
+        oldest_recent = min((m.seq for m in recent), default=new_message.seq)
+        if retriever is not None and oldest_recent > 1:
+            retrieved = retriever(conversation, new_message, policy, oldest_recent)
+
+    members = conversation.participants.count() if conversation.is_group else 1
+    variables = _system_variables(conversation, author, policy, now, members)
+    pronouns = next((f.text for f in facts if f.key == "pronouns"), "")
+    variables["user_pronouns"] = pronouns or "not set"
+    inputs = AssemblyInputs(
+        new_message=new_message,
+        system_template=policy.system_prompt_template,
+        variables=variables,
+        facts=facts,
+        summaries=summaries,
+        retrieved=retrieved,
+        recent=recent,
+        multi_user=conversation.is_group,
+        bot_name=bot_name,
+    )
+    prompt = assemble(packing, inputs, counter)
+    system_tokens = prompt.section("system")
+    hypothetical = (
+        conversation.history_tokens
+        + (system_tokens.used if system_tokens else 0)
+        + (0 if new_message.seq <= conversation.last_seq else new_tokens)
+    )
+    return TurnContext(
+        prompt=prompt,
+        policy=policy,
+        profile=profile,
+        counter=counter,
+        hypothetical_tokens=max(hypothetical, prompt.prompt_tokens),
+        assembly_ms=(time.perf_counter() - started) * 1000,
+        facts=facts,
+        retrieved_ids=[r.message.id for r in retrieved],
+    )
+
+
+def _recent_messages(
+    conversation: Conversation,
+    *,
+    before_seq: int,
+    after_seq: int,
+    limit: int,
+    ceiling: int,
+    min_messages: int,
+    overhead: int,
+    bot_name: str,
+) -> list[MessageItem]:
+    """The newest messages that can fit (one bounded query, see the selector)."""
+    return selectors.recent_messages_within(
+        conversation,
+        before_seq=before_seq,
+        after_seq=after_seq,
+        limit=limit,
+        ceiling=ceiling,
+        min_messages=min_messages,
+        overhead=overhead,
+        bot_name=bot_name,
+    )
+
+
+def message_item(message: Message, author: Any = None) -> MessageItem:
+    """The pure view of a stored message."""
+    return MessageItem(
+        id=message.pk,
+        seq=message.seq,
+        role=message.role if message.role in ("user", "assistant", "tool") else "user",  # type: ignore[arg-type]
+        content=message.content,
+        author=selectors.author_label(
+            getattr(author, "username", None),
+            getattr(author, "first_name", None),
+            getattr(author, "last_name", None),
+        ),
+        tokens=message.token_count,
+        counted_by=message.token_counter or None,
+        created_at=message.created_at,
+    )
+
+
+def assemble_turn(conversation: Conversation, message: Message, **kwargs: Any) -> TurnContext:
+    """Assemble the prompt answering the stored user ``message``."""
+    author = message.author
+    return assemble_context(conversation, message_item(message, author), author=author, **kwargs)

@@ -1,0 +1,266 @@
+"""Facts, summaries and retrieved messages: selection within a section cap, and rendering.
+
+Each ``pick_*`` takes candidates in the caller's order, a cap in tokens and the meter, and
+returns what fits: rendered blocks for the system prompt and the tokens accounted for them
+(frame + items + one token per block separator). Accounting is conservative; the assembly
+recounts the final output anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .formatting import (
+    RETRIEVED_GAP,
+    escape_block_text,
+    fact_line,
+    facts_block,
+    facts_frame,
+    one_line,
+    retrieved_body,
+    retrieved_frame,
+    retrieved_prefix,
+    summary_frame,
+)
+from .history import Meter, drop_incomplete_groups
+from .truncate import truncate_tail
+from .types import (
+    STABLE_SUMMARY_KINDS,
+    Excluded,
+    FactItem,
+    Included,
+    ItemId,
+    MessageItem,
+    RetrievedItem,
+    SummaryItem,
+    Truncation,
+)
+
+SEPARATOR_TOKENS = 1  # "\n\n" between system blocks
+_KIND_ORDER = {"rolling": 0, "recent": 1, "long": 2, "carried": 3}
+
+
+@dataclass(slots=True)
+class Picked:
+    """A section's outcome: rendered system blocks and accounted tokens."""
+
+    name: str
+    budget: int
+    blocks: list[str] = field(default_factory=list)
+    stable_blocks: list[str] = field(default_factory=list)
+    used: int = 0
+    included: list[Included] = field(default_factory=list)
+
+
+def _frame_cost(meter: Meter, frame: tuple[str, str]) -> int:
+    return meter.small(frame[0]) + meter.small(frame[1]) + SEPARATOR_TOKENS
+
+
+def pick_facts(
+    facts: Sequence[FactItem], cap: int, max_facts: int, meter: Meter, excluded: list[Excluded]
+) -> Picked:
+    """Facts in the caller's (relevance) order, deduplicated by ``key`` or normalised text,
+    at most ``max_facts``, each one bullet of the fenced ``<user_facts>`` block."""
+    out = Picked("facts", cap)
+    frame = _frame_cost(meter, facts_frame())
+    used, lines, seen = frame, list[str](), set[str]()
+    for fact in facts:
+        key = fact.key or one_line(fact.text, 10_000).casefold()
+        if key in seen:
+            excluded.append(Excluded("fact", fact.id, fact.tokens, "duplicate"))
+            continue
+        if len(lines) >= max_facts:
+            excluded.append(Excluded("fact", fact.id, fact.tokens, "cap"))
+            continue
+        line = fact_line(fact.text)
+        if line == "- " + fact.text:
+            n = meter.stored("fact", fact.id, fact.text, fact.tokens, fact.counted_by) + 1
+        else:
+            n = meter.text(line)
+        n += 1  # the joining newline
+        if used + n > cap:
+            excluded.append(Excluded("fact", fact.id, n, "over_budget"))
+            continue
+        seen.add(key)
+        lines.append(line)
+        out.included.append(Included("fact", fact.id, n))
+        used += n
+    if lines:
+        out.blocks.append(facts_block(lines))
+        out.used = used
+    return out
+
+
+def _summary_sort_key(s: SummaryItem) -> tuple[int, int]:
+    return (-s.last_seq, _KIND_ORDER.get(s.kind, 9))
+
+
+def _render_order(s: SummaryItem) -> tuple[int, int, int]:
+    return (0 if s.kind == "carried" else 1, s.first_seq, s.last_seq)
+
+
+def pick_summaries(
+    summaries: Sequence[SummaryItem],
+    cap: int,
+    max_items: int,
+    meter: Meter,
+    excluded: list[Excluded],
+    truncated: list[Truncation],
+    min_cut: int,
+) -> Picked:
+    """Newest summaries first (by ``last_seq``), at most ``max_items``; one that does not fit
+    is cut at its tail (head kept, visible marker) when at least ``min_cut`` tokens are left,
+    else left out. Rendered chronologically, long-lived kinds first (the stable prefix)."""
+    out = Picked("summaries", cap)
+    chosen: list[tuple[SummaryItem, str]] = []
+    seen: set[ItemId] = set()
+    for s in sorted(summaries, key=_summary_sort_key):
+        if s.id in seen:
+            excluded.append(Excluded("summary", s.id, s.tokens, "duplicate"))
+            continue
+        seen.add(s.id)
+        if len(chosen) >= max_items:
+            excluded.append(Excluded("summary", s.id, s.tokens, "cap"))
+            continue
+        head, tail = summary_frame(s)
+        frame = _frame_cost(meter, (head, tail))
+        body = escape_block_text(s.text)
+        if body == s.text:
+            n_body = meter.stored("summary", s.id, s.text, s.tokens, s.counted_by)
+        else:
+            n_body = meter.text(body)
+        room = cap - out.used - frame
+        if n_body <= room:
+            chosen.append((s, head + body + tail))
+            out.used += frame + n_body
+            out.included.append(Included("summary", s.id, frame + n_body))
+        elif room >= min_cut:
+            cut = truncate_tail(body, room, meter.counter, total_tokens=n_body)
+            chosen.append((s, head + cut.text + tail))
+            out.used += frame + cut.tokens
+            out.included.append(Included("summary", s.id, frame + cut.tokens))
+            truncated.append(Truncation("summary", s.id, n_body, cut.tokens))
+        else:
+            excluded.append(Excluded("summary", s.id, frame + n_body, "over_budget"))
+    for s, text in sorted(chosen, key=lambda c: _render_order(c[0])):
+        (out.stable_blocks if s.kind in STABLE_SUMMARY_KINDS else out.blocks).append(text)
+    return out
+
+
+@dataclass(slots=True)
+class Retrieval:
+    """Retrieved messages in the prompt (by id), the hit each belongs to, tokens each."""
+
+    cap: int
+    frame: int
+    entries: dict[ItemId, tuple[MessageItem, int]] = field(default_factory=dict)
+
+    @property
+    def used(self) -> int:
+        if not self.entries:
+            return 0
+        return self.frame + sum(n for _, n in self.entries.values())
+
+    def remove(self, ids: set[ItemId], excluded: list[Excluded]) -> int:
+        """Drop entries whose ids are in ``ids`` (shown in history); return tokens freed."""
+        before = self.used
+        for item_id in ids & self.entries.keys():
+            _, n = self.entries.pop(item_id)
+            excluded.append(Excluded("retrieved", item_id, n, "duplicate"))
+        return before - self.used
+
+    def render(self, bot_name: str) -> str:
+        if not self.entries:
+            return ""
+        head, tail = retrieved_frame()
+        lines: list[str] = []
+        last: int | None = None
+        for m, _ in sorted(self.entries.values(), key=lambda e: e[0].seq):
+            if last is not None and m.seq > last + 1:
+                lines.append(RETRIEVED_GAP)
+            lines.append(retrieved_prefix(m, bot_name) + retrieved_body(m))
+            last = m.seq
+        return head + "\n".join(lines) + tail
+
+    def included(self) -> list[Included]:
+        ordered = sorted(self.entries.values(), key=lambda e: e[0].seq)
+        return [Included("retrieved", m.id, n) for m, n in ordered]
+
+
+def _line_tokens(m: MessageItem, meter: Meter, bot_name: str) -> int:
+    body = retrieved_body(m)
+    if body == m.content:
+        n = meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
+    else:
+        n = meter.text(body)
+    return meter.text(retrieved_prefix(m, bot_name)) + n + 3  # newline and a possible gap line
+
+
+def _steps(
+    item: RetrievedItem, neighbors: int, excluded: list[Excluded]
+) -> list[list[MessageItem]]:
+    """[hit step, neighbour steps nearest first]; a step holds a message and its tool group."""
+    hit = item.message
+    older = sorted((n for n in item.neighbors if n.seq < hit.seq), key=lambda n: -n.seq)
+    newer = sorted((n for n in item.neighbors if n.seq > hit.seq), key=lambda n: n.seq)
+    near = sorted(older[:neighbors] + newer[:neighbors], key=lambda n: abs(n.seq - hit.seq))
+    pool = drop_incomplete_groups([hit, *near], excluded, "retrieved")
+    groups: dict[str, list[MessageItem]] = {}
+    for m in pool:
+        if m.tool_group is not None:
+            groups.setdefault(m.tool_group, []).append(m)
+    steps: list[list[MessageItem]] = []
+    for m in pool:
+        steps.append(groups[m.tool_group] if m.tool_group is not None else [m])
+    return steps if pool and pool[0] is hit else []
+
+
+def pick_retrieved(
+    items: Sequence[RetrievedItem],
+    cap: int,
+    max_items: int,
+    neighbors: int,
+    skip_ids: set[ItemId],
+    meter: Meter,
+    bot_name: str,
+    excluded: list[Excluded],
+) -> Retrieval:
+    """Hits by descending score (at most ``max_items``), deduplicated against ``skip_ids``
+    and each other; then, while the cap allows, up to ``neighbors`` turns on each side."""
+    head, tail = retrieved_frame()
+    out = Retrieval(cap, _frame_cost(meter, (head, tail)))
+    ranked = sorted(items, key=lambda it: -it.score)
+    plans: list[list[list[MessageItem]]] = []
+    for it in ranked:
+        hit = it.message
+        if hit.id in skip_ids or hit.id in out.entries:
+            excluded.append(Excluded("retrieved", hit.id, hit.tokens, "duplicate"))
+            continue
+        if len(plans) >= max_items:
+            excluded.append(Excluded("retrieved", hit.id, hit.tokens, "cap"))
+            continue
+        steps = _steps(it, neighbors, excluded)
+        if not steps or not _add(out, steps[0], meter, bot_name, skip_ids):
+            excluded.append(Excluded("retrieved", hit.id, hit.tokens, "over_budget"))
+            continue
+        plans.append(steps[1:])
+    for steps in plans:
+        for step in steps:
+            _add(out, step, meter, bot_name, skip_ids)
+    return out
+
+
+def _add(
+    out: Retrieval, step: list[MessageItem], meter: Meter, bot_name: str, skip: set[ItemId]
+) -> bool:
+    fresh = [m for m in step if m.id not in out.entries and m.id not in skip]
+    if not fresh:
+        return True
+    costs = [_line_tokens(m, meter, bot_name) for m in fresh]
+    base = out.used if out.entries else out.frame
+    if base + sum(costs) > out.cap:
+        return False
+    for m, n in zip(fresh, costs, strict=True):
+        out.entries[m.id] = (m, n)
+    return True

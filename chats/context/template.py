@@ -1,0 +1,123 @@
+"""System prompt templates with seed 004's variables, substituted safely.
+
+Rules (the contract the tests check):
+
+* one regex pass over ``{name}`` tokens whose ``name`` is a known variable; no ``str.format``,
+  so ``{0.__class__}`` or ``{chatname!r}`` are plain text;
+* unknown braces stay exactly as written;
+* values are inserted once and never re-scanned (a value containing ``{username}`` stays
+  literal);
+* ``{{name}}`` of a known name renders as the literal ``{name}``;
+* a known variable without a value renders as an empty string;
+* single-line variables (names, ids...) have control characters and line breaks collapsed to
+  spaces and are cut to :data:`MAX_SINGLE_LINE_CHARS`, so a user's display name cannot add
+  lines to the system prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import NamedTuple
+
+
+class Variable(NamedTuple):
+    description: str
+    multiline: bool = False
+
+
+#: Known variables and their help text (admin help).
+VARIABLES: dict[str, Variable] = {
+    "chatname": Variable("Chat title, or “Private chat”"),
+    "chatid": Variable("Conversation id"),
+    "chattype": Variable("Chat type: private or group"),
+    "username": Variable("The user's @username"),
+    "userfullname": Variable("The user's full name"),
+    "userid": Variable("The user's id"),
+    "timestamp": Variable("Current date and time (ISO 8601)"),
+    "date": Variable("Current date (YYYY-MM-DD)"),
+    "time": Variable("Current time (HH:MM)"),
+    "botname": Variable("The bot's display name"),
+    "botusername": Variable("The bot's @username"),
+    "membercount": Variable("Number of chat members"),
+    "tools": Variable("List of available tools", multiline=True),
+    "user_memories": Variable(
+        "Where the user's stored facts are: assembly fills it with a pointer to the fenced "
+        "<user_facts> block, which it budgets separately",
+        multiline=True,
+    ),
+    "user_pronouns": Variable("The user's pronouns, if set"),
+}
+
+#: Variables that change every turn (their presence makes the system prompt uncacheable).
+PER_TURN_VARIABLES = frozenset({"timestamp", "time"})
+MAX_SINGLE_LINE_CHARS = 200
+MAX_MULTILINE_CHARS = 20_000
+
+_NAMES = "|".join(sorted(map(re.escape, VARIABLES), key=len, reverse=True))
+_TOKEN = re.compile(r"\{\{(" + _NAMES + r")\}\}|\{(" + _NAMES + r")\}")
+_LOOKS_LIKE_VARIABLE = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_LINE_BREAKS = re.compile(r"[\r\n\t\v\f\x85\u2028\u2029]+")
+_SPACES = re.compile(r"[ ]{2,}")
+
+
+def describe_variables() -> list[tuple[str, str]]:
+    """``[("{name}", description), ...]`` in a stable order, for admin help text."""
+    return [("{" + name + "}", var.description) for name, var in VARIABLES.items()]
+
+
+def clean_value(name: str, value: object) -> str:
+    """The text a variable renders as (see the module rules)."""
+    text = "" if value is None else str(value)
+    var = VARIABLES.get(name)
+    if var is not None and var.multiline:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", text)
+        return text[:MAX_MULTILINE_CHARS]
+    text = _LINE_BREAKS.sub(" ", text)
+    text = _CONTROL.sub("", text)
+    text = _SPACES.sub(" ", text).strip()
+    if len(text) > MAX_SINGLE_LINE_CHARS:
+        text = text[: MAX_SINGLE_LINE_CHARS - 1] + "…"
+    return text
+
+
+def render_template(template: str, values: Mapping[str, object]) -> str:
+    """Substitute known ``{name}`` variables from ``values`` in one pass (see module rules)."""
+    cleaned: dict[str, str] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        literal, name = match.group(1), match.group(2)
+        if literal is not None:
+            return "{" + literal + "}"
+        if name not in cleaned:
+            cleaned[name] = clean_value(name, values.get(name))
+        return cleaned[name]
+
+    return _TOKEN.sub(replace, template)
+
+
+def template_warnings(template: str) -> list[str]:
+    """Placeholders that look like variables but are unknown (they would stay literal)."""
+    unknown = sorted({m.group(1) for m in _LOOKS_LIKE_VARIABLE.finditer(template)} - set(VARIABLES))
+    if not unknown:
+        return []
+    names = ", ".join("{" + n + "}" for n in unknown)
+    known = ", ".join("{" + n + "}" for n in VARIABLES)
+    return [f"unknown variables {names} will be left as written; known variables: {known}"]
+
+
+def uses_variables(template: str) -> set[str]:
+    """Known variables the template substitutes."""
+    return {m.group(2) for m in _TOKEN.finditer(template) if m.group(2)}
+
+
+def time_values(now: datetime) -> dict[str, str]:
+    """``timestamp``, ``date`` and ``time`` for ``now`` (pass an aware local datetime)."""
+    return {
+        "timestamp": now.isoformat(timespec="seconds"),
+        "date": now.strftime("%Y-%m-%d"),
+        "time": now.strftime("%H:%M"),
+    }

@@ -1,0 +1,147 @@
+"""Time context assembly on conversations of N messages against naive and raw-fetch floors."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand
+from django.db import connection
+
+from chatplatform.counting import storage_counter_for
+from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chats.assembly.service import assemble_context
+from chats.context.types import MessageItem
+from chats.management.commands._bench_data import bench_tenant, bench_user, conversation_with
+from chats.models import Conversation, Message
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return round(ordered[index], 3)
+
+
+class Command(BaseCommand):
+    help = "Benchmark context assembly (p50/p95) against a naive walk and a raw fetch."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--sizes", default="1000,1000000")
+        parser.add_argument("--budget", type=int, default=140_000)
+        parser.add_argument("--runs", type=int, default=50)
+        parser.add_argument("--naive-runs", type=int, default=5)
+        parser.add_argument("--strategy", default="sliding_window")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        sizes = [int(s) for s in options["sizes"].split(",") if s.strip()]
+        budget = options["budget"]
+        tenant = bench_tenant()
+        user = bench_user(tenant)
+        policy = self._policy(tenant, budget, options["strategy"])
+        counter = storage_counter_for(policy.model_profile)
+        results = []
+        for size in sizes:
+            conversation = conversation_with(tenant, user, size, counter)
+            results.append(
+                self._measure(conversation, policy, user, options["runs"], options["naive_runs"])
+            )
+        report = {"database": connection.vendor, "budget": budget, "sizes": results}
+        if options["json"]:
+            self.stdout.write(json.dumps(report))
+        else:
+            self.stdout.write(json.dumps(report, indent=2))
+
+    def _policy(self, tenant: Any, budget: int, strategy: str) -> ContextPolicy:
+        with all_tenants():
+            profile = ModelProfile.objects.get(tenant__isnull=True, name="Offline (built in)")
+        reserve = 4096
+        with tenant_scope(tenant):
+            policy, _ = ContextPolicy.objects.update_or_create(
+                tenant=tenant,
+                name=f"bench {strategy} {budget}",
+                defaults=dict(
+                    model_profile=profile,
+                    strategy=strategy,
+                    max_context_tokens=min(budget + reserve, profile.context_window),
+                    reserved_response_tokens=reserve,
+                    system_budget=2000,
+                    facts_budget=1000,
+                    summaries_budget=4000,
+                    retrieval_budget=6000,
+                    recent_message_cap=500,
+                    min_recent_messages=20,
+                ),
+            )
+            return ContextPolicy.objects.select_related("model_profile").get(pk=policy.pk)
+
+    def _measure(
+        self, conversation: Conversation, policy: ContextPolicy, user: Any, runs: int, naive: int
+    ) -> dict[str, Any]:
+        item = MessageItem(
+            id="bench",
+            seq=conversation.last_seq + 1,
+            role="user",
+            content="What did we decide about the release and the budget?",
+        )
+        timings: list[float] = []
+        turn = None
+        for _ in range(runs + 3):
+            started = time.perf_counter()
+            turn = assemble_context(conversation, item, author=user, policy=policy)
+            timings.append((time.perf_counter() - started) * 1000)
+        timings = timings[3:]  # warm-up
+        assert turn is not None
+        chosen = [i.id for i in turn.prompt.included if i.kind == "message"]
+        seqs = self._seqs(conversation, chosen)
+        raw = [self._raw_fetch(conversation, seqs) for _ in range(runs)]
+        naive_times = [self._naive(conversation, policy) for _ in range(naive)]
+        return {
+            "messages": conversation.message_count,
+            "p50_ms": p(timings, 0.5),
+            "p95_ms": p(timings, 0.95),
+            "naive_p95_ms": p(naive_times, 0.95),
+            "raw_fetch_p95_ms": p(raw, 0.95),
+            "prompt_tokens": turn.prompt.prompt_tokens,
+        }
+
+    def _seqs(self, conversation: Conversation, ids: list[Any]) -> tuple[int, int]:
+        with tenant_scope(conversation.tenant_id):
+            rows = list(
+                Message.objects.filter(conversation_id=conversation.pk, pk__in=ids).values_list(
+                    "seq", flat=True
+                )
+            )
+        return (min(rows), max(rows)) if rows else (0, -1)
+
+    def _raw_fetch(self, conversation: Conversation, seqs: tuple[int, int]) -> float:
+        """The floor: one SQL query returning the rows the assembly chose."""
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT id, seq, role, content, token_count, author_id, created_at "
+                "FROM chats_message WHERE tenant_id = %s AND conversation_id = %s "
+                "AND seq BETWEEN %s AND %s ORDER BY seq DESC",
+                [conversation.tenant_id, conversation.pk, seqs[0], seqs[1]],
+            )
+            cursor.fetchall()
+        return (time.perf_counter() - started) * 1000
+
+    def _naive(self, conversation: Conversation, policy: ContextPolicy) -> float:
+        """Seed 000 done plainly: load the conversation, walk it newest to oldest in Python."""
+        started = time.perf_counter()
+        with tenant_scope(conversation.tenant_id):
+            messages = list(Message.objects.filter(conversation_id=conversation.pk).order_by("seq"))
+        budget = policy.max_context_tokens - policy.reserved_response_tokens
+        taken: list[Message] = []
+        used = 0
+        for index, message in enumerate(reversed(messages)):
+            tokens = message.token_count or len(message.content) // 4
+            if index >= policy.min_recent_messages and used + tokens > budget:
+                break
+            taken.append(message)
+            used += tokens
+        taken.reverse()
+        return (time.perf_counter() - started) * 1000
