@@ -53,19 +53,7 @@ def margin_for(counter: TokenCounter, policy: ContextPolicy, profile: ModelProfi
     """
     if counter.exact:
         return 1.0
-    base = float(getattr(counter, "margin", 1.0))
-    calibrated = base
-    try:
-        from chatplatform.tokens import calibration
-
-        state = calibration.CalibrationState(
-            count=profile.calibration_samples,
-            mean=profile.calibration_ratio_mean,
-            m2=profile.calibration_ratio_m2,
-        )
-        calibrated = calibration.calibrated_margin(state, base)
-    except (ImportError, AttributeError, TypeError):
-        calibrated = base
+    calibrated = float(getattr(counter, "margin", 1.0))
     return calibrated * (1.0 + policy.safety_margin_percent / 100.0)
 
 
