@@ -1,7 +1,11 @@
-"""WebSocket routes (the chat consumers are added by the replies feature)."""
+"""WebSocket routes."""
 
 from __future__ import annotations
 
-from typing import Any
+from django.urls import path
 
-websocket_urlpatterns: list[Any] = []
+from chats.consumers import ConversationConsumer
+
+websocket_urlpatterns = [
+    path("ws/conversations/<int:conversation_id>/", ConversationConsumer.as_asgi()),
+]

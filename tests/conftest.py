@@ -5,13 +5,33 @@ import pytest
 from tests.factories import make_admin, make_member, make_tenant
 
 
+def ensure_presets() -> None:
+    """Transactional tests flush every table, the data migration's presets included: put the
+    presets and model profiles back (idempotent)."""
+    import importlib
+
+    from django.apps import apps
+
+    from chatplatform.models import ModelProfile
+
+    if ModelProfile._base_manager.filter(tenant__isnull=True).exists():
+        return
+    presets = importlib.import_module("chatplatform.migrations.0002_presets")
+    presets.forwards(apps, None)
+
+
 @pytest.fixture
-def tenant_a(db):
+def presets(db):
+    ensure_presets()
+
+
+@pytest.fixture
+def tenant_a(presets):
     return make_tenant("Tenant A")
 
 
 @pytest.fixture
-def tenant_b(db):
+def tenant_b(presets):
     return make_tenant("Tenant B")
 
 

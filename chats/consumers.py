@@ -1,0 +1,186 @@
+"""The WebSocket consumer of a conversation (a thin adapter over the reply pipeline).
+
+In: ``{"type": "message", "client_id", "content"}``, ``{"type": "stop"}``,
+``{"type": "resume", "message_id", "last_seq"}``. Out: ``ack``, ``message``, ``reply``,
+``delta`` (with sequence numbers), ``done``, ``error`` (code and human message), ``resync``,
+``command``. Authentication: the browser session, or an API key sent as the subprotocol
+``apikey.<key>`` (browsers cannot set headers on WebSockets). The Origin is checked by the
+ASGI router; a socket for a conversation the caller cannot see is closed with 4404, exactly as
+for one that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from chatplatform.apikeys import authenticate_api_key
+from chats.models import Conversation
+from chats.replies import commands
+from chats.replies.coordination import coordination
+from chats.replies.events import conversation_group
+from chats.replies.intake import accept_user_message, rate_limit_for, reply_snapshot
+from chats.replies.runner import start_runner
+from chats.selectors import conversation_for_member
+from chats.services.messages import MessageRejected
+
+logger = logging.getLogger(__name__)
+
+APIKEY_SUBPROTOCOL = "apikey."
+PROTOCOL = "chatplatform.v1"
+CLOSE_NOT_FOUND = 4404
+MAX_FRAME_CHARS = 1024 * 1024
+
+
+class ConversationConsumer(AsyncJsonWebsocketConsumer):
+    conversation: Conversation | None = None
+    group: str = ""
+
+    async def connect(self) -> None:
+        user, tenant_id, subprotocol = await self._principal()
+        conversation_id = self.scope["url_route"]["kwargs"].get("conversation_id")
+        conversation = await database_sync_to_async(conversation_for_member)(
+            user, conversation_id, tenant_id=tenant_id
+        )
+        if conversation is None:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        self.user = user
+        self.conversation = conversation
+        self.group = conversation_group(conversation.tenant_id, conversation.pk)
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept(subprotocol)
+
+    async def _principal(self) -> tuple[Any, int | None, str | None]:
+        offered = self.scope.get("subprotocols") or []
+        keys = [p[len(APIKEY_SUBPROTOCOL) :] for p in offered if p.startswith(APIKEY_SUBPROTOCOL)]
+        if keys:
+            principal = await database_sync_to_async(authenticate_api_key)(keys[0])
+            if principal is None:
+                return None, None, None
+            chosen = PROTOCOL if PROTOCOL in offered else offered[0]
+            return principal.user, principal.tenant.pk, chosen
+        chosen = PROTOCOL if PROTOCOL in offered else None
+        return self.scope.get("user"), None, chosen
+
+    async def disconnect(self, code: int) -> None:
+        # The reply keeps running: it is not tied to this socket.
+        if self.group:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.conversation is None:
+            return
+        if text_data is None:
+            await self._error("invalid", "Frames must be JSON text.")
+            return
+        if len(text_data) > MAX_FRAME_CHARS:
+            await self._error("too_large", "The frame is larger than 1 MiB.")
+            return
+        try:
+            data = json.loads(text_data)
+        except ValueError:
+            await self._error("invalid_json", "The frame is not valid JSON.")
+            return
+        if not isinstance(data, dict):
+            await self._error("invalid", "The frame must be a JSON object.")
+            return
+        kind = data.get("type")
+        if kind == "message":
+            await self._message(data)
+        elif kind == "stop":
+            await coordination().request_stop(self.conversation.tenant_id, self.conversation.pk)
+        elif kind == "resume":
+            await self._resume(data)
+        else:
+            await self._error("unknown_type", "Unknown frame type: use message, stop or resume.")
+
+    async def _message(self, data: dict[str, Any]) -> None:
+        assert self.conversation is not None
+        conversation = self.conversation
+        content = data.get("content")
+        client_id = data.get("client_id")
+        if client_id is not None and (
+            not isinstance(client_id, str) or not 0 < len(client_id) <= 64
+        ):
+            await self._error("invalid", "client_id must be a string of 1 to 64 characters.")
+            return
+        if isinstance(content, str) and content.strip().startswith("/memories"):
+            text = await database_sync_to_async(commands.memories_command)(
+                conversation.tenant_id, self.user, content
+            )
+            await self.send_json({"type": "command", "command": "memories", "text": text})
+            return
+        limit = await database_sync_to_async(rate_limit_for)(conversation)
+        rate_key = f"msg:t{conversation.tenant_id}:u{self.user.pk}"
+        if await coordination().hit(rate_key, 60) > limit:
+            await self._error(
+                "rate_limited", f"Too many messages: at most {limit} per minute.", client_id
+            )
+            return
+        try:
+            message, created = await database_sync_to_async(accept_user_message)(
+                conversation=conversation,
+                user=self.user,
+                content=content,
+                client_id=client_id,
+                reply_to_id=data.get("reply_to"),
+            )
+        except MessageRejected as exc:
+            await self._error(exc.code, exc.message, client_id)
+            return
+        await self.send_json(
+            {
+                "type": "ack",
+                "client_id": client_id,
+                "message_id": message.pk,
+                "seq": message.seq,
+                "duplicate": not created,
+            }
+        )
+        if not created:
+            snapshot = await database_sync_to_async(reply_snapshot)(conversation.tenant_id, message)
+            if snapshot is not None:
+                await self.send_json(snapshot)
+        start_runner(conversation.tenant_id, conversation.pk)
+
+    async def _resume(self, data: dict[str, Any]) -> None:
+        assert self.conversation is not None
+        try:
+            message_id, last_seq = int(data["message_id"]), int(data.get("last_seq", 0))
+        except (KeyError, TypeError, ValueError):
+            await self._error("invalid", "resume needs message_id and last_seq.")
+            return
+        tenant_id = self.conversation.tenant_id
+        snapshot = await database_sync_to_async(reply_snapshot)(
+            tenant_id, None, reply_id=message_id, conversation_id=self.conversation.pk
+        )
+        if snapshot is None:
+            await self._error("not_found", "No such reply in this conversation.")
+            return
+        deltas = await coordination().deltas_since(tenant_id, message_id, last_seq)
+        if deltas is None:
+            await self.send_json({**snapshot, "type": "resync"})
+            return
+        for seq, text in deltas:
+            await self.send_json(
+                {"type": "delta", "message_id": message_id, "seq": seq, "text": text}
+            )
+        if snapshot["status"] != "streaming":
+            await self.send_json({**snapshot, "type": "resync"})
+
+    async def chat_event(self, message: dict[str, Any]) -> None:
+        await self.send_json(message["event"])
+
+    async def _error(self, code: str, text: str, client_id: Any = None) -> None:
+        await self.send_json(
+            {"type": "error", "code": code, "message": text, "client_id": client_id}
+        )
+
+    @classmethod
+    async def encode_json(cls, content: Any) -> str:
+        return json.dumps(content, ensure_ascii=False)

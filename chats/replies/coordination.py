@@ -1,0 +1,209 @@
+"""Cross-process coordination of replies: the delta log, runner locks, stop flags and rate
+counters. Redis when ``REDIS_URL`` is set (shared by every ASGI process), else in-process
+structures (the embedded default runs one process). Every key carries the tenant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import defaultdict
+from typing import Any
+
+from django.conf import settings
+
+DELTA_LOG_TTL_SECONDS = 600
+LOCK_TTL_SECONDS = 30
+
+
+def _key(kind: str, tenant_id: int, object_id: int) -> str:
+    return f"chatplatform:{kind}:t{tenant_id}:{object_id}"
+
+
+class Coordination:
+    """Interface; see :class:`RedisCoordination` and :class:`LocalCoordination`."""
+
+    async def append_delta(self, tenant_id: int, message_id: int, seq: int, text: str) -> None:
+        raise NotImplementedError
+
+    async def deltas_since(
+        self, tenant_id: int, message_id: int, after_seq: int
+    ) -> list[tuple[int, str]] | None:
+        """Deltas with seq > ``after_seq`` in order, or None when the log is gone."""
+        raise NotImplementedError
+
+    async def acquire(self, name: str, ttl: float = LOCK_TTL_SECONDS) -> str | None:
+        """A token if the lock ``name`` was free (held for ``ttl`` s unless refreshed)."""
+        raise NotImplementedError
+
+    async def refresh(self, name: str, token: str, ttl: float = LOCK_TTL_SECONDS) -> bool:
+        raise NotImplementedError
+
+    async def release(self, name: str, token: str) -> None:
+        raise NotImplementedError
+
+    async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
+        raise NotImplementedError
+
+    async def take_stop(self, tenant_id: int, conversation_id: int) -> bool:
+        """True once after a stop was requested for the conversation."""
+        raise NotImplementedError
+
+    async def hit(self, key: str, window_seconds: int) -> int:
+        """Atomically count one event in the current window; return the count so far."""
+        raise NotImplementedError
+
+
+class LocalCoordination(Coordination):
+    def __init__(self) -> None:
+        self._deltas: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self._locks: dict[str, tuple[str, float]] = {}
+        self._stops: set[str] = set()
+        self._hits: dict[str, tuple[int, float]] = {}
+
+    async def append_delta(self, tenant_id: int, message_id: int, seq: int, text: str) -> None:
+        self._deltas[_key("deltas", tenant_id, message_id)].append((seq, text))
+
+    async def deltas_since(
+        self, tenant_id: int, message_id: int, after_seq: int
+    ) -> list[tuple[int, str]] | None:
+        log = self._deltas.get(_key("deltas", tenant_id, message_id))
+        if log is None:
+            return None
+        return [(seq, text) for seq, text in log if seq > after_seq]
+
+    async def acquire(self, name: str, ttl: float = LOCK_TTL_SECONDS) -> str | None:
+        now = time.monotonic()
+        held = self._locks.get(name)
+        if held is not None and held[1] > now:
+            return None
+        token = uuid.uuid4().hex
+        self._locks[name] = (token, now + ttl)
+        return token
+
+    async def refresh(self, name: str, token: str, ttl: float = LOCK_TTL_SECONDS) -> bool:
+        held = self._locks.get(name)
+        if held is None or held[0] != token:
+            return False
+        self._locks[name] = (token, time.monotonic() + ttl)
+        return True
+
+    async def release(self, name: str, token: str) -> None:
+        held = self._locks.get(name)
+        if held is not None and held[0] == token:
+            del self._locks[name]
+
+    async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
+        self._stops.add(_key("stop", tenant_id, conversation_id))
+
+    async def take_stop(self, tenant_id: int, conversation_id: int) -> bool:
+        key = _key("stop", tenant_id, conversation_id)
+        if key in self._stops:
+            self._stops.discard(key)
+            return True
+        return False
+
+    async def hit(self, key: str, window_seconds: int) -> int:
+        now = time.monotonic()
+        count, started = self._hits.get(key, (0, now))
+        if now - started >= window_seconds:
+            count, started = 0, now
+        count += 1
+        self._hits[key] = (count, started)
+        return count
+
+
+class RedisCoordination(Coordination):
+    """Redis-backed; every call has the client's socket timeout (5 s)."""
+
+    def __init__(self, url: str) -> None:
+        import redis.asyncio as redis
+
+        self._url = url
+        self._clients: dict[int, Any] = {}
+        self._redis = redis
+
+    @property
+    def client(self) -> Any:
+        # One client per event loop: a client is bound to the loop it was created on.
+        loop_id = id(asyncio.get_running_loop())
+        client = self._clients.get(loop_id)
+        if client is None:
+            client = self._redis.Redis.from_url(
+                self._url, socket_timeout=5, socket_connect_timeout=5
+            )
+            self._clients[loop_id] = client
+        return client
+
+    async def append_delta(self, tenant_id: int, message_id: int, seq: int, text: str) -> None:
+        key = _key("deltas", tenant_id, message_id)
+        async with self.client.pipeline(transaction=False) as pipe:
+            pipe.rpush(key, f"{seq}:{text}")
+            pipe.expire(key, DELTA_LOG_TTL_SECONDS)
+            await pipe.execute()
+
+    async def deltas_since(
+        self, tenant_id: int, message_id: int, after_seq: int
+    ) -> list[tuple[int, str]] | None:
+        raw = await self.client.lrange(_key("deltas", tenant_id, message_id), 0, -1)
+        if not raw:
+            return None
+        out = []
+        for item in raw:
+            seq_text, _, text = item.decode().partition(":")
+            if int(seq_text) > after_seq:
+                out.append((int(seq_text), text))
+        return out
+
+    async def acquire(self, name: str, ttl: float = LOCK_TTL_SECONDS) -> str | None:
+        token = uuid.uuid4().hex
+        ok = await self.client.set(f"chatplatform:lock:{name}", token, nx=True, px=int(ttl * 1000))
+        return token if ok else None
+
+    async def refresh(self, name: str, token: str, ttl: float = LOCK_TTL_SECONDS) -> bool:
+        key = f"chatplatform:lock:{name}"
+        script = (
+            "if redis.call('get', KEYS[1]) == ARGV[1] then "
+            "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
+        )
+        return bool(await self.client.eval(script, 1, key, token, int(ttl * 1000)))
+
+    async def release(self, name: str, token: str) -> None:
+        script = (
+            "if redis.call('get', KEYS[1]) == ARGV[1] then "
+            "return redis.call('del', KEYS[1]) else return 0 end"
+        )
+        await self.client.eval(script, 1, f"chatplatform:lock:{name}", token)
+
+    async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
+        await self.client.set(_key("stop", tenant_id, conversation_id), "1", ex=120)
+
+    async def take_stop(self, tenant_id: int, conversation_id: int) -> bool:
+        return bool(await self.client.delete(_key("stop", tenant_id, conversation_id)))
+
+    async def hit(self, key: str, window_seconds: int) -> int:
+        bucket = int(time.time() // window_seconds)
+        full_key = f"chatplatform:rate:{key}:{bucket}"
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.incr(full_key)
+            pipe.expire(full_key, window_seconds * 2)
+            count, _ = await pipe.execute()
+        return int(count)
+
+
+_instance: Coordination | None = None
+
+
+def coordination() -> Coordination:
+    global _instance
+    if _instance is None:
+        url = getattr(settings, "REDIS_URL", "")
+        _instance = RedisCoordination(url) if url else LocalCoordination()
+    return _instance
+
+
+def reset_coordination() -> None:
+    """Forget the shared instance (tests switch settings)."""
+    global _instance
+    _instance = None

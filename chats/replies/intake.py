@@ -1,0 +1,78 @@
+"""Accepting user messages (the same service for the WebSocket, the API and the UI)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Conversation, Message, Role
+from chats.services.conversations import policy_for
+from chats.services.messages import MessageRejected, message_create
+
+
+def accept_user_message(
+    *,
+    conversation: Conversation,
+    user: Any,
+    content: Any,
+    client_id: str | None = None,
+    reply_to_id: Any = None,
+) -> tuple[Message, bool]:
+    """Store the user's message (validated; idempotent by ``client_id``); return it and
+    whether it is new. The caller starts the reply runner afterwards. Raises
+    MessageRejected (nothing stored) for bad input."""
+    reply_to = None
+    if reply_to_id is not None:
+        try:
+            reply_to_pk = int(reply_to_id)
+        except (TypeError, ValueError):
+            raise MessageRejected("invalid", "reply_to must be a message id.") from None
+        with tenant_scope(conversation.tenant_id):
+            reply_to = Message.objects.filter(
+                pk=reply_to_pk, conversation_id=conversation.pk
+            ).first()
+        if reply_to is None:
+            raise MessageRejected("invalid", "The message replied to is not in this conversation.")
+    return message_create(
+        conversation=conversation,
+        role=Role.USER,
+        content=content,
+        author=user,
+        client_id=client_id,
+        reply_to=reply_to,
+    )
+
+
+def rate_limit_for(conversation: Conversation) -> int:
+    """Messages per minute a user may send in this conversation (the policy's limit)."""
+    return policy_for(conversation).user_messages_per_minute
+
+
+def reply_snapshot(
+    tenant_id: int,
+    user_message: Message | None,
+    *,
+    reply_id: int | None = None,
+    conversation_id: int | None = None,
+) -> dict[str, Any] | None:
+    """The stored state of a reply (by the message it answers, or by its id within a
+    conversation): content so far, status and error. None if there is none."""
+    with tenant_scope(tenant_id):
+        replies = Message.objects.filter(role=Role.ASSISTANT)
+        if user_message is not None:
+            reply = replies.filter(answers=user_message).first()
+        elif reply_id is not None and conversation_id is not None:
+            reply = replies.filter(pk=reply_id, conversation_id=conversation_id).first()
+        else:
+            reply = None
+    if reply is None:
+        return None
+    return {
+        "type": "reply_state",
+        "message_id": reply.pk,
+        "answers": reply.answers_id,
+        "status": reply.status,
+        "content": reply.content,
+        "error_code": reply.error_code,
+        "error_message": reply.error_message,
+    }

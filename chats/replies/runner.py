@@ -1,0 +1,320 @@
+"""The async reply runner: one per conversation at a time, answering queued user messages in
+order, streaming each reply to the conversation's group.
+
+Not tied to a socket: the runner is a task of the ASGI process (or of the calling request),
+so a closed tab neither loses nor cancels the reply. A process that dies mid-stream leaves the
+reply ``streaming``; ``mark_stale_streaming`` (beat) turns it ``incomplete`` with its text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from chatplatform.llm.base import Done, Provider, TextDelta, ToolCall, Usage
+from chatplatform.llm.errors import PromptTooLong, ProviderError, StreamInterrupted
+from chatplatform.llm.registry import build_provider_or_offline
+from chatplatform.llm.tool_loop import stream_with_tools
+from chats.models import Status
+from chats.replies import turns
+from chats.replies.coordination import coordination
+from chats.replies.events import broadcast
+
+logger = logging.getLogger(__name__)
+
+#: The reply is written to the database at most this often while it streams (seconds).
+FLUSH_INTERVAL = 0.5
+#: How often the stop flag is checked while streaming (seconds).
+STOP_CHECK_INTERVAL = 0.2
+
+ProviderFactory = Callable[[turns.PreparedTurn], Provider]
+_background: set[asyncio.Task[Any]] = set()
+
+
+def default_provider(prepared: turns.PreparedTurn) -> Provider:
+    """The provider of the turn's model; the offline one when no credentials are set."""
+    name = prepared.provider_name
+    if name == "anthropic":
+        return build_provider_or_offline(
+            name,
+            api_key=settings.ANTHROPIC_API_KEY,
+            base_url=settings.ANTHROPIC_BASE_URL or None,
+            timeout=settings.LLM_TIMEOUT_SECONDS,
+        )
+    if name == "openai":
+        return build_provider_or_offline(
+            name,
+            api_key=settings.OPENAI_API_KEY or None,
+            base_url=prepared.base_url or settings.OPENAI_BASE_URL or None,
+            timeout=settings.LLM_TIMEOUT_SECONDS,
+        )
+    return build_provider_or_offline("offline")
+
+
+_provider_factory: ProviderFactory = default_provider
+
+
+def set_provider_factory(factory: ProviderFactory | None) -> None:
+    """Swap how providers are built (benchmarks use an instant provider)."""
+    global _provider_factory
+    _provider_factory = factory or default_provider
+
+
+def start_runner(tenant_id: int, conversation_id: int) -> asyncio.Task[Any]:
+    """Run the conversation's replies in the background of the current event loop."""
+    task = asyncio.create_task(run_replies(tenant_id, conversation_id))
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+    return task
+
+
+async def run_replies(tenant_id: int, conversation_id: int) -> None:
+    """Answer every waiting user message of the conversation, oldest first; returns when the
+    queue is empty. Only one runner per conversation holds the lock; a message accepted while
+    another runner holds it is answered by that runner (it re-checks the queue before it
+    lets go, and after)."""
+    lock_name = f"replies:t{tenant_id}:c{conversation_id}"
+    hub = coordination()
+    while True:
+        token = await hub.acquire(lock_name)
+        if token is None:
+            return
+        try:
+            while True:
+                message_id = await database_sync_to_async(turns.next_unanswered)(
+                    tenant_id, conversation_id
+                )
+                if message_id is None:
+                    break
+                await hub.refresh(lock_name, token)
+                await generate_reply(tenant_id, message_id, lock=(lock_name, token))
+        finally:
+            await hub.release(lock_name, token)
+        if await database_sync_to_async(turns.next_unanswered)(tenant_id, conversation_id) is None:
+            return
+
+
+async def generate_reply(
+    tenant_id: int, user_message_id: int, *, lock: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """Generate, stream and store the reply to one user message. Never raises for provider
+    failures: the reply ends ``complete``, ``incomplete`` (partial text kept) or ``failed``,
+    and the clients get ``done`` or ``error``. Returns the final event."""
+    prepared = await database_sync_to_async(turns.prepare_turn)(tenant_id, user_message_id)
+    if prepared is None:
+        return {"type": "skipped"}
+    try:
+        return await _stream(prepared, lock=lock)
+    except PromptTooLong as exc:
+        # Our estimate was low: re-assemble once with a smaller budget, and learn from it.
+        if exc.prompt_tokens:
+            await database_sync_to_async(_calibrate)(prepared, exc.prompt_tokens)
+        smaller = int(prepared.estimated_prompt_tokens * 0.85)
+        if exc.prompt_tokens and exc.max_tokens:
+            smaller = min(
+                smaller,
+                int(prepared.estimated_prompt_tokens * exc.max_tokens / exc.prompt_tokens * 0.95),
+            )
+        retry = await database_sync_to_async(turns.prepare_turn)(
+            tenant_id, user_message_id, budget_override=max(smaller, 256)
+        )
+        if retry is None:
+            return {"type": "skipped"}
+        try:
+            return await _stream(retry, lock=lock)
+        except PromptTooLong as again:
+            return await _fail(retry, "", again)
+
+
+def _calibrate(prepared: turns.PreparedTurn, reported: int) -> None:
+    from chatplatform.models import ModelProfile
+    from chatplatform.tenancy.scoping import tenant_scope
+
+    with tenant_scope(prepared.tenant_id):
+        profile_id = (
+            ModelProfile.objects.filter(model=prepared.request.model)
+            .values_list("pk", flat=True)
+            .first()
+        )
+    if profile_id is not None:
+        turns.calibration_record(profile_id, prepared.estimated_prompt_tokens, reported)
+
+
+async def _execute_tool(prepared: turns.PreparedTurn, call: ToolCall) -> str:
+    try:
+        from memory.tools import execute_tool
+    except ImportError:
+        return json.dumps({"error": "memory tools are not available"})
+    result = await database_sync_to_async(execute_tool)(
+        call.name,
+        call.input,
+        tenant_id=prepared.tenant_id,
+        user_id=prepared.user_id,
+        message_id=prepared.user_message_id,
+    )
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+
+async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None) -> dict[str, Any]:
+    hub = coordination()
+    tenant_id, conversation_id = prepared.tenant_id, prepared.conversation_id
+    message_id = prepared.assistant_message_id
+    provider = _provider_factory(prepared)
+    await broadcast(
+        tenant_id,
+        conversation_id,
+        {
+            "type": "reply",
+            "message_id": message_id,
+            "answers": prepared.user_message_id,
+            "offline": bool(getattr(provider, "offline", False)),
+        },
+    )
+    started = time.monotonic()
+    first_token: float | None = None
+    last_flush = last_stop_check = started
+    parts: list[str] = []
+    seq = 0
+    usage: Usage | None = None
+    if prepared.tools:
+        events = stream_with_tools(
+            provider, prepared.request, lambda call: _execute_tool(prepared, call)
+        )
+    else:
+        events = provider.stream(prepared.request)
+    try:
+        async for event in events:
+            if isinstance(event, TextDelta) and event.text:
+                if first_token is None:
+                    first_token = time.monotonic()
+                seq += 1
+                parts.append(event.text)
+                await hub.append_delta(tenant_id, message_id, seq, event.text)
+                await broadcast(
+                    tenant_id,
+                    conversation_id,
+                    {"type": "delta", "message_id": message_id, "seq": seq, "text": event.text},
+                )
+                now = time.monotonic()
+                if now - last_flush >= FLUSH_INTERVAL:
+                    last_flush = now
+                    await database_sync_to_async(turns.flush_content)(
+                        tenant_id, message_id, "".join(parts)
+                    )
+                if now - last_stop_check >= STOP_CHECK_INTERVAL:
+                    last_stop_check = now
+                    if lock is not None:
+                        await hub.refresh(*lock)
+                    if await hub.take_stop(tenant_id, conversation_id):
+                        return await _stopped(prepared, "".join(parts), seq, started, first_token)
+            elif isinstance(event, Usage):
+                usage = event
+            elif isinstance(event, Done):
+                usage = event.usage or usage
+    except PromptTooLong:
+        if parts:
+            interrupted = StreamInterrupted(
+                "prompt too long after deltas", partial_text="".join(parts)
+            )
+            return await _fail(prepared, "".join(parts), interrupted, seq=seq)
+        raise
+    except ProviderError as exc:
+        return await _fail(prepared, "".join(parts), exc, seq=seq)
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    content = "".join(parts)
+    summary = await database_sync_to_async(turns.finish_turn)(
+        prepared,
+        content=content,
+        status=Status.COMPLETE,
+        usage=usage,
+        ttft_ms=_ms(started, first_token),
+        duration_ms=_ms(started, time.monotonic()),
+    )
+    done: dict[str, Any] = {
+        "type": "done",
+        "message_id": message_id,
+        "status": Status.COMPLETE,
+        "last_seq": seq,
+        "usage": summary,
+    }
+    await broadcast(tenant_id, conversation_id, done)
+    return done
+
+
+def _ms(start: float, end: float | None) -> int | None:
+    return None if end is None else int((end - start) * 1000)
+
+
+async def _stopped(
+    prepared: turns.PreparedTurn, content: str, seq: int, started: float, first: float | None
+) -> dict[str, Any]:
+    summary = await database_sync_to_async(turns.finish_turn)(
+        prepared,
+        content=content,
+        status=Status.INCOMPLETE,
+        error_code="stopped",
+        error_message="Stopped by the user.",
+        ttft_ms=_ms(started, first),
+        duration_ms=_ms(started, time.monotonic()),
+    )
+    event = {
+        "type": "done",
+        "message_id": prepared.assistant_message_id,
+        "status": Status.INCOMPLETE,
+        "stopped": True,
+        "last_seq": seq,
+        "usage": summary,
+    }
+    await broadcast(prepared.tenant_id, prepared.conversation_id, event)
+    return event
+
+
+async def _fail(
+    prepared: turns.PreparedTurn, partial: str, exc: ProviderError, *, seq: int = 0
+) -> dict[str, Any]:
+    partial = partial or getattr(exc, "partial_text", "") or ""
+    status = Status.INCOMPLETE if partial else Status.FAILED
+    code = getattr(exc, "code", "") or "provider_error"
+    message = _human_error(exc, bool(partial))
+    logger.warning("reply %s %s: %s", prepared.assistant_message_id, status, exc)
+    await database_sync_to_async(turns.finish_turn)(
+        prepared, content=partial, status=status, error_code=code[:40], error_message=message
+    )
+    event = {
+        "type": "error",
+        "code": code,
+        "message": message,
+        "message_id": prepared.assistant_message_id,
+        "status": status,
+        "partial": bool(partial),
+        "last_seq": seq,
+        "retryable": bool(getattr(exc, "retryable", False)) or status == Status.FAILED,
+    }
+    await broadcast(prepared.tenant_id, prepared.conversation_id, event)
+    return event
+
+
+def _human_error(exc: ProviderError, partial: bool) -> str:
+    base = {
+        "rate_limited": "The model provider is rate-limiting requests.",
+        "spend_cap_reached": "The model provider's spending limit was reached.",
+        "overloaded": "The model provider is overloaded.",
+        "prompt_too_long": "The conversation did not fit the model's window.",
+        "provider_unavailable": "The model provider could not be reached.",
+        "stream_stalled": "The model stopped sending its reply.",
+        "stream_interrupted": "The model's reply was interrupted.",
+        "request_too_large": "The request was too large for the model provider.",
+        "authentication_failed": "The model provider refused the platform's credentials.",
+    }.get(getattr(exc, "code", ""), "The model provider returned an error.")
+    tail = " The text received so far is kept." if partial else " Send the message again to retry."
+    return base + tail

@@ -1,0 +1,254 @@
+"""Synchronous database steps of a reply (called from the async runner through
+``database_sync_to_async``). Each step is its own transaction and is idempotent."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection
+from chatplatform.llm.base import Message as LlmMessage
+from chatplatform.llm.tools import FACT_TOOLS
+from chatplatform.models import ModelProfile
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly import assemble_turn, turn_record_create
+from chats.assembly.service import TurnContext
+from chats.models import Conversation, Message, Role, Status, TurnRecord
+from chats.services.messages import message_create, message_finish
+
+logger = logging.getLogger(__name__)
+
+#: How many recent user messages are checked for a missing reply (the queue depth).
+QUEUE_WINDOW = 50
+
+
+@dataclass
+class PreparedTurn:
+    tenant_id: int
+    conversation_id: int
+    user_message_id: int
+    assistant_message_id: int
+    user_id: int | None
+    provider_name: str
+    base_url: str
+    request: ChatRequest
+    estimated_prompt_tokens: int
+    tools: bool
+
+
+def next_unanswered(tenant_id: int, conversation_id: int) -> int | None:
+    """The oldest user message among the newest ``QUEUE_WINDOW`` without a live reply (a
+    failed reply counts as none, so a retried send is answered again)."""
+    with tenant_scope(tenant_id):
+        live_reply = Message.objects.filter(answers=OuterRef("pk")).exclude(status=Status.FAILED)
+        recent = list(
+            Message.objects.filter(conversation_id=conversation_id, role=Role.USER)
+            .annotate(answered=Exists(live_reply))
+            .order_by("-seq")
+            .values_list("pk", "answered")[:QUEUE_WINDOW]
+        )
+    waiting = [pk for pk, answered in reversed(recent) if not answered]
+    return waiting[0] if waiting else None
+
+
+def _context_report(turn: TurnContext) -> ContextReport:
+    prompt = turn.prompt
+    dropped: dict[str, int] = {}
+    for kind, *_rest in prompt.excluded:
+        dropped[kind] = dropped.get(kind, 0) + 1
+    return ContextReport(
+        sections=tuple(
+            ContextSection(s.name, s.used, s.items, dropped.get(s.name, 0)) for s in prompt.sections
+        ),
+        facts=tuple(f.text[:120] for f in turn.facts),
+        retrieved=tuple(str(i) for i in turn.retrieved_ids[:10]),
+        budget_tokens=prompt.budget,
+        counter=prompt.counter_name,
+        strategy=prompt.strategy,
+    )
+
+
+def _request(turn: TurnContext, tools: bool) -> ChatRequest:
+    prompt = turn.prompt
+    stable = prompt.system[: prompt.stable_prefix.chars]
+    rest = prompt.system[prompt.stable_prefix.chars :]
+    system = [part for part in (stable, rest) if part]
+    return ChatRequest(
+        model=turn.profile.model,
+        system=system,
+        cache_prefix=1 if stable else 0,
+        messages=[LlmMessage(role=m["role"], content=m["content"]) for m in prompt.messages],  # type: ignore[arg-type]
+        tools=FACT_TOOLS if tools else (),
+        max_tokens=turn.policy.reserved_response_tokens,
+        context_report=_context_report(turn),
+    )
+
+
+def prepare_turn(
+    tenant_id: int, user_message_id: int, *, budget_override: int | None = None
+) -> PreparedTurn | None:
+    """Create (or reuse a failed) streaming assistant row, assemble, record the turn.
+
+    Returns None when the message already has a live reply (another runner answered it).
+    """
+    with tenant_scope(tenant_id):
+        user_message = Message.objects.select_related("author").get(pk=user_message_id)
+        conversation = Conversation.objects.get(pk=user_message.conversation_id)
+        reply = Message.objects.filter(answers=user_message).first()
+        if reply is not None and reply.status != Status.FAILED and budget_override is None:
+            if reply.status != Status.STREAMING:
+                return None
+        turn = assemble_turn(conversation, user_message, budget_override=budget_override)
+        with transaction.atomic():
+            if reply is None:
+                reply, created = message_create(
+                    conversation=conversation,
+                    role=Role.ASSISTANT,
+                    content="",
+                    answers=user_message,
+                    status=Status.STREAMING,
+                    validate=False,
+                )
+                if not created and reply.status not in (Status.FAILED, Status.STREAMING):
+                    return None
+            if reply.status == Status.FAILED:
+                Message.objects.filter(pk=reply.pk).update(
+                    status=Status.STREAMING, content="", error_code="", error_message=""
+                )
+            TurnRecord.objects.filter(user_message=user_message).delete()
+            turn_record_create(turn=turn, user_message=user_message)
+    profile = turn.profile
+    tools = bool(
+        turn.policy.tools_enabled and profile.supports_tools and profile.provider != "offline"
+    )
+    return PreparedTurn(
+        tenant_id=tenant_id,
+        conversation_id=conversation.pk,
+        user_message_id=user_message.pk,
+        assistant_message_id=reply.pk,
+        user_id=user_message.author_id,
+        provider_name=profile.provider,
+        base_url=profile.base_url,
+        request=_request(turn, tools),
+        estimated_prompt_tokens=turn.prompt.prompt_tokens,
+        tools=tools,
+    )
+
+
+def flush_content(tenant_id: int, message_id: int, content: str) -> None:
+    """Store the reply as it grows (called at intervals, not per token)."""
+    with tenant_scope(tenant_id):
+        Message.objects.filter(pk=message_id, status=Status.STREAMING).update(content=content)
+
+
+def finish_turn(
+    prepared: PreparedTurn,
+    *,
+    content: str,
+    status: str,
+    usage: Any = None,
+    error_code: str = "",
+    error_message: str = "",
+    ttft_ms: int | None = None,
+    duration_ms: int | None = None,
+) -> dict[str, Any]:
+    """Store the final reply and the turn's usage and cost; schedule follow-up work after
+    commit. Returns the usage summary sent to clients."""
+    with tenant_scope(prepared.tenant_id), transaction.atomic():
+        message = Message.objects.select_related("conversation").get(
+            pk=prepared.assistant_message_id
+        )
+        message_finish(
+            message=message,
+            content=content,
+            status=status,
+            error_code=error_code,
+            error_message=error_message,
+        )
+        record = TurnRecord.objects.filter(user_message_id=prepared.user_message_id).first()
+        summary: dict[str, Any] = {"prompt_tokens_estimated": prepared.estimated_prompt_tokens}
+        if record is not None:
+            record.assistant_message_id = message.pk
+            record.time_to_first_token_ms = ttft_ms
+            record.duration_ms = duration_ms
+            if usage is not None and record.model_profile_id is not None:
+                profile = ModelProfile.objects.get(pk=record.model_profile_id)
+                reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+                record.prompt_tokens_reported = reported
+                record.completion_tokens = usage.output_tokens
+                record.cache_read_tokens = usage.cache_read_tokens
+                record.cache_write_tokens = usage.cache_write_tokens
+                record.cost_usd = profile.cost_usd(
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cache_read_tokens=usage.cache_read_tokens,
+                    cache_write_tokens=usage.cache_write_tokens,
+                )
+                if profile.provider != "offline":
+                    calibration_record(profile.pk, prepared.estimated_prompt_tokens, reported)
+            record.save()
+            summary.update(
+                prompt_tokens=record.prompt_tokens_reported,
+                completion_tokens=record.completion_tokens,
+                cache_read_tokens=record.cache_read_tokens,
+                cache_write_tokens=record.cache_write_tokens,
+                hypothetical_tokens=record.hypothetical_tokens,
+                cost_usd=str(record.cost_usd),
+            )
+        conversation_id = message.conversation_id
+        transaction.on_commit(lambda: _after_reply(prepared.tenant_id, conversation_id))
+    return summary
+
+
+def _after_reply(tenant_id: int, conversation_id: int) -> None:
+    """What the policy asks after a reply: a rolling summary when the threshold is crossed."""
+    try:
+        from summaries.services import schedule_summary_if_needed
+    except ImportError:  # the summaries feature is not installed in this build
+        return
+    try:
+        with tenant_scope(tenant_id):
+            conversation = Conversation.objects.get(pk=conversation_id)
+        schedule_summary_if_needed(conversation)
+    except Exception:  # a scheduling failure must not fail the reply that was stored
+        logger.exception("could not schedule a summary for conversation %s", conversation_id)
+
+
+def calibration_record(profile_id: int, estimated: int, actual: int) -> None:
+    """Add one (estimated, provider-reported) prompt-token pair to the model's running
+    ratio (Welford mean and M2), under a row lock."""
+    if estimated <= 0 or actual <= 0:
+        return
+    ratio = actual / estimated
+    with transaction.atomic():
+        profile = ModelProfile.objects.select_for_update().get(pk=profile_id)
+        count = profile.calibration_samples + 1
+        delta = ratio - profile.calibration_ratio_mean
+        mean = profile.calibration_ratio_mean + delta / count
+        m2 = profile.calibration_ratio_m2 + delta * (ratio - mean)
+        ModelProfile.objects.filter(pk=profile_id).update(
+            calibration_samples=count,
+            calibration_ratio_mean=mean,
+            calibration_ratio_m2=m2,
+            calibration_updated_at=timezone.now(),
+        )
+
+
+def mark_stale_streaming(older_than_seconds: int = 300) -> int:
+    """Replies left ``streaming`` by a crashed process become ``incomplete`` (their stored
+    text is kept). Returns how many. Idempotent."""
+    from chatplatform.tenancy.scoping import all_tenants
+
+    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
+    with all_tenants():
+        return Message.objects.filter(status=Status.STREAMING, updated_at__lt=cutoff).update(
+            status=Status.INCOMPLETE,
+            error_code="interrupted",
+            error_message="The reply was interrupted; the text so far is kept.",
+        )
