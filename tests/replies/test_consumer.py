@@ -128,7 +128,7 @@ async def test_other_tenant_and_missing_conversations_look_the_same(conversation
     ws, connected, code = await connect(conversation, headers)
     assert not connected and code == 4404
     conversation.pk = 999_999
-    ws, connected, missing_code = await connect(conversation, headers)
+    _ws, connected, missing_code = await connect(conversation, headers)
     assert not connected and missing_code == code
 
 
@@ -136,21 +136,21 @@ async def test_member_who_is_not_a_participant_is_refused(conversation, tenant_a
     from tests.factories import make_member
 
     other = await database_sync_to_async(make_member)(tenant_a, username="not-in-chat")
-    ws, connected, code = await connect(
+    _ws, connected, code = await connect(
         conversation, await database_sync_to_async(session_headers)(other)
     )
     assert not connected and code == 4404
 
 
 async def test_anonymous_is_refused(conversation):
-    ws, connected, code = await connect(conversation, [(b"origin", b"http://testserver")])
+    _ws, connected, _code = await connect(conversation, [(b"origin", b"http://testserver")])
     assert not connected
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", ""])
 async def test_foreign_or_missing_origin_is_rejected(conversation, member_a, origin):
     headers = await database_sync_to_async(session_headers)(member_a, origin=origin)
-    ws, connected, _ = await connect(conversation, headers)
+    _ws, connected, _ = await connect(conversation, headers)
     assert not connected
 
 
