@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction

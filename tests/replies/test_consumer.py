@@ -125,7 +125,7 @@ async def test_bad_frames_get_clear_errors_and_the_socket_stays_open(
 
 async def test_other_tenant_and_missing_conversations_look_the_same(conversation, member_b):
     headers = await database_sync_to_async(session_headers)(member_b)
-    ws, connected, code = await connect(conversation, headers)
+    _ws, connected, code = await connect(conversation, headers)
     assert not connected and code == 4404
     conversation.pk = 999_999
     _ws, connected, missing_code = await connect(conversation, headers)
