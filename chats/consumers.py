@@ -15,13 +15,13 @@ import json
 import logging
 from typing import Any
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from chatplatform.apikeys import authenticate_api_key
 from chats.models import Conversation
 from chats.replies import commands
 from chats.replies.coordination import coordination
+from chats.replies.db import db
 from chats.replies.events import conversation_group
 from chats.replies.intake import accept_user_message, rate_limit_for, reply_snapshot
 from chats.replies.runner import start_runner
@@ -43,9 +43,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         user, tenant_id, subprotocol = await self._principal()
         conversation_id = self.scope["url_route"]["kwargs"].get("conversation_id")
-        conversation = await database_sync_to_async(conversation_for_member)(
-            user, conversation_id, tenant_id=tenant_id
-        )
+        conversation = await db(conversation_for_member)(user, conversation_id, tenant_id=tenant_id)
         if conversation is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
@@ -59,7 +57,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         offered = self.scope.get("subprotocols") or []
         keys = [p[len(APIKEY_SUBPROTOCOL) :] for p in offered if p.startswith(APIKEY_SUBPROTOCOL)]
         if keys:
-            principal = await database_sync_to_async(authenticate_api_key)(keys[0])
+            principal = await db(authenticate_api_key)(keys[0])
             if principal is None:
                 return None, None, None
             chosen = PROTOCOL if PROTOCOL in offered else offered[0]
@@ -110,12 +108,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self._error("invalid", "client_id must be a string of 1 to 64 characters.")
             return
         if isinstance(content, str) and content.strip().startswith("/memories"):
-            text = await database_sync_to_async(commands.memories_command)(
-                conversation.tenant_id, self.user, content
-            )
+            text = await db(commands.memories_command)(conversation.tenant_id, self.user, content)
             await self.send_json({"type": "command", "command": "memories", "text": text})
             return
-        limit = await database_sync_to_async(rate_limit_for)(conversation)
+        limit = await db(rate_limit_for)(conversation)
         rate_key = f"msg:t{conversation.tenant_id}:u{self.user.pk}"
         if await coordination().hit(rate_key, 60) > limit:
             await self._error(
@@ -123,7 +119,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             )
             return
         try:
-            message, created = await database_sync_to_async(accept_user_message)(
+            message, created = await db(accept_user_message)(
                 conversation=conversation,
                 user=self.user,
                 content=content,
@@ -143,7 +139,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             }
         )
         if not created:
-            snapshot = await database_sync_to_async(reply_snapshot)(conversation.tenant_id, message)
+            snapshot = await db(reply_snapshot)(conversation.tenant_id, message)
             if snapshot is not None:
                 await self.send_json(snapshot)
         start_runner(conversation.tenant_id, conversation.pk)
@@ -156,7 +152,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self._error("invalid", "resume needs message_id and last_seq.")
             return
         tenant_id = self.conversation.tenant_id
-        snapshot = await database_sync_to_async(reply_snapshot)(
+        snapshot = await db(reply_snapshot)(
             tenant_id, None, reply_id=message_id, conversation_id=self.conversation.pk
         )
         if snapshot is None:

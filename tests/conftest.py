@@ -5,6 +5,15 @@ import pytest
 from tests.factories import make_admin, make_member, make_tenant
 
 
+@pytest.fixture(autouse=True)
+def _fresh_policy_cache():
+    from chats.services.conversations import clear_policy_cache
+
+    clear_policy_cache()
+    yield
+    clear_policy_cache()
+
+
 def ensure_presets() -> None:
     """Transactional tests flush every table, the data migration's presets included: put the
     presets and model profiles back (idempotent)."""

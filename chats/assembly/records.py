@@ -38,9 +38,6 @@ def turn_record_create(*, turn: TurnContext, user_message: Message) -> TurnRecor
     returns the existing record)."""
     data = breakdown(turn)
     with tenant_scope(user_message.tenant_id):
-        existing = TurnRecord.objects.filter(user_message=user_message).first()
-        if existing is not None:
-            return existing
         try:
             with transaction.atomic():
                 return TurnRecord.objects.create(

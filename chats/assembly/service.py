@@ -139,6 +139,7 @@ def assemble_context(
     retriever: Retriever | None = None,
     now: datetime | None = None,
     budget_override: int | None = None,
+    conversation_is_fresh: bool = False,
 ) -> TurnContext:
     """Build the prompt for ``new_message`` (stored or not) in ``conversation``.
 
@@ -146,9 +147,10 @@ def assemble_context(
     "prompt is too long". ``retriever`` defaults to the full-text retrieval when installed.
     """
     started = time.perf_counter()
-    with tenant_scope(conversation.tenant_id):
-        # Fresh running totals: the caller's instance may predate the messages just stored.
-        conversation = Conversation.objects.get(pk=conversation.pk)
+    if not conversation_is_fresh:
+        with tenant_scope(conversation.tenant_id):
+            # Fresh running totals: the caller's instance may predate the messages just stored.
+            conversation = Conversation.objects.get(pk=conversation.pk)
     policy = policy or policy_for(conversation)
     profile = policy.model_profile
     counter = storage_counter_for(profile)

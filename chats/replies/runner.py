@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from chatplatform.llm.base import Done, Provider, TextDelta, ToolCall, Usage
@@ -25,12 +24,15 @@ from chatplatform.llm.tool_loop import stream_with_tools
 from chats.models import Status
 from chats.replies import turns
 from chats.replies.coordination import coordination
+from chats.replies.db import db
 from chats.replies.events import broadcast
 
 logger = logging.getLogger(__name__)
 
 #: The reply is written to the database at most this often while it streams (seconds).
 FLUSH_INTERVAL = 0.5
+#: Text arriving faster than this is sent as one delta (seconds).
+DELTA_INTERVAL = 0.03
 #: How often the stop flag is checked while streaming (seconds).
 STOP_CHECK_INTERVAL = 0.2
 
@@ -82,23 +84,56 @@ async def run_replies(tenant_id: int, conversation_id: int) -> None:
     lets go, and after)."""
     lock_name = f"replies:t{tenant_id}:c{conversation_id}"
     hub = coordination()
+    attempted: set[int] = set()
+    waiting = db(turns.waiting_messages)
     while True:
         token = await hub.acquire(lock_name)
         if token is None:
             return
         try:
             while True:
-                message_id = await database_sync_to_async(turns.next_unanswered)(
-                    tenant_id, conversation_id
-                )
-                if message_id is None:
+                pending = [
+                    m for m in await waiting(tenant_id, conversation_id) if m not in attempted
+                ]
+                if not pending:
                     break
+                attempted.add(pending[0])
                 await hub.refresh(lock_name, token)
-                await generate_reply(tenant_id, message_id, lock=(lock_name, token))
+                await _answer(tenant_id, conversation_id, pending[0], (lock_name, token))
         finally:
             await hub.release(lock_name, token)
-        if await database_sync_to_async(turns.next_unanswered)(tenant_id, conversation_id) is None:
+        if not [m for m in await waiting(tenant_id, conversation_id) if m not in attempted]:
             return
+
+
+async def _answer(
+    tenant_id: int, conversation_id: int, message_id: int, lock: tuple[str, str]
+) -> None:
+    """Answer one message; an unexpected failure marks its reply failed and tells the clients,
+    instead of leaving the message without an outcome."""
+    try:
+        await generate_reply(tenant_id, message_id, lock=lock)
+    except Exception:
+        logger.exception("reply to message %s failed unexpectedly", message_id)
+        text = "The reply could not be generated because of an internal error. Send it again."
+        try:
+            reply_id = await db(turns.fail_unexpectedly)(tenant_id, message_id, text)
+        except Exception:
+            logger.exception("could not mark the reply to %s failed", message_id)
+            reply_id = None
+        await broadcast(
+            tenant_id,
+            conversation_id,
+            {
+                "type": "error",
+                "code": "internal_error",
+                "message": text,
+                "message_id": reply_id,
+                "status": "failed",
+                "partial": False,
+                "retryable": True,
+            },
+        )
 
 
 async def generate_reply(
@@ -107,7 +142,7 @@ async def generate_reply(
     """Generate, stream and store the reply to one user message. Never raises for provider
     failures: the reply ends ``complete``, ``incomplete`` (partial text kept) or ``failed``,
     and the clients get ``done`` or ``error``. Returns the final event."""
-    prepared = await database_sync_to_async(turns.prepare_turn)(tenant_id, user_message_id)
+    prepared = await db(turns.prepare_turn)(tenant_id, user_message_id)
     if prepared is None:
         return {"type": "skipped"}
     try:
@@ -115,14 +150,14 @@ async def generate_reply(
     except PromptTooLong as exc:
         # Our estimate was low: re-assemble once with a smaller budget, and learn from it.
         if exc.prompt_tokens:
-            await database_sync_to_async(_calibrate)(prepared, exc.prompt_tokens)
+            await db(_calibrate)(prepared, exc.prompt_tokens)
         smaller = int(prepared.estimated_prompt_tokens * 0.85)
         if exc.prompt_tokens and exc.max_tokens:
             smaller = min(
                 smaller,
                 int(prepared.estimated_prompt_tokens * exc.max_tokens / exc.prompt_tokens * 0.95),
             )
-        retry = await database_sync_to_async(turns.prepare_turn)(
+        retry = await db(turns.prepare_turn)(
             tenant_id, user_message_id, budget_override=max(smaller, 256)
         )
         if retry is None:
@@ -152,7 +187,7 @@ async def _execute_tool(prepared: turns.PreparedTurn, call: ToolCall) -> str:
         from memory.tools import execute_tool
     except ImportError:
         return json.dumps({"error": "memory tools are not available"})
-    result = await database_sync_to_async(execute_tool)(
+    result = await db(execute_tool)(
         call.name,
         call.input,
         tenant_id=prepared.tenant_id,
@@ -189,35 +224,51 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
         )
     else:
         events = provider.stream(prepared.request)
+    pending: list[str] = []
+    last_send = 0.0
+
+    async def send_pending() -> None:
+        nonlocal seq, last_send
+        if not pending:
+            return
+        seq += 1
+        text = "".join(pending)
+        pending.clear()
+        last_send = time.monotonic()
+        await hub.append_delta(tenant_id, message_id, seq, text)
+        await broadcast(
+            tenant_id,
+            conversation_id,
+            {"type": "delta", "message_id": message_id, "seq": seq, "text": text},
+        )
+
     try:
         async for event in events:
             if isinstance(event, TextDelta) and event.text:
                 if first_token is None:
                     first_token = time.monotonic()
-                seq += 1
                 parts.append(event.text)
-                await hub.append_delta(tenant_id, message_id, seq, event.text)
-                await broadcast(
-                    tenant_id,
-                    conversation_id,
-                    {"type": "delta", "message_id": message_id, "seq": seq, "text": event.text},
-                )
+                pending.append(event.text)
                 now = time.monotonic()
+                # The first text goes out at once; later text is coalesced into one delta per
+                # DELTA_INTERVAL, which a reader cannot tell from token-by-token streaming.
+                if seq == 0 or now - last_send >= DELTA_INTERVAL:
+                    await send_pending()
                 if now - last_flush >= FLUSH_INTERVAL:
                     last_flush = now
-                    await database_sync_to_async(turns.flush_content)(
-                        tenant_id, message_id, "".join(parts)
-                    )
+                    await db(turns.flush_content)(tenant_id, message_id, "".join(parts))
                 if now - last_stop_check >= STOP_CHECK_INTERVAL:
                     last_stop_check = now
                     if lock is not None:
                         await hub.refresh(*lock)
                     if await hub.take_stop(tenant_id, conversation_id):
+                        await send_pending()
                         return await _stopped(prepared, "".join(parts), seq, started, first_token)
             elif isinstance(event, Usage):
                 usage = event
             elif isinstance(event, Done):
                 usage = event.usage or usage
+        await send_pending()
     except PromptTooLong:
         if parts:
             interrupted = StreamInterrupted(
@@ -226,13 +277,14 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
             return await _fail(prepared, "".join(parts), interrupted, seq=seq)
         raise
     except ProviderError as exc:
+        await send_pending()
         return await _fail(prepared, "".join(parts), exc, seq=seq)
     finally:
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             await aclose()
     content = "".join(parts)
-    summary = await database_sync_to_async(turns.finish_turn)(
+    summary = await db(turns.finish_turn)(
         prepared,
         content=content,
         status=Status.COMPLETE,
@@ -258,7 +310,7 @@ def _ms(start: float, end: float | None) -> int | None:
 async def _stopped(
     prepared: turns.PreparedTurn, content: str, seq: int, started: float, first: float | None
 ) -> dict[str, Any]:
-    summary = await database_sync_to_async(turns.finish_turn)(
+    summary = await db(turns.finish_turn)(
         prepared,
         content=content,
         status=Status.INCOMPLETE,
@@ -287,7 +339,7 @@ async def _fail(
     code = getattr(exc, "code", "") or "provider_error"
     message = _human_error(exc, bool(partial))
     logger.warning("reply %s %s: %s", prepared.assistant_message_id, status, exc)
-    await database_sync_to_async(turns.finish_turn)(
+    await db(turns.finish_turn)(
         prepared, content=partial, status=status, error_code=code[:40], error_message=message
     )
     event = {

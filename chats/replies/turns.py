@@ -42,8 +42,8 @@ class PreparedTurn:
     tools: bool
 
 
-def next_unanswered(tenant_id: int, conversation_id: int) -> int | None:
-    """The oldest user message among the newest ``QUEUE_WINDOW`` without a live reply (a
+def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
+    """User messages among the newest ``QUEUE_WINDOW`` without a live reply, oldest first (a
     failed reply counts as none, so a retried send is answered again)."""
     with tenant_scope(tenant_id):
         live_reply = Message.objects.filter(answers=OuterRef("pk")).exclude(status=Status.FAILED)
@@ -53,8 +53,38 @@ def next_unanswered(tenant_id: int, conversation_id: int) -> int | None:
             .order_by("-seq")
             .values_list("pk", "answered")[:QUEUE_WINDOW]
         )
-    waiting = [pk for pk, answered in reversed(recent) if not answered]
-    return waiting[0] if waiting else None
+    return [pk for pk, answered in reversed(recent) if not answered]
+
+
+def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:
+    """Mark the reply to ``user_message_id`` failed after an unexpected error (creating the
+    row if needed), so the user message is never left without an outcome. Returns its id."""
+    with tenant_scope(tenant_id):
+        user_message = Message.objects.filter(pk=user_message_id).first()
+        if user_message is None:
+            return None
+        conversation = Conversation.objects.get(pk=user_message.conversation_id)
+        reply, _ = message_create(
+            conversation=conversation,
+            role=Role.ASSISTANT,
+            content="",
+            answers=user_message,
+            status=Status.FAILED,
+            validate=False,
+        )
+        if reply.status == Status.STREAMING:
+            message_finish(
+                message=reply,
+                content=reply.content,
+                status=Status.INCOMPLETE if reply.content else Status.FAILED,
+                error_code="internal_error",
+                error_message=error,
+            )
+        elif reply.status == Status.FAILED:
+            Message.objects.filter(pk=reply.pk).update(
+                error_code="internal_error", error_message=error
+            )
+    return reply.pk
 
 
 def _context_report(turn: TurnContext) -> ContextReport:
@@ -104,7 +134,13 @@ def prepare_turn(
         if reply is not None and reply.status != Status.FAILED and budget_override is None:
             if reply.status != Status.STREAMING:
                 return None
-        turn = assemble_turn(conversation, user_message, budget_override=budget_override)
+        turn = assemble_turn(
+            conversation,
+            user_message,
+            budget_override=budget_override,
+            conversation_is_fresh=True,
+        )
+        retrying = reply is not None
         with transaction.atomic():
             if reply is None:
                 reply, created = message_create(
@@ -121,7 +157,8 @@ def prepare_turn(
                 Message.objects.filter(pk=reply.pk).update(
                     status=Status.STREAMING, content="", error_code="", error_message=""
                 )
-            TurnRecord.objects.filter(user_message=user_message).delete()
+            if retrying or budget_override is not None:
+                TurnRecord.objects.filter(user_message=user_message).delete()
             turn_record_create(turn=turn, user_message=user_message)
     profile = turn.profile
     tools = bool(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Subquery
+from django.db.models.signals import post_delete, post_save
 
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.tenancy.scoping import tenant_scope
@@ -18,22 +21,38 @@ class ConversationRejected(ValueError):
         self.message = message
 
 
+#: Policies are read on every message; a short-lived per-process copy saves two queries per
+#: read. Saving a policy or a tenant clears this process's copies at once; other processes
+#: see a change within POLICY_CACHE_SECONDS.
+POLICY_CACHE_SECONDS = 5.0
+_policy_cache: dict[tuple[int, int | None], tuple[float, ContextPolicy]] = {}
+
+
+def clear_policy_cache(*_args: Any, **_kwargs: Any) -> None:
+    _policy_cache.clear()
+
+
 def policy_for(conversation: Conversation) -> ContextPolicy:
     """The policy of a conversation: its own override, else the tenant's active policy, else
     the Hybrid preset. Raises ContextPolicy.DoesNotExist only if the presets were deleted."""
+    key = (conversation.tenant_id, conversation.policy_id)
+    cached = _policy_cache.get(key)
+    now = time.monotonic()
+    if cached is not None and now - cached[0] < POLICY_CACHE_SECONDS:
+        return cached[1]
     with tenant_scope(conversation.tenant_id):
+        policies = ContextPolicy.objects.select_related("model_profile")
         if conversation.policy_id:
-            return ContextPolicy.objects.select_related("model_profile").get(
-                pk=conversation.policy_id
+            policy = policies.get(pk=conversation.policy_id)
+        else:
+            active = Tenant.objects.filter(pk=conversation.tenant_id).values("active_policy_id")
+            policy = policies.filter(pk__in=Subquery(active)).first() or policies.get(
+                tenant__isnull=True, name="Hybrid"
             )
-        tenant = Tenant.objects.get(pk=conversation.tenant_id)
-        if tenant.active_policy_id:
-            return ContextPolicy.objects.select_related("model_profile").get(
-                pk=tenant.active_policy_id
-            )
-        return ContextPolicy.objects.select_related("model_profile").get(
-            tenant__isnull=True, name="Hybrid"
-        )
+    if len(_policy_cache) > 10_000:
+        _policy_cache.clear()
+    _policy_cache[key] = (now, policy)
+    return policy
 
 
 @transaction.atomic
@@ -80,3 +99,8 @@ def participant_add(*, conversation: Conversation, user: Any) -> None:
             tenant_id=conversation.tenant_id, conversation=conversation, user=user
         )
         Conversation.objects.filter(pk=conversation.pk).update(is_group=True)
+
+
+for _model in (ContextPolicy, Tenant):
+    post_save.connect(clear_policy_cache, sender=_model, dispatch_uid=f"policy-cache-{_model}")
+    post_delete.connect(clear_policy_cache, sender=_model, dispatch_uid=f"policy-del-{_model}")

@@ -1,0 +1,219 @@
+"""Load benchmark: N WebSocket clients, each sending its turns in sequence, against a real
+ASGI server process (uvicorn) on the configured database and channel layer, with the built-in
+offline provider (instant: all measured time is the platform's)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.services import api_key_create, membership_add
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chats.management.commands._bench_data import bench_tenant
+from chats.models import Message
+from chats.services import conversation_create
+
+ROOT = Path(settings.BASE_DIR)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Command(BaseCommand):
+    help = "Benchmark chat turns over WebSockets against a real ASGI server."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--clients", type=int, default=100)
+        parser.add_argument("--turns", type=int, default=10)
+        parser.add_argument("--workers", type=int, default=2, help="ASGI server processes")
+        parser.add_argument("--timeout", type=float, default=60.0, help="seconds per turn")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not settings.REDIS_URL and options["workers"] > 1:
+            options["workers"] = 1  # the in-memory channel layer does not cross processes
+        clients = self._setup(options["clients"])
+        port = free_port()
+        server = self._start_server(port, options["workers"])
+        try:
+            result = asyncio.run(self._run(port, clients, options["turns"], options["timeout"]))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        result["lost"] = self._lost(result.pop("sent"))
+        report = {
+            "clients": options["clients"],
+            "turns_total": result["turns_total"],
+            "turns_per_s": result["turns_per_s"],
+            "overhead_p50_ms": result["overhead_p50_ms"],
+            "overhead_p99_ms": result["overhead_p99_ms"],
+            "errors": result["errors"],
+            "lost": result["lost"],
+        }
+        self.stdout.write(json.dumps(report) if options["json"] else json.dumps(report, indent=2))
+
+    def _setup(self, count: int) -> list[tuple[int, str]]:
+        from django.contrib.auth import get_user_model
+
+        tenant = bench_tenant()
+        with all_tenants():
+            profile = ModelProfile.objects.get(tenant__isnull=True, name="Offline (built in)")
+        with tenant_scope(tenant):
+            policy, _ = ContextPolicy.objects.update_or_create(
+                tenant=tenant,
+                name="bench chat",
+                defaults=dict(
+                    model_profile=profile,
+                    strategy="sliding_window",
+                    max_context_tokens=16000,
+                    reserved_response_tokens=1024,
+                    system_budget=1000,
+                    facts_budget=500,
+                    summaries_budget=0,
+                    retrieval_budget=0,
+                    user_messages_per_minute=10000,
+                ),
+            )
+        tenant.active_policy = policy
+        tenant.save(update_fields=["active_policy"])
+        User = get_user_model()
+        run = uuid.uuid4().hex[:8]
+        clients = []
+        for index in range(count):
+            user = User.objects.create_user(username=f"bench-{run}-{index}", password=None)
+            membership_add(tenant=tenant, user=user)
+            conversation = conversation_create(tenant=tenant, created_by=user, title=f"load {run}")
+            _, raw = api_key_create(tenant=tenant, name=f"bench {run}", user=user)
+            clients.append((conversation.pk, raw))
+        return clients
+
+    def _start_server(self, port: int, workers: int) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "LOG_LEVEL": "WARNING"}
+        command = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "chatplatform.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--ws-max-size",
+            "1048576",
+            "--log-level",
+            "warning",
+            "--no-access-log",
+            "--workers",
+            str(workers),
+        ]
+        server = subprocess.Popen(command, cwd=ROOT, env=env)  # noqa: S603
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return server
+            except OSError:
+                time.sleep(0.2)
+        server.kill()
+        raise CommandError("the ASGI server did not start")
+
+    async def _run(
+        self, port: int, clients: list[tuple[int, str]], turns: int, timeout: float
+    ) -> dict[str, Any]:
+        import websockets
+
+        overheads: list[float] = []
+        errors = 0
+        sent: list[tuple[int, str]] = []
+
+        async def client(conversation_id: int, key: str) -> None:
+            nonlocal errors
+            url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
+            try:
+                async with websockets.connect(
+                    url,
+                    subprotocols=["chatplatform.v1", f"apikey.{key}"],  # type: ignore[list-item]
+                    origin="http://127.0.0.1",
+                    open_timeout=30,
+                    max_size=2**20,
+                ) as ws:
+                    for turn in range(turns):
+                        client_id = f"{conversation_id}-{turn}"
+                        sent.append((conversation_id, client_id))
+                        started = time.perf_counter()
+                        await ws.send(
+                            json.dumps(
+                                {
+                                    "type": "message",
+                                    "client_id": client_id,
+                                    "content": f"Turn {turn}: hello",
+                                }
+                            )
+                        )
+                        first = None
+                        while True:
+                            event = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+                            if event["type"] == "delta" and first is None:
+                                first = time.perf_counter()
+                                overheads.append((first - started) * 1000)
+                            elif event["type"] == "done":
+                                break
+                            elif event["type"] == "error":
+                                errors += 1
+                                break
+            except Exception as exc:
+                errors += 1
+                self.stderr.write(f"client {conversation_id}: {exc!r}")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(client(cid, key) for cid, key in clients))
+        elapsed = time.perf_counter() - started
+        overheads.sort()
+        total = len(overheads)
+        return {
+            "turns_total": total,
+            "turns_per_s": round(total / elapsed, 1) if elapsed else 0.0,
+            "overhead_p50_ms": round(statistics.median(overheads), 2) if overheads else None,
+            "overhead_p99_ms": round(overheads[min(total - 1, int(total * 0.99))], 2)
+            if overheads
+            else None,
+            "errors": errors,
+            "sent": sent,
+        }
+
+    def _lost(self, sent: list[tuple[int, str]]) -> int:
+        """Turns whose user message or complete reply is missing from the database."""
+        connection.close()
+        lost = 0
+        tenant = bench_tenant()
+        with tenant_scope(tenant):
+            for conversation_id, client_id in sent:
+                user_message = Message.objects.filter(
+                    conversation_id=conversation_id, client_id=client_id
+                ).first()
+                if (
+                    user_message is None
+                    or not Message.objects.filter(answers=user_message, status="complete").exists()
+                ):
+                    lost += 1
+        return lost
