@@ -3,6 +3,12 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import make_admin, make_member, make_tenant
+from tests.fakes.fixtures import (  # noqa: F401  (fixtures for every test)
+    fake_anthropic,
+    fake_anthropic_server,
+    fake_openai,
+    fake_openai_server,
+)
 
 
 @pytest.fixture(autouse=True)

@@ -63,8 +63,19 @@ def packing_policy_for(
     """Map the stored policy onto the pure core's view of it."""
     profile = policy.model_profile
     max_context = policy.max_context_tokens
+    scale = 1.0
     if budget_override is not None:
+        prompt_budget = max(
+            1, min(max_context, profile.context_window) - policy.reserved_response_tokens
+        )
         max_context = min(max_context, budget_override + policy.reserved_response_tokens)
+        # Section budgets in tokens shrink with the prompt budget, keeping their proportions.
+        if policy.budget_unit == "tokens":
+            scale = min(1.0, budget_override / prompt_budget)
+
+    def section(tokens: int) -> int:
+        return int(tokens * scale)
+
     return PackingPolicy(
         strategy=policy.strategy,  # type: ignore[arg-type]
         context_window=profile.context_window,
@@ -72,10 +83,10 @@ def packing_policy_for(
         reserved_response_tokens=policy.reserved_response_tokens,
         safety_margin_ratio=margin_ratio,
         budget_unit=policy.budget_unit,  # type: ignore[arg-type]
-        system_budget=policy.system_budget,
-        facts_budget=policy.facts_budget if policy.facts_enabled else 0,
-        summaries_budget=policy.summaries_budget,
-        retrieval_budget=policy.retrieval_budget,
+        system_budget=section(policy.system_budget),
+        facts_budget=section(policy.facts_budget) if policy.facts_enabled else 0,
+        summaries_budget=section(policy.summaries_budget),
+        retrieval_budget=section(policy.retrieval_budget),
         min_recent_messages=min(policy.min_recent_messages, policy.recent_message_cap),
         recent_message_cap=policy.recent_message_cap,
         max_summaries_in_context=policy.max_summaries_in_context,

@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 #: The reply is written to the database at most this often while it streams (seconds).
 FLUSH_INTERVAL = 0.5
+#: The smallest prompt budget a "prompt is too long" retry shrinks to (tokens).
+MIN_RETRY_BUDGET = 512
 #: Text arriving faster than this is sent as one delta (seconds).
 DELTA_INTERVAL = 0.03
 #: How often the stop flag is checked while streaming (seconds).
@@ -158,7 +160,7 @@ async def generate_reply(
                 int(prepared.estimated_prompt_tokens * exc.max_tokens / exc.prompt_tokens * 0.95),
             )
         retry = await db(turns.prepare_turn)(
-            tenant_id, user_message_id, budget_override=max(smaller, 256)
+            tenant_id, user_message_id, budget_override=max(smaller, MIN_RETRY_BUDGET)
         )
         if retry is None:
             return {"type": "skipped"}

@@ -16,7 +16,7 @@ from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection
 from chatplatform.llm.base import Message as LlmMessage
 from chatplatform.llm.tools import FACT_TOOLS
 from chatplatform.models import ModelProfile
-from chatplatform.tenancy.scoping import tenant_scope
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.service import TurnContext
 from chats.models import Conversation, Message, Role, Status, TurnRecord
@@ -263,7 +263,8 @@ def calibration_record(profile_id: int, estimated: int, actual: int) -> None:
     if estimated <= 0 or actual <= 0:
         return
     ratio = actual / estimated
-    with transaction.atomic():
+    # Profiles are shared reference data; the caller resolved this one within its tenant.
+    with all_tenants(), transaction.atomic():
         profile = ModelProfile.objects.select_for_update().get(pk=profile_id)
         count = profile.calibration_samples + 1
         delta = ratio - profile.calibration_ratio_mean
@@ -280,8 +281,6 @@ def calibration_record(profile_id: int, estimated: int, actual: int) -> None:
 def mark_stale_streaming(older_than_seconds: int = 300) -> int:
     """Replies left ``streaming`` by a crashed process become ``incomplete`` (their stored
     text is kept). Returns how many. Idempotent."""
-    from chatplatform.tenancy.scoping import all_tenants
-
     cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
     with all_tenants():
         return Message.objects.filter(status=Status.STREAMING, updated_at__lt=cutoff).update(
