@@ -140,6 +140,15 @@ def prepare_turn(
             budget_override=budget_override,
             conversation_is_fresh=True,
         )
+        exact = exact_prompt_tokens_near_budget(turn)
+        if exact is not None and exact > turn.prompt.budget:
+            # The provider's own count says the estimate was low: shrink and re-assemble.
+            turn = assemble_turn(
+                conversation,
+                user_message,
+                budget_override=int(turn.prompt.budget * turn.prompt.budget / exact * 0.98),
+                conversation_is_fresh=True,
+            )
         retrying = reply is not None
         with transaction.atomic():
             if reply is None:
@@ -176,6 +185,46 @@ def prepare_turn(
         estimated_prompt_tokens=turn.prompt.prompt_tokens,
         tools=tools,
     )
+
+
+#: The estimate is checked with the provider's count when it is within this share of the budget.
+NEAR_BUDGET_SHARE = 0.10
+_exact_counters: dict[str, Any] = {}
+
+
+def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
+    """Seed 003: estimate first; only when the estimated prompt is within
+    ``NEAR_BUDGET_SHARE`` of the budget, ask Anthropic's ``count_tokens`` (cached, with a
+    timeout, falling back to the estimate when unreachable). Returns the exact prompt tokens,
+    or None when no exact count was needed or possible. Feeds the model's calibration."""
+    from django.conf import settings
+
+    profile = turn.profile
+    if profile.provider != "anthropic" or profile.tokenizer != "anthropic":
+        return None
+    if not settings.ANTHROPIC_API_KEY or turn.counter.exact:
+        return None
+    prompt = turn.prompt
+    if prompt.prompt_tokens * prompt.margin_ratio < prompt.budget * (1 - NEAR_BUDGET_SHARE):
+        return None
+    from chatplatform.tokens.anthropic_counter import AnthropicCounter
+
+    counter = _exact_counters.get(profile.model)
+    if counter is None:
+        counter = AnthropicCounter(
+            profile.model,
+            fallback=turn.counter,
+            api_key=settings.ANTHROPIC_API_KEY,
+            base_url=settings.ANTHROPIC_BASE_URL or None,
+            timeout=settings.TOKEN_COUNT_TIMEOUT_SECONDS,
+        )
+        _exact_counters[profile.model] = counter
+    text = "\n\n".join([prompt.system, *(m["content"] for m in prompt.messages)])
+    tokens = counter.count(text) + counter.message_overhead * len(prompt.messages)
+    if counter.last_source == "fallback":
+        return None
+    calibration_record(profile.pk, prompt.prompt_tokens, tokens)
+    return int(tokens)
 
 
 def flush_content(tenant_id: int, message_id: int, content: str) -> None:
