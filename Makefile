@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: run test test-slow test-sqlite lint fmt migrate demo check-deploy clean
+.PHONY: run test test-slow test-browser test-sqlite lint fmt migrate demo check-deploy clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ test: $(VENV)/.dev-installed
 
 test-slow: $(VENV)/.dev-installed
 	$(BIN)/pytest -m "slow" $(PYTEST_ARGS)
+
+# Real-browser tests: Playwright driving Debian's Chromium (/usr/bin/chromium) against the
+# ASGI app served by uvicorn; screenshots in test-artifacts/.
+test-browser: $(VENV)/.dev-installed
+	$(BIN)/pytest -m browser $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .

@@ -40,6 +40,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_celery_beat",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "chatplatform",
     "chats",
     "memory",
@@ -136,7 +139,8 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = 600
 CELERY_TASK_SOFT_TIME_LIMIT = 540
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Ticks only while it holds a lock, so a second beat started by mistake stays idle.
+CELERY_BEAT_SCHEDULER = "summaries.beat:LockedDatabaseScheduler"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TIMEZONE = "UTC"
 
@@ -167,6 +171,8 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = True
+MEDIA_URL = "/media/"
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "var" / "media"))
 
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
@@ -204,3 +210,60 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
+
+# --- REST API (chats.api) -------------------------------------------------------------------
+# Integrations use /api/v1/ with tenant API keys (Authorization: Bearer <key>); the browser uses
+# its session (CSRF enforced). Throttle counters live in the default cache (Redis when
+# REDIS_URL is set). Every error answers {"error": {"code", "message", "fields"}}.
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "chats.api.authentication.ApiKeyAuthentication",
+        "chats.api.authentication.TenantSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["chats.api.permissions.HasTenantPrincipal"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "chats.api.throttling.KeyRateThrottle",
+        "chats.api.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "api_key": env.str("API_THROTTLE_KEY_RATE", default="600/min"),
+        "api_user": env.str("API_THROTTLE_USER_RATE", default="600/min"),
+    },
+    "DEFAULT_PARSER_CLASSES": ["chats.api.parsers.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "chats.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "chats.api.schema.ApiAutoSchema",
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+    "UNICODE_JSON": True,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "chatplatform API",
+    "DESCRIPTION": (
+        "REST API for integrations: conversations, messages (JSON or server-sent events), "
+        "context previews and turn records, summaries, user facts, usage, policy and models. "
+        "Authenticate with a tenant API key (`Authorization: Bearer <key>`) or the browser "
+        'session. Every error is `{"error": {"code", "message", "fields"}}`.'
+    ),
+    "VERSION": "1.0.0",
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "MessageRoleEnum": "chats.models.Role",
+        "MessageStatusEnum": "chats.models.Status",
+    },
+}
+#: Largest request body the API reads (bytes); larger ones get 413.
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=DATA_UPLOAD_MAX_MEMORY_SIZE)
+#: How long a JSON message request waits for its reply before answering 202 (seconds).
+API_REPLY_WAIT_SECONDS = env.float("API_REPLY_WAIT_SECONDS", default=90.0)
+#: How long a server-sent event stream waits for its reply's end (seconds).
+API_STREAM_TIMEOUT_SECONDS = env.float("API_STREAM_TIMEOUT_SECONDS", default=300.0)
+#: A comment line is sent on an idle event stream this often (seconds), for proxies.
+API_STREAM_KEEPALIVE_SECONDS = env.float("API_STREAM_KEEPALIVE_SECONDS", default=15.0)
+# --- end of REST API ---------------------------------------------------------------------------

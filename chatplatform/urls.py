@@ -8,4 +8,6 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("api/v1/", include("chats.api.urls")),
+    path("", include("chats.ui.urls")),
 ]

@@ -1,18 +1,23 @@
-"""Entry pages. The chat UI itself lives in ``chats``."""
+"""Entry pages. The chat UI itself lives in ``chats.ui``."""
 
 from __future__ import annotations
 
 from django.contrib.auth.views import redirect_to_login
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    """Anonymous visitors get the log-in page; members get their tenant's start page."""
+    """Anonymous visitors get the log-in page; members get their tenant's start page (recent
+    conversations); users of no tenant are told so."""
     if not request.user.is_authenticated:
         return redirect_to_login(request.get_full_path())
-    return render(request, "home.html", {"tenant": getattr(request, "tenant", None)})
+    from chats.ui.selectors import conversations_of
+    from chats.ui.views._common import current_tenant, page
+
+    tenant = current_tenant(request)
+    recent = conversations_of(tenant, request.user, limit=5) if tenant is not None else []
+    return page(request, "home.html", {"recent": recent})
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

@@ -22,7 +22,7 @@ from chats.models import Conversation
 from chats.replies import commands
 from chats.replies.coordination import coordination
 from chats.replies.db import db
-from chats.replies.events import conversation_group
+from chats.replies.events import broadcast, conversation_group, message_event
 from chats.replies.intake import accept_user_message, rate_limit_for, reply_snapshot
 from chats.replies.runner import start_runner
 from chats.selectors import conversation_for_member
@@ -125,6 +125,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 content=content,
                 client_id=client_id,
                 reply_to_id=data.get("reply_to"),
+                image=data.get("image"),
             )
         except MessageRejected as exc:
             await self._error(exc.code, exc.message, client_id)
@@ -138,6 +139,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 "duplicate": not created,
             }
         )
+        if created:
+            # Other sockets of the conversation (tabs, group members) see the new message.
+            await broadcast(
+                conversation.tenant_id,
+                conversation.pk,
+                message_event(message, getattr(self.user, "username", "")),
+            )
         if not created:
             snapshot = await db(reply_snapshot)(conversation.tenant_id, message)
             if snapshot is not None:

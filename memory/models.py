@@ -15,6 +15,14 @@ class FactSource(models.TextChoices):
     API = "api", "Saved through the API"
 
 
+class FactEnd(models.TextChoices):
+    """Why a fact stopped being current (empty while it is current)."""
+
+    REPLACED = "replaced", "Replaced by a newer value"
+    EVICTED = "evicted", "Evicted (over the per-user limit)"
+    DELETED = "deleted", "Deleted"
+
+
 class UserFact(TenantOwnedModel):
     """A fact about a user. A keyed fact (``city``) has one current value; saving a new value
     marks the old one superseded (kept as history), so memory never holds contradictions."""
@@ -30,6 +38,7 @@ class UserFact(TenantOwnedModel):
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     superseded_at = models.DateTimeField(null=True, blank=True)
+    ended_reason = models.CharField(max_length=8, choices=FactEnd.choices, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
 

@@ -70,3 +70,27 @@ class Summary(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.kind} summary {self.first_seq}-{self.last_seq}"
+
+
+class TokenBackfillState(TenantOwnedModel):
+    """How far the token-count backfill has verified a tenant's messages.
+
+    ``signature`` names the counters the tenant's policies use (its default and any
+    conversation overrides). Once a full pass has checked every message up to
+    ``verified_upto_id`` against that signature, later runs only look at newer rows and at
+    rows still without a count; a changed signature (another model, another tokenizer)
+    starts a new full pass, resumable from ``cursor_id``.
+    """
+
+    signature = models.CharField(max_length=200)
+    verified_upto_id = models.PositiveBigIntegerField(default=0)
+    cursor_id = models.PositiveBigIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["tenant"], name="backfill_state_one_per_tenant"),
+        ]
+
+    def __str__(self) -> str:
+        return f"backfill of tenant {self.tenant_id}: {self.signature} <= {self.verified_upto_id}"

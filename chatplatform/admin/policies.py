@@ -1,12 +1,25 @@
-"""The ContextPolicy editor: grouped fields with help, and errors that say what to change."""
+"""The ContextPolicy editor: grouped fields with help, errors that say what to change, a live
+bar of how the window is divided (``static/admin-extras/policy-bar.js`` reads the form), and
+"preview on a conversation" (the breakdown this policy would produce now, next to the active
+policy's)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
 
-from chatplatform.admin.base import TenantScopedAdmin
+from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
+from chatplatform.admin.policy_preview import (
+    PolicyPreviewForm,
+    compare_policies,
+    model_windows,
+    preview_conversations,
+)
 from chatplatform.models import ContextPolicy
 
 POLICY_FIELDSETS: Any = (
@@ -91,3 +104,56 @@ class ContextPolicyAdmin(TenantScopedAdmin):
     search_fields = ("name",)
     fieldsets = POLICY_FIELDSETS
     save_as = True
+
+    class Media:
+        css = {"all": ("admin-extras/admin-extras.css",)}
+        js = ("admin-extras/policy-bar.js",)
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
+        form = context["adminform"].form
+        field = form.fields.get("model_profile")
+        profiles = list(field.queryset) if field is not None else []
+        context["model_windows"] = model_windows(profiles)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def get_urls(self) -> list[URLPattern]:
+        preview = path(
+            "<path:object_id>/preview/",
+            self.admin_site.admin_view(self.preview_view),
+            name="chatplatform_contextpolicy_preview",
+        )
+        return [preview, *super().get_urls()]
+
+    def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The policy's breakdown on one of the admin's conversations, beside the active one."""
+        policy = self.get_object(request, unquote(object_id))
+        if policy is None or not self.has_view_permission(request, policy):
+            raise Http404("No such policy.")
+        tenant_ids = None if request.user.is_superuser else _tenant_ids(request)
+        conversations = preview_conversations(policy, tenant_ids)
+        form = PolicyPreviewForm(request.GET or None, conversations=conversations)
+        comparison = None
+        if form.is_valid():
+            comparison = compare_policies(
+                form.cleaned_data["conversation"], policy, form.cleaned_data["text"]
+            )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Preview “{policy.name}” on a conversation",
+            "opts": self.opts,
+            "original": policy,
+            "policy": policy,
+            "form": form,
+            "comparison": comparison,
+            "has_conversations": bool(conversations),
+            "has_view_permission": True,
+        }
+        return TemplateResponse(request, "admin/chatplatform/contextpolicy/preview.html", context)

@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.db import models
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
 from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
+from chatplatform.admin.reports import calibrations, job_status, usage_report
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
 
 
@@ -54,6 +58,73 @@ class TenantAdmin(admin.ModelAdmin):
             )
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
+    # --- reports: usage per tenant, job status ---------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("usage/", wrap(self.usage_index_view), name="chatplatform_tenant_usage_index"),
+            path("jobs/", wrap(self.jobs_view), name="chatplatform_tenant_jobs"),
+            path(
+                "<path:object_id>/usage/",
+                wrap(self.usage_view),
+                name="chatplatform_tenant_usage",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _report_context(self, request: HttpRequest, title: str) -> dict[str, Any]:
+        return {
+            **self.admin_site.each_context(request),
+            "title": title,
+            "opts": self.opts,
+            "has_view_permission": True,
+        }
+
+    def usage_index_view(self, request: HttpRequest) -> HttpResponse:
+        """The usage pages of the admin's tenants (straight to it when there is one)."""
+        if not self.has_module_permission(request):
+            raise Http404
+        tenants = list(self.get_queryset(request))
+        if len(tenants) == 1:
+            return HttpResponseRedirect(
+                reverse("admin:chatplatform_tenant_usage", args=[tenants[0].pk])
+            )
+        context = {**self._report_context(request, "Usage"), "tenants": tenants}
+        return TemplateResponse(request, "admin/chatplatform/tenant/usage_index.html", context)
+
+    def usage_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Tokens, cost and savings over time for one tenant, and the estimator's calibration
+        per model."""
+        tenant = self.get_object(request, unquote(object_id))
+        if tenant is None or not self.has_view_permission(request, tenant):
+            raise Http404("No such tenant.")
+        try:
+            days = int(request.GET.get("days", "30"))
+        except ValueError:
+            days = 30
+        report = usage_report(tenant, days=days)
+        context = {
+            **self._report_context(request, f"Usage of {tenant.name}"),
+            "original": tenant,
+            "tenant": tenant,
+            "report": report,
+            "days": len(report.days),
+            "day_choices": (7, 30, 90, 365),
+            "chart_data": report.chart_data(),
+            "calibrations": calibrations(report.profiles),
+        }
+        return TemplateResponse(request, "admin/chatplatform/tenant/usage.html", context)
+
+    def jobs_view(self, request: HttpRequest) -> HttpResponse:
+        """Backfill and summary jobs, and API keys created and revoked, for the admin's
+        tenants."""
+        if not self.has_module_permission(request):
+            raise Http404
+        tenants = list(self.get_queryset(request))
+        context = {**self._report_context(request, "Background jobs"), **job_status(tenants)}
+        return TemplateResponse(request, "admin/chatplatform/tenant/jobs.html", context)
+
     def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
         policy = obj.active_policy
         if policy is not None and policy.tenant_id not in (None, obj.pk):
@@ -68,8 +139,24 @@ class MembershipAdmin(TenantScopedAdmin):
     search_fields = ("user__username", "user__email")
 
 
+class ApiKeyStatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("active", "Active"), ("revoked", "Revoked")]
+
+    def queryset(self, request: HttpRequest, queryset: models.QuerySet) -> models.QuerySet:
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
 @admin.register(ApiKey)
 class ApiKeyAdmin(TenantScopedAdmin):
+    list_filter = (ApiKeyStatusFilter, "role")
     list_display = (
         "name",
         "prefix",

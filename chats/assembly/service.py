@@ -210,9 +210,10 @@ def assemble_context(
     retrieved: list[RetrievedItem] = []
     if policy.strategy == "hybrid" and policy.retrieval_max_items > 0:
         retriever = retriever or _default_retriever()
-        oldest_recent = min((m.seq for m in recent), default=new_message.seq)
-        if retriever is not None and oldest_recent > 1:
-            retrieved = retriever(conversation, new_message, policy, oldest_recent)
+        # Everything before the new message is a candidate: history shows only what retrieval
+        # leaves, and the core drops retrieved turns that history already shows.
+        if retriever is not None and new_message.seq > 1:
+            retrieved = retriever(conversation, new_message, policy, new_message.seq)
 
     members = conversation.participants.count() if conversation.is_group else 1
     variables = _system_variables(conversation, author, policy, now, members)
@@ -272,25 +273,33 @@ def _recent_messages(
     )
 
 
-def message_item(message: Message, author: Any = None) -> MessageItem:
-    """The pure view of a stored message."""
+def message_item(message: Message, author: Any = None, content_note: str = "") -> MessageItem:
+    """The pure view of a stored message; ``content_note`` is appended to its text (and then
+    counted afresh)."""
+    content = message.content
+    if content_note:
+        content = f"{content}\n{content_note}" if content else content_note
     return MessageItem(
         id=message.pk,
         seq=message.seq,
         role=message.role if message.role in ("user", "assistant", "tool") else "user",  # type: ignore[arg-type]
-        content=message.content,
+        content=content,
         author=selectors.author_label(
             getattr(author, "username", None),
             getattr(author, "first_name", None),
             getattr(author, "last_name", None),
         ),
-        tokens=message.token_count,
-        counted_by=message.token_counter or None,
+        tokens=None if content_note else message.token_count,
+        counted_by=None if content_note else message.token_counter or None,
         created_at=message.created_at,
     )
 
 
-def assemble_turn(conversation: Conversation, message: Message, **kwargs: Any) -> TurnContext:
+def assemble_turn(
+    conversation: Conversation, message: Message, *, content_note: str = "", **kwargs: Any
+) -> TurnContext:
     """Assemble the prompt answering the stored user ``message``."""
     author = message.author
-    return assemble_context(conversation, message_item(message, author), author=author, **kwargs)
+    return assemble_context(
+        conversation, message_item(message, author, content_note), author=author, **kwargs
+    )

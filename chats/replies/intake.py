@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.images import ImageRejected, decode_base64_image
 from chats.models import Conversation, Message, Role
 from chats.services.conversations import policy_for
 from chats.services.messages import MessageRejected, message_create
@@ -17,10 +18,20 @@ def accept_user_message(
     content: Any,
     client_id: str | None = None,
     reply_to_id: Any = None,
+    image: Any = None,
 ) -> tuple[Message, bool]:
     """Store the user's message (validated; idempotent by ``client_id``); return it and
     whether it is new. The caller starts the reply runner afterwards. Raises
-    MessageRejected (nothing stored) for bad input."""
+    MessageRejected (nothing stored) for bad input. ``image`` is
+    ``{"media_type": ..., "data": <base64>}``: checked by its own header and size."""
+    decoded = None
+    if image is not None:
+        if not isinstance(image, dict):
+            raise MessageRejected("invalid", "image must be an object with media_type and data.")
+        try:
+            decoded = decode_base64_image(image.get("data", ""), image.get("media_type"))
+        except ImageRejected as exc:
+            raise MessageRejected("invalid_image", exc.message) from None
     reply_to = None
     if reply_to_id is not None:
         try:
@@ -40,6 +51,7 @@ def accept_user_message(
         author=user,
         client_id=client_id,
         reply_to=reply_to,
+        image=decoded,
     )
 
 

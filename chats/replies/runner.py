@@ -189,6 +189,8 @@ async def _execute_tool(prepared: turns.PreparedTurn, call: ToolCall) -> str:
         from memory.tools import execute_tool
     except ImportError:
         return json.dumps({"error": "memory tools are not available"})
+    if prepared.user_id is None:
+        return json.dumps({"error": "this message has no user to remember facts for"})
     result = await db(execute_tool)(
         call.name,
         call.input,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -12,14 +13,16 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection
+from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection, ImagePart, TextPart
 from chatplatform.llm.base import Message as LlmMessage
 from chatplatform.llm.tools import FACT_TOOLS
 from chatplatform.models import ModelProfile
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.service import TurnContext
+from chats.images import ImageRejected, image_tokens, inspect_image
 from chats.models import Conversation, Message, Role, Status, TurnRecord
+from chats.services.conversations import policy_for
 from chats.services.messages import message_create, message_finish
 
 logger = logging.getLogger(__name__)
@@ -104,16 +107,62 @@ def _context_report(turn: TurnContext) -> ContextReport:
     )
 
 
-def _request(turn: TurnContext, tools: bool) -> ChatRequest:
+@dataclass
+class AttachedImage:
+    """The new message's image: sent as an image block to a vision model (``tokens`` > 0),
+    otherwise described in the text (``note``)."""
+
+    media_type: str
+    data_base64: str
+    tokens: int
+    note: str
+    prompt_budget: int
+
+
+def attached_image(message: Message, policy: Any) -> AttachedImage | None:
+    if not message.attachment:
+        return None
+    profile = policy.model_profile
+    prompt_budget = (
+        min(policy.max_context_tokens, profile.context_window) - policy.reserved_response_tokens
+    )
+    with message.attachment.open("rb") as handle:
+        data = handle.read()
+    try:
+        info = inspect_image(data, message.attachment_type or None)
+    except ImageRejected:
+        return AttachedImage("", "", 0, "[An attached image could not be read.]", prompt_budget)
+    if profile.supports_vision:
+        tokens = image_tokens(profile.provider, info.width, info.height)
+        encoded = base64.b64encode(data).decode()
+        return AttachedImage(info.media_type, encoded, tokens, "", prompt_budget)
+    note = (
+        f"[The user attached an image ({info.media_type}, {info.width}x{info.height} px); "
+        "this model cannot see images.]"
+    )
+    return AttachedImage(info.media_type, "", 0, note, prompt_budget)
+
+
+def _request(turn: TurnContext, tools: bool, image: AttachedImage | None = None) -> ChatRequest:
     prompt = turn.prompt
     stable = prompt.system[: prompt.stable_prefix.chars]
     rest = prompt.system[prompt.stable_prefix.chars :]
     system = [part for part in (stable, rest) if part]
+    messages = [LlmMessage(role=m["role"], content=m["content"]) for m in prompt.messages]  # type: ignore[arg-type]
+    if image is not None and image.tokens and messages:
+        last = prompt.messages[-1]
+        messages[-1] = LlmMessage(
+            role="user",
+            content=[
+                ImagePart(data=image.data_base64, media_type=image.media_type),
+                TextPart(text=last["content"]),
+            ],
+        )
     return ChatRequest(
         model=turn.profile.model,
         system=system,
         cache_prefix=1 if stable else 0,
-        messages=[LlmMessage(role=m["role"], content=m["content"]) for m in prompt.messages],  # type: ignore[arg-type]
+        messages=messages,
         tools=FACT_TOOLS if tools else (),
         max_tokens=turn.policy.reserved_response_tokens,
         context_report=_context_report(turn),
@@ -134,11 +183,18 @@ def prepare_turn(
         if reply is not None and reply.status != Status.FAILED and budget_override is None:
             if reply.status != Status.STREAMING:
                 return None
+        image = attached_image(user_message, policy_for(conversation))
+        if image is not None and image.tokens:
+            # The image's tokens come off the prompt budget before the text is packed.
+            budget_override = (
+                min(budget_override or image.prompt_budget, image.prompt_budget) - image.tokens
+            )
         turn = assemble_turn(
             conversation,
             user_message,
             budget_override=budget_override,
             conversation_is_fresh=True,
+            content_note=image.note if image is not None else "",
         )
         exact = exact_prompt_tokens_near_budget(turn)
         if exact is not None and exact > turn.prompt.budget:
@@ -148,6 +204,7 @@ def prepare_turn(
                 user_message,
                 budget_override=int(turn.prompt.budget * turn.prompt.budget / exact * 0.98),
                 conversation_is_fresh=True,
+                content_note=image.note if image is not None else "",
             )
         retrying = reply is not None
         with transaction.atomic():
@@ -181,7 +238,7 @@ def prepare_turn(
         user_id=user_message.author_id,
         provider_name=profile.provider,
         base_url=profile.base_url,
-        request=_request(turn, tools),
+        request=_request(turn, tools, image),
         estimated_prompt_tokens=turn.prompt.prompt_tokens,
         tools=tools,
     )

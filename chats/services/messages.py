@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from chatplatform.counting import storage_counter_for
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.images import ImageInfo
 from chats.models import Conversation, Message, Role, Status
 from chats.services.conversations import policy_for
 
@@ -58,6 +61,7 @@ def message_create(
     answers: Message | None = None,
     status: str = Status.COMPLETE,
     validate: bool = True,
+    image: tuple[bytes, ImageInfo] | None = None,
 ) -> tuple[Message, bool]:
     """Store a message; return ``(message, created)``.
 
@@ -69,7 +73,10 @@ def message_create(
     """
     policy = policy_for(conversation)
     if validate and role == Role.USER:
-        content = validate_message_content(content, max_chars=policy.max_message_chars)
+        if image is not None and isinstance(content, str) and not content.strip():
+            content = ""  # an image alone is a message
+        else:
+            content = validate_message_content(content, max_chars=policy.max_message_chars)
     counter = storage_counter_for(policy.model_profile)
     token_count = counter.count(content) if status == Status.COMPLETE else None
     with tenant_scope(conversation.tenant_id):
@@ -93,6 +100,7 @@ def message_create(
                     status=status,
                     token_count=token_count,
                     token_counter=counter.name if token_count is not None else "",
+                    **_attachment_fields(image),
                 )
                 Conversation.objects.filter(pk=locked.pk).update(
                     last_seq=seq,
@@ -107,6 +115,18 @@ def message_create(
                 raise
             return existing, False
     return message, True
+
+
+def _attachment_fields(image: tuple[bytes, ImageInfo] | None) -> dict[str, Any]:
+    if image is None:
+        return {}
+    data, info = image
+    extension = info.media_type.split("/")[1].replace("jpeg", "jpg")
+    return {
+        "attachment": ContentFile(data, name=f"{uuid.uuid4().hex}.{extension}"),
+        "attachment_type": info.media_type,
+        "attachment_bytes": info.size,
+    }
 
 
 def _existing(

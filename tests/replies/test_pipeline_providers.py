@@ -185,3 +185,69 @@ async def test_openai_compatible_server(settings, fake_openai, tenant_a, member_
     reply, record = await database_sync_to_async(reply_to)(tenant_a, message)
     assert reply.status == "complete" and reply.content == "Local model here."
     assert record.completion_tokens > 0
+
+
+PNG_1x1 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+    "AAAABJRU5ErkJggg=="
+)
+
+
+async def test_image_goes_to_a_vision_model_as_an_image_block(
+    anthropic_chat, fake_anthropic, tenant_a, member_a
+):
+    with tenant_scope(tenant_a):
+        await database_sync_to_async(
+            lambda: ModelProfile.objects.filter(name="anthropic test").update(supports_vision=True)
+        )()
+    from chats.services.conversations import clear_policy_cache
+
+    clear_policy_cache()
+    fake_anthropic.script(Reply("A single pixel."))
+    message, _ = await database_sync_to_async(accept_user_message)(
+        conversation=anthropic_chat,
+        user=member_a,
+        content="What is this?",
+        image={"media_type": "image/png", "data": PNG_1x1},
+    )
+    await runner.run_replies(anthropic_chat.tenant_id, anthropic_chat.pk)
+    reply, _ = await database_sync_to_async(reply_to)(tenant_a, message)
+    assert reply.content == "A single pixel."
+    last = fake_anthropic.message_requests[0]["messages"][-1]
+    kinds = [block["type"] for block in last["content"]]
+    assert kinds == ["image", "text"]
+
+
+async def test_image_is_described_to_a_model_without_vision(
+    anthropic_chat, fake_anthropic, tenant_a, member_a
+):
+    fake_anthropic.script(Reply("I cannot see it."))
+    await database_sync_to_async(accept_user_message)(
+        conversation=anthropic_chat,
+        user=member_a,
+        content="",
+        image={"media_type": "image/png", "data": PNG_1x1},
+    )
+    await runner.run_replies(anthropic_chat.tenant_id, anthropic_chat.pk)
+    last = fake_anthropic.message_requests[0]["messages"][-1]
+    text = last["content"] if isinstance(last["content"], str) else last["content"][-1]["text"]
+    assert "cannot see images" in text and "1x1" in text
+
+
+@pytest.mark.parametrize(
+    ("image", "code"),
+    [
+        ({"media_type": "image/png", "data": "not base64!"}, "invalid_image"),
+        ({"media_type": "image/png", "data": "aGVsbG8="}, "invalid_image"),
+        ({"media_type": "image/jpeg", "data": PNG_1x1}, "invalid_image"),
+        ("just a string", "invalid"),
+    ],
+)
+async def test_bad_images_are_rejected(anthropic_chat, member_a, image, code):
+    from chats.services.messages import MessageRejected
+
+    with pytest.raises(MessageRejected) as info:
+        await database_sync_to_async(accept_user_message)(
+            conversation=anthropic_chat, user=member_a, content="look", image=image
+        )
+    assert info.value.code == code

@@ -153,7 +153,7 @@ class Command(BaseCommand):
                 async with websockets.connect(
                     url,
                     subprotocols=["chatplatform.v1", f"apikey.{key}"],  # type: ignore[list-item]
-                    origin="http://127.0.0.1",
+                    origin="http://127.0.0.1",  # type: ignore[arg-type]
                     open_timeout=30,
                     max_size=2**20,
                 ) as ws:

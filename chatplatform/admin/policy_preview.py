@@ -1,0 +1,92 @@
+""" "Preview on a conversation": the breakdown a policy would produce for the next turn of a
+conversation now, next to the conversation's active policy's. Conversations are limited to
+the tenants the admin administers (and to the policy's own tenant for a tenant policy)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django import forms
+from django.db.models import QuerySet
+
+from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly.preview import preview_next_turn
+from chats.models import Conversation
+from chats.ui.meter import meter_from_breakdown
+
+logger = logging.getLogger(__name__)
+
+CONVERSATIONS_OFFERED = 200
+
+
+def preview_conversations(policy: ContextPolicy, tenant_ids: list[int] | None) -> QuerySet:
+    """Conversations the policy may be previewed on. ``tenant_ids`` None: every tenant
+    (superusers)."""
+    queryset = Conversation.objects.all()
+    if tenant_ids is not None:
+        queryset = queryset.filter(tenant_id__in=tenant_ids)
+    if policy.tenant_id is not None:
+        queryset = queryset.filter(tenant_id=policy.tenant_id)
+    return queryset.select_related("tenant").order_by("-created_at", "-pk")[:CONVERSATIONS_OFFERED]
+
+
+class ConversationField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj} · {obj.tenant.name} · {obj.message_count} messages"
+
+
+class PolicyPreviewForm(forms.Form):
+    conversation = ConversationField(queryset=Conversation.objects.none())
+    text = forms.CharField(
+        required=False,
+        max_length=4000,
+        label="Next message (optional)",
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="What the user would write next; it steers retrieval. Nothing is stored.",
+    )
+
+    def __init__(self, *args: Any, conversations: QuerySet, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["conversation"]
+        assert isinstance(field, forms.ModelChoiceField)
+        # A list of allowed ids (the offered queryset is sliced, so it cannot be filtered).
+        allowed = [c.pk for c in conversations]
+        field.queryset = Conversation.objects.filter(pk__in=allowed).select_related("tenant")
+
+
+def compare_policies(
+    conversation: Conversation, policy: ContextPolicy, text: str = ""
+) -> dict[str, Any]:
+    """Meters of the next turn under ``policy`` and under the conversation's active policy.
+    An assembly that fails reports its error instead of a meter."""
+    with tenant_scope(conversation.tenant_id):
+        return {
+            "this": _meter(conversation, text, policy),
+            "active": _meter(conversation, text, None),
+        }
+
+
+def _meter(conversation: Conversation, text: str, policy: ContextPolicy | None) -> dict[str, Any]:
+    try:
+        data = preview_next_turn(conversation, text=text, policy=policy)
+    except Exception as exc:  # show the admin why, instead of a server error
+        logger.warning("policy preview failed for conversation %s: %s", conversation.pk, exc)
+        return {"error": str(exc) or exc.__class__.__name__}
+    meter = meter_from_breakdown(data)
+    meter["context_window"] = data.get("context_window")
+    meter["policy_id"] = (data.get("policy") or {}).get("id")
+    return meter
+
+
+def model_windows(profiles: QuerySet | list[ModelProfile]) -> dict[str, dict[str, Any]]:
+    """Model profile id -> window facts, for the live bar of the policy form."""
+    return {
+        str(p.pk): {
+            "name": p.name,
+            "context_window": p.context_window,
+            "max_output_tokens": p.max_output_tokens,
+        }
+        for p in profiles
+    }

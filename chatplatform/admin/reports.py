@@ -1,0 +1,202 @@
+"""Reads behind the admin's reports: usage per tenant over time, the estimator's calibration
+per model, and the status of the background jobs. Every read names its tenants."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, F, Sum
+from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
+
+from chatplatform.models import ApiKey, ModelProfile, Tenant
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Message, TurnRecord
+
+MILLION = Decimal(1_000_000)
+MAX_DAYS = 366
+LATEST_LISTED = 20
+
+
+@dataclass
+class DayUsage:
+    day: date
+    turns: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    hypothetical_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+    saved_usd: Decimal = Decimal(0)
+
+    @property
+    def saved_tokens(self) -> int:
+        return max(0, self.hypothetical_tokens - self.prompt_tokens)
+
+
+@dataclass
+class UsageReport:
+    days: list[DayUsage]
+    totals: DayUsage
+    profiles: list[ModelProfile] = field(default_factory=list)
+
+    def chart_data(self) -> dict[str, Any]:
+        """Series for the charts (one point per day)."""
+        return {
+            "labels": [d.day.isoformat() for d in self.days],
+            "prompt": [d.prompt_tokens for d in self.days],
+            "completion": [d.completion_tokens for d in self.days],
+            "cache_read": [d.cache_read_tokens for d in self.days],
+            "cache_write": [d.cache_write_tokens for d in self.days],
+            "hypothetical": [d.hypothetical_tokens for d in self.days],
+            "cost": [float(d.cost_usd) for d in self.days],
+            "saved": [float(d.saved_usd) for d in self.days],
+        }
+
+
+def usage_report(tenant: Tenant, *, days: int = 30) -> UsageReport:
+    """Per-day usage of ``tenant`` over the last ``days`` days (one grouped query on the
+    tenant's usage index; savings priced at each model's input price)."""
+    days = max(1, min(days, MAX_DAYS))
+    today = timezone.localdate()
+    first_day = today - timedelta(days=days - 1)
+    with tenant_scope(tenant):
+        rows = list(
+            TurnRecord.objects.filter(
+                tenant=tenant,
+                created_at__gte=timezone.make_aware(datetime.combine(first_day, time.min)),
+            )
+            .annotate(day=TruncDate("created_at"))
+            .values("day", "model_profile_id")
+            .annotate(
+                turns=Count("pk"),
+                prompt=Sum(Coalesce("prompt_tokens_reported", "prompt_tokens_estimated")),
+                completion=Sum("completion_tokens"),
+                cache_read=Sum("cache_read_tokens"),
+                cache_write=Sum("cache_write_tokens"),
+                hypothetical=Sum("hypothetical_tokens"),
+                cost=Sum("cost_usd"),
+            )
+            .order_by("day")
+        )
+        profiles = {
+            p.pk: p
+            for p in ModelProfile.objects.filter(pk__in={r["model_profile_id"] for r in rows})
+        }
+        used = calibration_profiles(tenant)
+    by_day = {day: DayUsage(day) for day in (first_day + timedelta(days=i) for i in range(days))}
+    totals = DayUsage(today)
+    for row in rows:
+        day = row["day"]
+        bucket = by_day.get(day if isinstance(day, date) else date.fromisoformat(str(day)))
+        if bucket is None:
+            continue
+        profile = profiles.get(row["model_profile_id"])
+        price = profile.price_input_per_mtok if profile is not None else Decimal(0)
+        prompt = int(row["prompt"] or 0)
+        hypothetical = int(row["hypothetical"] or 0)
+        saved_usd = Decimal(max(0, hypothetical - prompt)) * price / MILLION
+        for target in (bucket, totals):
+            target.turns += row["turns"]
+            target.prompt_tokens += prompt
+            target.completion_tokens += int(row["completion"] or 0)
+            target.cache_read_tokens += int(row["cache_read"] or 0)
+            target.cache_write_tokens += int(row["cache_write"] or 0)
+            target.hypothetical_tokens += hypothetical
+            target.cost_usd += row["cost"] or Decimal(0)
+            target.saved_usd += saved_usd
+    return UsageReport(days=list(by_day.values()), totals=totals, profiles=used)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    profile: ModelProfile
+
+    @property
+    def samples(self) -> int:
+        return self.profile.calibration_samples
+
+    @property
+    def mean(self) -> float:
+        return self.profile.calibration_ratio_mean
+
+    @property
+    def stddev(self) -> float:
+        n = self.profile.calibration_samples
+        return (self.profile.calibration_ratio_m2 / (n - 1)) ** 0.5 if n > 1 else 0.0
+
+
+def calibration_profiles(tenant: Tenant) -> list[ModelProfile]:
+    """The model profiles the tenant sees (its own and the shared ones)."""
+    with tenant_scope(tenant):
+        return list(ModelProfile.objects.order_by("provider", "name"))
+
+
+def calibrations(profiles: list[ModelProfile]) -> list[Calibration]:
+    return [Calibration(p) for p in profiles]
+
+
+@dataclass(frozen=True)
+class TenantJobStatus:
+    tenant: Tenant
+    uncounted_messages: int
+    backfill_signature: str
+    backfill_verified_upto: int
+    backfill_updated_at: Any
+
+
+def job_status(tenants: list[Tenant]) -> dict[str, Any]:
+    """Beat schedules, messages still without token counts and the backfill's progress per
+    tenant, the latest summaries, and the API keys created and revoked lately."""
+    from django_celery_beat.models import PeriodicTask
+
+    from summaries.models import Summary, TokenBackfillState
+
+    ids = [t.pk for t in tenants]
+    with tenant_scope(ids):
+        uncounted = dict(
+            Message.objects.filter(tenant_id__in=ids, token_count__isnull=True)
+            .values("tenant_id")
+            .annotate(n=Count("pk"))
+            .values_list("tenant_id", "n")
+        )
+        states = {s.tenant_id: s for s in TokenBackfillState.objects.filter(tenant_id__in=ids)}
+        summaries = list(
+            Summary.objects.filter(tenant_id__in=ids)
+            .select_related("conversation", "tenant")
+            .order_by("-created_at", "-pk")[:LATEST_LISTED]
+        )
+        keys_created = list(
+            ApiKey.objects.filter(tenant_id__in=ids)
+            .select_related("tenant", "user")
+            .order_by("-created_at", "-pk")[:LATEST_LISTED]
+        )
+        keys_revoked = list(
+            ApiKey.objects.filter(tenant_id__in=ids, revoked_at__isnull=False)
+            .select_related("tenant", "user")
+            .order_by(F("revoked_at").desc(), "-pk")[:LATEST_LISTED]
+        )
+    per_tenant = []
+    for tenant in tenants:
+        state = states.get(tenant.pk)
+        per_tenant.append(
+            TenantJobStatus(
+                tenant=tenant,
+                uncounted_messages=uncounted.get(tenant.pk, 0),
+                backfill_signature=state.signature if state else "",
+                backfill_verified_upto=state.verified_upto_id if state else 0,
+                backfill_updated_at=state.updated_at if state else None,
+            )
+        )
+    schedules = list(PeriodicTask.objects.select_related("interval", "crontab").order_by("name"))
+    return {
+        "schedules": schedules,
+        "tenants": per_tenant,
+        "summaries": summaries,
+        "keys_created": keys_created,
+        "keys_revoked": keys_revoked,
+    }

@@ -1,0 +1,463 @@
+"""Cheap text features that predict BPE token counts, in any script.
+
+:func:`extract_features` returns one number per name in :data:`FEATURE_NAMES`; the token
+estimator is a non-negative linear model over them. Everything runs at C speed, never in a
+per-character Python loop:
+
+- Words are the UTF-8 text split on whitespace, ASCII punctuation and digits. A word the
+  *lexicon* holds (words the reference BPE encodes whole) costs about one token; the other
+  words are measured by script, length and case.
+- Per-character properties become *bit planes*: ``bytes.translate`` maps every character
+  (its UTF-8 lead byte; continuation bytes are deleted) to a digit whose bits are the
+  properties, and ``int(digits, base)`` packs them (base 32 for the letters of unknown
+  words, base 8 for the shape of the whole text). Runs, pairs and "followed by" relations
+  are then a few shifts, ands and ``int.bit_count()`` calls on one big integer. The first
+  character is the most significant digit, so with ``b`` bits per character ``x << b``
+  aligns each character with its successor and ``x >> b`` with its predecessor.
+- Scripts are told apart by UTF-8 lead byte (by second byte where scripts share one), and
+  only the classes present in a text are visited.
+
+Speed, for a sense of scale: about 27 MB/s of chat-sized mixed text on one core, 1.4-2x
+the native BPE of ``bpe-openai`` (which caches, so it speeds up on repeated text). Splitting
+into words and looking them up costs ~60 ns a word, half the time; the lexicon stays for
+accuracy (cross-validated MAPE 4.2 % with it, 8.7 % without).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from bisect import bisect_left
+from collections.abc import Collection
+from itertools import filterfalse
+
+# Letter scripts besides Latin and CJK, measured on out-of-lexicon words.
+SCRIPTS = (
+    "cyrillic",
+    "greek",
+    "armenian",
+    "georgian",
+    "hebrew",
+    "arabic",
+    "devanagari",
+    "indic",
+    "thai",
+    "hangul",
+    "other",
+)
+
+FEATURE_NAMES: tuple[str, ...] = (
+    # words, split on whitespace, ASCII punctuation and digits
+    "lexicon_words",
+    "oov_words",
+    "camel_humps",
+    # Latin letters of out-of-lexicon words
+    "latin_chars",
+    "latin_upper",
+    "latin_accented",
+    "latin_extended",
+    "latin_runs_ge4",
+    "latin_runs_ge8",
+    "latin_runs_ge12",
+    # other letter scripts of out-of-lexicon words
+    *(f"{script}_{part}" for script in SCRIPTS for part in ("chars", "runs")),
+    "cyrillic_extended",
+    # URL-encoded bytes (%D0%B8), taken out of the text before everything else
+    "percent_escapes",
+    "han_chars",
+    "kana_chars",
+    "cjk_runs",
+    # non-ASCII symbols
+    "latin1_symbols",
+    "general_symbols",
+    "cjk_punct",
+    "fullwidth_forms",
+    "astral_chars",
+    # digits: BPE splits a digit run into groups of up to three
+    "digit_runs",
+    "digit_runs_ge4_ge7",
+    "digit_runs_ge10",
+    # punctuation runs are pre-tokens, often merged with the letter or newlines after them
+    "punct_runs_before_letter",
+    "punct_runs_before_newline",
+    "punct_runs_other",
+    # whitespace
+    "space_runs_ge2",
+    "newline_runs_not_after_punct",
+    "newlines",
+    "tabs",
+)
+
+# Byte ranges of UTF-8 lead bytes (and ASCII) by class letter; 0x80-0xBF are continuations.
+_CLASS_RANGES = (
+    (0x00, 0x7F, "o"),  # ASCII punctuation, symbols, controls (refined below)
+    (0x61, 0x7A, "a"),  # a-z
+    (0x41, 0x5A, "A"),  # A-Z
+    (0x30, 0x39, "d"),  # 0-9
+    (0xC2, 0xC2, "s"),  # Latin-1 punctuation and symbols (NBSP, «», °, ©)
+    (0xC3, 0xC3, "e"),  # Latin-1 letters (and the rare signs x, /)
+    (0xC4, 0xCD, "E"),  # Latin Extended-A/B, IPA, spacing modifiers, combining marks
+    (0xCE, 0xCF, "g"),  # Greek
+    (0xD0, 0xD3, "c"),  # Cyrillic
+    (0xD4, 0xD6, "h"),  # Armenian (and the rare Cyrillic Supplement)
+    (0xD7, 0xD7, "w"),  # Hebrew
+    (0xD8, 0xDD, "r"),  # Arabic, Syriac, Arabic Supplement
+    (0xDE, 0xDF, "x"),  # Thaana, NKo
+    (0xE0, 0xE0, "i"),  # U+0800-0FFF: Indic, Thai, Lao, Tibetan (told apart by share)
+    (0xE1, 0xE1, "j"),  # U+1000-1FFF: Georgian, Myanmar, Khmer, Greek Extended, ...
+    (0xE2, 0xE2, "y"),  # general punctuation, symbols, arrows, box drawing
+    (0xE3, 0xE3, "k"),  # CJK punctuation, kana, CJK Extension A (told apart by share)
+    (0xE4, 0xE9, "z"),  # CJK unified ideographs
+    (0xEA, 0xED, "u"),  # Hangul syllables
+    (0xEE, 0xEE, "x"),  # private use
+    (0xEF, 0xEF, "f"),  # compatibility, presentation and fullwidth forms
+    (0xF0, 0xFF, "q"),  # beyond the BMP: emoji, CJK Extension B, ...
+)
+_LETTER_CLASSES = "aAeEvcghwrxijkzu"
+
+
+def _class_table(*, e1_is_latin: bool, d6_is_hebrew: bool) -> bytes:
+    """UTF-8 byte -> class letter of the character it starts."""
+    table = bytearray(256)
+    for low, high, code in _CLASS_RANGES:
+        table[low : high + 1] = code.encode() * (high - low + 1)
+    for byte, code in ((" ", " "), ("\t", " "), ("\n", "n"), ("\r", "n")):
+        table[ord(byte)] = ord(code)
+    if e1_is_latin:  # Vietnamese: Latin Extended Additional is U+1E00-1EFF
+        table[0xE1] = ord("v")
+    if d6_is_hebrew:  # U+0590-05BF are Hebrew points when the text is Hebrew
+        table[0xD6] = ord("w")
+    return bytes(table)
+
+
+def _recode(table: bytes, mapping: dict[str, str], default: str) -> bytes:
+    """Compose ``table`` with a class -> byte ``mapping`` (unmapped classes -> default)."""
+    second = bytearray(default.encode() * 256)
+    for classes, target in mapping.items():
+        for byte in classes.encode():
+            second[byte] = ord(target)
+    return bytes(second[byte] for byte in table)
+
+
+_Variant = tuple[bool, bool]
+_CLASS_TABLES: dict[_Variant, bytes] = {
+    (e1, d6): _class_table(e1_is_latin=e1, d6_is_hebrew=d6)
+    for e1 in (False, True)
+    for d6 in (False, True)
+}
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+# bit planes of the whole text, as base-32 digits: 1 letter, 2 punctuation or symbol,
+# 4 newline, 8 digit, 16 (g) blank
+_SHAPE_TABLES = {
+    variant: _recode(table, {_LETTER_CLASSES: "1", "osyfq": "2", "n": "4", "d": "8", " ": "g"}, "0")
+    for variant, table in _CLASS_TABLES.items()
+}
+
+# bit planes of out-of-lexicon words: 1 Latin letter, 2 upper case, 4 Latin-1 or Vietnamese
+# letter, 8 lower case, 16 Latin Extended or Vietnamese letter
+_LETTER_TABLES = {
+    variant: _recode(table, {"a": "9", "A": "3", "e": "5", "E": "h", "v": "l"}, "0")
+    for variant, table in _CLASS_TABLES.items()
+}
+# class -> one run letter per script (other classes separate runs)
+_RUN_TABLE = _recode(
+    bytes(range(256)),
+    {"c": "C", "g": "G", "h": "H", "j": "J", "w": "W", "r": "R", "x": "X", "i": "I", "u": "U"}
+    | {"kz": "K"},
+    " ",
+)
+# UTF-8 byte -> itself, except ASCII that is not a letter -> space (word separators)
+_WORD_TABLE = bytes(32 if byte < 128 and not chr(byte).isalpha() else byte for byte in range(256))
+# ASCII letters by case (other bytes -> space): camelCase humps and upper-case counts
+_CASE_TABLE = bytes(
+    ord("a") if 97 <= byte <= 122 else ord("A") if 65 <= byte <= 90 else 32 for byte in range(256)
+)
+# parts of an identifier: BPE splits camelCase where a lower-case letter meets an upper-case one
+_IDENTIFIER_PART = re.compile(rb"[^a-z ]*[a-z]+|[^a-z ]+")
+
+_MASK_BUCKET = 64  # characters
+
+
+def _ones(chars: int) -> int:
+    """An integer with bit 0 of each 5-bit digit set, for at least ``chars`` digits.
+
+    Masks come in buckets of 64 characters; a longer mask is harmless because every use
+    ands it with planes that have no bits beyond their own characters.
+    """
+    return _bucket_mask(chars // _MASK_BUCKET + 1)
+
+
+@functools.lru_cache(maxsize=512)
+def _bucket_mask(buckets: int) -> int:
+    return int(b"1" * (buckets * _MASK_BUCKET), 32)
+
+
+_I = FEATURE_NAMES.index
+_WORDS = _I("lexicon_words")
+_LATIN = _I("latin_chars")
+_CJK = _I("han_chars")
+_SYMBOLS = _I("latin1_symbols")
+_DIGITS = _I("digit_runs")
+_PUNCT = _I("punct_runs_before_letter")
+_SPACES = _I("space_runs_ge2")
+_SCRIPT_INDEX = {script: _I(f"{script}_chars") for script in SCRIPTS}
+_CYRILLIC_EXTENDED = _I("cyrillic_extended")
+_ESCAPES = _I("percent_escapes")
+_SCRIPT_OF_CLASS = {
+    b"c": "cyrillic",
+    b"g": "greek",
+    b"h": "armenian",
+    b"w": "hebrew",
+    b"r": "arabic",
+    b"u": "hangul",
+    b"x": "other",
+}
+_SYMBOL_INDEX = {b"s": _SYMBOLS, b"y": _SYMBOLS + 1, b"f": _SYMBOLS + 3, b"q": _SYMBOLS + 4}
+# scripts that share a UTF-8 lead byte, told apart by the second byte
+_SHARED_LEADS = {
+    b"i": (
+        0xE0,
+        (("devanagari", (0xA4, 0xA5)), ("indic", tuple(range(0xA6, 0xB8))), ("thai", (0xB8, 0xB9))),
+    ),
+    b"j": (0xE1, (("georgian", (0x82, 0x83, 0xB2)), ("greek", (0xBC, 0xBD, 0xBE, 0xBF)))),
+}
+# Cyrillic outside U+0410-044F (the Russian alphabet but ё): U+0400-040F is D0 80-8F, U+0450-045F
+# is D1 90-9F, U+0480-04FF is D2/D3 xx. Lead and continuation bytes get marks so that one
+# two-byte count finds each range: "34" (D0 8x), "12" (D1 9x), "5" (D2, D3).
+_CYRILLIC_TABLE = bytes(
+    ord("1")
+    if byte == 0xD1
+    else ord("3")
+    if byte == 0xD0
+    else ord("5")
+    if byte in (0xD2, 0xD3)
+    else ord("2")
+    if 0x90 <= byte <= 0x9F
+    else ord("4")
+    if 0x80 <= byte <= 0x8F
+    else ord("0")
+    for byte in range(256)
+)
+_PERCENT_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
+_KANA_PREFIXES = (b"\xe3\x81", b"\xe3\x82", b"\xe3\x83")
+_CJK_PUNCT_PREFIX = b"\xe3\x80"
+
+
+def extract_features(text: str, lexicon: Collection[bytes]) -> list[float]:
+    """Features of ``text`` in :data:`FEATURE_NAMES` order; every value is >= 0.
+
+    ``lexicon`` holds UTF-8 words. Features add up over concatenation except at the seam,
+    where a word, run or pair may be cut in two: for ``a + b`` each feature differs from the
+    sum of the parts' by at most 1, and ``camel_humps``/script shares by a few.
+    """
+    features = [0.0] * len(FEATURE_NAMES)
+    if not text:
+        return features
+    if text.isascii():
+        raw = text.encode("ascii")
+        variant = (False, False)
+        delete = b""
+    else:
+        raw = text.encode("utf-8", "surrogatepass")
+        variant = _variant(raw)
+        delete = _CONTINUATION_BYTES
+    if b"%" in raw:  # URL-encoded bytes cost about two tokens each, whatever they spell
+        raw, escapes = _PERCENT_ESCAPE.subn(b"", raw)
+        features[_ESCAPES] = escapes
+        if not raw:
+            return features
+    words = raw.translate(_WORD_TABLE).split()
+    oov_words = list(filterfalse(lexicon.__contains__, words))
+    features[_WORDS] = len(words) - len(oov_words)
+    if oov_words:
+        if delete:
+            _word_features(oov_words, lexicon, variant, delete, features)
+        else:
+            _ascii_word_features(oov_words, lexicon, features)
+    _shape_features(raw, variant, delete, features)
+    return features
+
+
+def _variant(raw: bytes) -> _Variant:
+    """Class table for a non-ASCII text: (E1 block is Vietnamese Latin, D6 is Hebrew)."""
+    vietnamese = False
+    if b"\xe1" in raw:
+        latin = sum(raw.count(bytes((0xE1, second))) for second in (0xB8, 0xB9, 0xBA, 0xBB))
+        vietnamese = 2 * latin >= raw.count(b"\xe1")
+    return vietnamese, b"\xd7" in raw
+
+
+def _word_features(
+    oov_words: list[bytes],
+    lexicon: Collection[bytes],
+    variant: _Variant,
+    delete: bytes,
+    features: list[float],
+) -> None:
+    """Features of the out-of-lexicon words of a non-ASCII text."""
+    oov = b" ".join(oov_words)
+    digits = oov.translate(_LETTER_TABLES[variant], delete)
+    ones = _ones(len(digits))
+    planes = int(digits, 32)
+    if (planes >> 3) & (planes << 4) & ones:
+        # a lower-case letter followed by an upper-case one: BPE keeps most parts of
+        # camelCase identifiers whole, so look the parts up too
+        oov_words = _split_identifiers(oov_words, lexicon, features, ascii_only=False)
+        if not oov_words:
+            return
+        oov = b" ".join(oov_words)
+        digits = oov.translate(_LETTER_TABLES[variant], delete)
+        ones = _ones(len(digits))
+        planes = int(digits, 32)
+    features[_WORDS + 1] = len(oov_words)
+    latin = planes & ones
+    if latin:
+        upper = (planes >> 1) & ones
+        starts = latin & ((latin >> 5) ^ ones)  # a Latin letter after a non-Latin character
+        pairs = latin & (latin << 5)
+        quads = pairs & (pairs << 10)
+        octets = quads & (quads << 20)
+        features[_LATIN] = latin.bit_count()
+        features[_LATIN + 1] = upper.bit_count()
+        features[_LATIN + 2] = ((planes >> 2) & ones).bit_count()
+        features[_LATIN + 3] = ((planes >> 4) & ones).bit_count()
+        features[_LATIN + 4] = (starts & quads).bit_count()
+        features[_LATIN + 5] = (starts & octets).bit_count()
+        features[_LATIN + 6] = (starts & octets & (quads << 40)).bit_count()
+    if delete:
+        _script_features(oov, variant, features)
+
+
+def _ascii_word_features(
+    oov_words: list[bytes], lexicon: Collection[bytes], features: list[float]
+) -> None:
+    """:func:`_word_features` for ASCII text: every word is one run of Latin letters."""
+    case = b" ".join(oov_words).translate(_CASE_TABLE)
+    if b"aA" in case:
+        oov_words = _split_identifiers(oov_words, lexicon, features, ascii_only=True)
+        if not oov_words:
+            return
+        case = b" ".join(oov_words).translate(_CASE_TABLE)
+    lengths = sorted(map(len, oov_words))
+    count = len(lengths)
+    features[_WORDS + 1] = count
+    features[_LATIN] = sum(lengths)
+    features[_LATIN + 1] = case.count(b"A")
+    features[_LATIN + 4] = count - bisect_left(lengths, 4)
+    features[_LATIN + 5] = count - bisect_left(lengths, 8)
+    features[_LATIN + 6] = count - bisect_left(lengths, 12)
+
+
+def _split_identifiers(
+    oov_words: list[bytes], lexicon: Collection[bytes], features: list[float], *, ascii_only: bool
+) -> list[bytes]:
+    """Replace mixed-case ASCII words by their parts that the lexicon lacks.
+
+    Parts split where a lower-case letter meets an upper-case one, as BPE pre-tokenization
+    does (``breadthFirstSearch`` -> ``breadth``, ``First``, ``Search``).
+    """
+    ascii_words = oov_words if ascii_only else list(filter(bytes.isascii, oov_words))
+    cased = list(filterfalse(bytes.islower, ascii_words))
+    if not cased:
+        return oov_words
+    plain = list(filter(bytes.islower, ascii_words))
+    if not ascii_only:
+        plain += filterfalse(bytes.isascii, oov_words)
+    parts = _IDENTIFIER_PART.findall(b" ".join(cased))
+    unknown_parts = list(filterfalse(lexicon.__contains__, parts))
+    features[_WORDS] += len(parts) - len(unknown_parts)
+    features[_WORDS + 2] = len(parts) - len(cased)
+    return plain + unknown_parts
+
+
+def _script_features(oov: bytes, variant: _Variant, features: list[float]) -> None:
+    """Non-Latin letters and symbols of out-of-lexicon words, by script."""
+    classes = oov.translate(_CLASS_TABLES[variant], _CONTINUATION_BYTES)
+    runs = classes.translate(_RUN_TABLE)
+    # visit only the classes present: take one, count it, delete it, repeat
+    others = classes.translate(None, b" aAeEv")
+    while others:
+        code = others[:1]
+        chars = others.count(code)
+        others = others.translate(None, code) if chars < len(others) else b""
+        script = _SCRIPT_OF_CLASS.get(code)
+        if script is not None:
+            _add_script(features, script, chars, runs, code.upper(), 1.0)
+            if code == b"c":  # letters beyond the basic (Russian) block: other languages
+                marks = oov.translate(_CYRILLIC_TABLE)
+                features[_CYRILLIC_EXTENDED] = (
+                    marks.count(b"12") + marks.count(b"34") + marks.count(b"5")
+                )
+        elif code in _SYMBOL_INDEX:
+            features[_SYMBOL_INDEX[code]] = chars
+        elif code in b"kz":
+            others = others.translate(None, b"kz")
+            cjk = classes.count(b"k") + classes.count(b"z")
+            kana = sum(map(oov.count, _KANA_PREFIXES))
+            cjk_punct = oov.count(_CJK_PUNCT_PREFIX)
+            features[_CJK] = cjk - kana - cjk_punct
+            features[_CJK + 1] = kana
+            features[_CJK + 2] = runs.count(b" K") + runs.startswith(b"K")
+            features[_SYMBOLS + 2] = cjk_punct
+        else:  # a lead byte shared by several scripts: split chars and runs by share
+            lead, scripts = _SHARED_LEADS[code]
+            remaining = chars
+            for script, second_bytes in scripts:
+                part = sum(oov.count(bytes((lead, second))) for second in second_bytes)
+                if part:
+                    remaining -= part
+                    _add_script(features, script, part, runs, code.upper(), part / chars)
+            if remaining > 0:
+                _add_script(features, "other", remaining, runs, code.upper(), remaining / chars)
+
+
+def _add_script(
+    features: list[float], script: str, chars: int, runs: bytes, run: bytes, share: float
+) -> None:
+    """Add a script's chars and ``share`` of the runs of letter ``run`` in ``runs``."""
+    index = _SCRIPT_INDEX[script]
+    features[index] += chars
+    features[index + 1] += (runs.count(b" " + run) + runs.startswith(run)) * share
+
+
+def _shape_features(raw: bytes, variant: _Variant, delete: bytes, features: list[float]) -> None:
+    """Digits, punctuation and whitespace of the whole text, from its bit planes.
+
+    ``planes >> (5 + b)`` holds bit ``b`` of each character's predecessor, ``planes << (5 - b)``
+    of its successor. A punctuation run is one pre-token, but BPE often merges it with the
+    letter after it (``.values``, ``(not``) or with the newlines after it (``);\\n``), so
+    runs are told apart by what follows them. BPE cuts a run of ``n`` digits into
+    ``ceil(n / 3)`` groups: one per run, plus one per run reaching 4, 7 and 10 digits.
+    """
+    shape = raw.translate(_SHAPE_TABLES[variant], delete)
+    planes = int(shape, 32)
+    ones = _ones(len(shape))
+    newlines = b"4" in shape
+    before_newline = 0
+    punct = (planes >> 1) & ones
+    if punct:
+        runs = punct.bit_count() - (punct & (planes >> 6)).bit_count()
+        before_letter = (punct & (planes << 5)).bit_count()
+        if newlines:
+            before_newline = (punct & (planes << 3)).bit_count()
+        features[_PUNCT] = before_letter
+        features[_PUNCT + 1] = before_newline
+        features[_PUNCT + 2] = runs - before_letter - before_newline
+    if newlines:
+        newline = (planes >> 2) & ones
+        count = newline.bit_count()
+        features[_SPACES + 1] = count - (newline & (planes >> 7)).bit_count() - before_newline
+        features[_SPACES + 2] = count
+    if b"8" in shape:
+        digit = (planes >> 3) & ones
+        starts = digit ^ (digit & (planes >> 8))  # a digit after a non-digit
+        fours = digit & (planes << 2) & (planes << 7) & (planes << 12)  # 4 digits from here
+        sevens = fours & (fours << 15)
+        features[_DIGITS] = starts.bit_count()
+        features[_DIGITS + 1] = (starts & fours).bit_count() + (starts & sevens).bit_count()
+        features[_DIGITS + 2] = (starts & sevens & (fours << 30)).bit_count()
+    if b"gg" in shape:
+        pairs = (planes >> 4) & (planes << 1) & ones  # a blank followed by a blank
+        features[_SPACES] = pairs.bit_count() - (pairs & (planes >> 9)).bit_count()
+        if b"\t" in raw:
+            features[_SPACES + 3] = raw.count(b"\t")

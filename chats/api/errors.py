@@ -1,0 +1,110 @@
+"""One error format for every API failure::
+
+    {"error": {"code": "not_found", "message": "Not found.", "fields": {}}}
+
+``code`` is machine-readable, ``message`` is for people, ``fields`` maps input fields to their
+problems (validation errors only; empty otherwise). The exception handler reshapes DRF's
+errors (validation, 401, 403, 404, 405, 406, 415, 429), the API's own (413 and service
+rejections), and turns anything unexpected into a logged 500 with the same shape.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
+
+logger = logging.getLogger("chats.api")
+
+
+class ApiError(exceptions.APIException):
+    """An error with an explicit status, code, message and optional field errors."""
+
+    def __init__(
+        self,
+        status_code: int,
+        code: str,
+        message: str,
+        fields: dict[str, list[str]] | None = None,
+    ) -> None:
+        super().__init__(detail=message, code=code)
+        self.status_code = status_code
+        self.error_code = code
+        self.message = message
+        self.fields = fields or {}
+
+
+class RequestTooLarge(ApiError):
+    def __init__(self, message: str) -> None:
+        super().__init__(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, "too_large", message)
+
+
+def error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "fields": fields or {}}}
+
+
+def _flatten(detail: Any) -> list[str]:
+    if isinstance(detail, dict):
+        return [m for value in detail.values() for m in _flatten(value)]
+    if isinstance(detail, (list, tuple)):
+        return [m for value in detail for m in _flatten(value)]
+    return [str(detail)]
+
+
+def _field_errors(detail: Any) -> dict[str, list[str]]:
+    if isinstance(detail, dict):
+        return {str(name): _flatten(value) for name, value in detail.items()}
+    return {"non_field_errors": _flatten(detail)}
+
+
+def _code_of(exc: exceptions.APIException) -> str:
+    if isinstance(exc, ApiError):
+        return exc.error_code
+    if isinstance(exc, exceptions.ValidationError):
+        return "invalid"
+    codes = exc.get_codes()
+    if isinstance(codes, str):
+        return codes
+    return str(exc.default_code)
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    """DRF's ``EXCEPTION_HANDLER``: every failure as the one error format."""
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        logger.exception("unexpected error in the API", exc_info=exc)
+        set_rollback()
+        return Response(
+            error_body("internal_error", "An unexpected error occurred."),
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    if not isinstance(exc, exceptions.APIException):
+        # Django's Http404 / PermissionDenied, converted by DRF.
+        exc = (
+            exceptions.NotFound()
+            if response.status_code == status.HTTP_404_NOT_FOUND
+            else exceptions.PermissionDenied()
+        )
+    if isinstance(exc, ApiError):
+        response.data = error_body(exc.error_code, exc.message, exc.fields)
+    elif isinstance(exc, exceptions.ValidationError):
+        fields = _field_errors(exc.detail)
+        first = next((m for messages in fields.values() for m in messages), "Invalid input.")
+        response.data = error_body("invalid", first, fields)
+    else:
+        message = " ".join(_flatten(exc.detail)) or str(exc.default_detail)
+        response.data = error_body(_code_of(exc), message)
+    return response
+
+
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """Any path under the API that names no endpoint."""
+    return JsonResponse(
+        error_body("not_found", "No API endpoint at this address."),
+        status=status.HTTP_404_NOT_FOUND,
+    )

@@ -1,0 +1,51 @@
+"""A JSON parser that refuses bodies larger than ``API_MAX_BODY_BYTES`` with 413.
+
+DRF reads request bodies from the stream, past Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+check, so the API enforces its own limit: the declared ``Content-Length`` first (see the base
+view), then the bytes actually read (chunked bodies have no length)."""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+from chats.api.errors import RequestTooLarge
+
+
+def max_body_bytes() -> int:
+    return int(settings.API_MAX_BODY_BYTES)
+
+
+def too_large(limit: int) -> RequestTooLarge:
+    return RequestTooLarge(f"The request body is larger than {limit:,} bytes.")
+
+
+class LimitedJSONParser(JSONParser):
+    """JSON bodies of at most ``API_MAX_BODY_BYTES`` bytes (413 otherwise)."""
+
+    def parse(
+        self,
+        stream: Any,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
+        limit = max_body_bytes()
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise too_large(limit)
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        try:
+            text = codecs.decode(raw, encoding)
+            return json.loads(text, parse_constant=_reject_constant)
+        except (ValueError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")

@@ -1,0 +1,205 @@
+"""Reads the API needs beyond the shared selectors. Each takes the tenant (and the user it
+answers for) and runs in the tenant's scope; a missing object and another tenant's (or user's)
+look the same: None, or an empty result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, F, QuerySet, Sum
+from django.db.models.functions import Coalesce, TruncDate
+from django.utils import timezone
+
+from chatplatform.models import ContextPolicy, Membership, ModelProfile, Tenant
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Conversation, Message, Participant, Role, TurnRecord
+
+
+def conversations_of(
+    tenant_id: int,
+    user: Any,
+    *,
+    archived: bool | None = None,
+    search: str = "",
+    updated_since: datetime | None = None,
+) -> QuerySet[Conversation]:
+    """The conversations of ``tenant_id`` in which ``user`` takes part, filtered: ``archived``
+    True/False (None: both), ``search`` in the title (case-insensitive), updated at or after
+    ``updated_since``. Lazy; the tenant filter is part of it."""
+    with tenant_scope(tenant_id):
+        mine = Participant.objects.filter(user=user).values("conversation_id")
+        queryset = (
+            Conversation.objects.filter(pk__in=mine)
+            .select_related("created_by")
+            .prefetch_related("participants")
+        )
+    if archived is not None:
+        queryset = queryset.filter(archived_at__isnull=not archived)
+    if search:
+        queryset = queryset.filter(title__icontains=search)
+    if updated_since is not None:
+        queryset = queryset.filter(updated_at__gte=updated_since)
+    return queryset
+
+
+def conversation_detail(conversation: Conversation) -> Conversation:
+    """The conversation reloaded with what its representation shows (one query + prefetch)."""
+    with tenant_scope(conversation.tenant_id):
+        return (
+            Conversation.objects.select_related("created_by")
+            .prefetch_related("participants")
+            .get(pk=conversation.pk)
+        )
+
+
+def messages_of(conversation: Conversation) -> QuerySet[Message]:
+    """The conversation's messages (lazy; paginate it by ``seq``)."""
+    with tenant_scope(conversation.tenant_id):
+        return Message.objects.filter(conversation_id=conversation.pk).select_related("author")
+
+
+def message_in(conversation: Conversation, message_id: int) -> Message | None:
+    with tenant_scope(conversation.tenant_id):
+        return (
+            Message.objects.select_related("author")
+            .filter(conversation_id=conversation.pk, pk=message_id)
+            .first()
+        )
+
+
+def message_by_client_id(conversation: Conversation, client_id: str) -> Message | None:
+    with tenant_scope(conversation.tenant_id):
+        return Message.objects.filter(conversation_id=conversation.pk, client_id=client_id).first()
+
+
+def reply_to(tenant_id: int, user_message_id: int) -> Message | None:
+    """The assistant reply answering ``user_message_id`` (any status), or None."""
+    with tenant_scope(tenant_id):
+        return (
+            Message.objects.select_related("author")
+            .filter(answers_id=user_message_id, role=Role.ASSISTANT)
+            .first()
+        )
+
+
+def turn_record_for(conversation: Conversation, user_message_id: int) -> TurnRecord | None:
+    """The stored record of the turn that answered ``user_message_id`` in this conversation."""
+    with tenant_scope(conversation.tenant_id):
+        return (
+            TurnRecord.objects.select_related("model_profile", "policy")
+            .filter(conversation_id=conversation.pk, user_message_id=user_message_id)
+            .first()
+        )
+
+
+def members_by_username(tenant_id: int, usernames: list[str]) -> dict[str, Any]:
+    """``{username: user}`` of the active users among ``usernames`` who are members of the
+    tenant (one query)."""
+    with tenant_scope(tenant_id):
+        memberships = Membership.objects.filter(
+            user__username__in=usernames, user__is_active=True
+        ).select_related("user")
+        return {m.user.username: m.user for m in memberships}
+
+
+def member_by_username(tenant_id: int, username: str) -> Any | None:
+    return members_by_username(tenant_id, [username]).get(username)
+
+
+def policy_visible(tenant_id: int, policy_id: int) -> ContextPolicy | None:
+    """A policy of the tenant or a preset, with its model profile; None otherwise."""
+    with tenant_scope(tenant_id):
+        return ContextPolicy.objects.select_related("model_profile").filter(pk=policy_id).first()
+
+
+def active_policy(tenant: Tenant) -> ContextPolicy:
+    """The tenant's active policy, else the Hybrid preset (as new conversations use)."""
+    with tenant_scope(tenant.pk):
+        policies = ContextPolicy.objects.select_related("model_profile")
+        found = None
+        if tenant.active_policy_id:
+            found = policies.filter(pk=tenant.active_policy_id).first()
+        return found or policies.get(tenant__isnull=True, name="Hybrid")
+
+
+def model_profiles(tenant_id: int) -> QuerySet[ModelProfile]:
+    """The tenant's own model profiles and the shared ones (lazy)."""
+    with tenant_scope(tenant_id):
+        return ModelProfile.objects.order_by("provider", "name", "pk")
+
+
+def model_profile(tenant_id: int, profile_id: int) -> ModelProfile | None:
+    with tenant_scope(tenant_id):
+        return ModelProfile.objects.filter(pk=profile_id).first()
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """Usage of one model on one day."""
+
+    day: date
+    model_profile_id: int | None
+    model_name: str
+    model: str
+    turns: int
+    prompt_tokens: int
+    completion_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    hypothetical_tokens: int
+    cost_usd: Decimal
+
+    @property
+    def savings_tokens(self) -> int:
+        """Prompt tokens saved against sending the whole history every turn."""
+        return self.hypothetical_tokens - self.prompt_tokens
+
+
+def usage_by_day_and_model(
+    tenant_id: int, *, since: date, until: date, author: Any = None
+) -> list[UsageRow]:
+    """Per day (UTC) and model: turns, prompt (provider-reported, else estimated),
+    completion, cache read/write and hypothetical tokens, and cost, for turns created from
+    ``since`` to ``until`` inclusive; only turns answering ``author``'s messages when given.
+    ONE grouped query on ``(tenant, created_at)``."""
+    start = datetime.combine(since, time.min, tzinfo=timezone.get_current_timezone())
+    end = datetime.combine(until + timedelta(days=1), time.min, tzinfo=start.tzinfo)
+    with tenant_scope(tenant_id):
+        queryset = TurnRecord.objects.filter(created_at__gte=start, created_at__lt=end)
+        if author is not None:
+            queryset = queryset.filter(user_message__author=author)
+        rows = list(
+            queryset.annotate(day=TruncDate("created_at"))
+            .values("day", "model_profile_id")
+            .annotate(
+                model_name=F("model_profile__name"),
+                model=F("model_profile__model"),
+                turns=Count("pk"),
+                prompt=Sum(Coalesce("prompt_tokens_reported", "prompt_tokens_estimated")),
+                completion=Sum("completion_tokens"),
+                cache_read=Sum("cache_read_tokens"),
+                cache_write=Sum("cache_write_tokens"),
+                hypothetical=Sum("hypothetical_tokens"),
+                cost=Sum("cost_usd"),
+            )
+            .order_by("day", "model_profile_id")
+        )
+    return [
+        UsageRow(
+            day=row["day"],
+            model_profile_id=row["model_profile_id"],
+            model_name=row["model_name"] or "",
+            model=row["model"] or "",
+            turns=row["turns"],
+            prompt_tokens=int(row["prompt"] or 0),
+            completion_tokens=int(row["completion"] or 0),
+            cache_read_tokens=int(row["cache_read"] or 0),
+            cache_write_tokens=int(row["cache_write"] or 0),
+            hypothetical_tokens=int(row["hypothetical"] or 0),
+            cost_usd=Decimal(row["cost"] or 0),
+        )
+        for row in rows
+    ]

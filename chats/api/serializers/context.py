@@ -1,0 +1,108 @@
+"""Context: the preview of the next turn and the stored record of a past turn."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework import serializers
+
+from chats.models import TurnRecord
+
+
+def _item_list(help_text: str) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.ListField(child=serializers.JSONField()), help_text=help_text
+    )
+
+
+class PreviewQuerySerializer(serializers.Serializer):
+    message = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=settings.CHAT_MAX_MESSAGE_CHARS,
+        help_text="Text of the hypothetical next message (default: a placeholder).",
+    )
+    policy = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**62,
+        help_text="Preview under this policy (the tenant's own or a preset) instead of the "
+        "conversation's.",
+    )
+
+
+class SectionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    budget = serializers.IntegerField(help_text="Tokens the section may use.")
+    used = serializers.IntegerField(help_text="Tokens it uses.")
+    items = serializers.IntegerField(help_text="Items it holds.")
+
+
+class PolicyRefSerializer(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True)
+    name = serializers.CharField()
+
+
+class ContextPreviewSerializer(serializers.Serializer):
+    strategy = serializers.CharField()
+    counter = serializers.CharField(help_text="The token counter the counts come from.")
+    budget = serializers.IntegerField(help_text="Prompt tokens available.")
+    prompt_tokens = serializers.IntegerField()
+    margin_ratio = serializers.FloatField()
+    reserved_response_tokens = serializers.IntegerField()
+    context_window = serializers.IntegerField()
+    hypothetical_tokens = serializers.IntegerField(
+        help_text="What sending the whole history would cost."
+    )
+    sections = SectionSerializer(many=True)
+    included = _item_list("[kind, id, tokens] of every item that went in.")
+    excluded = _item_list("[kind, id, tokens, reason] of every item left out.")
+    truncated = _item_list("[kind, id, original_tokens, kept_tokens] of truncated items.")
+    policy = PolicyRefSerializer()
+
+
+class TurnRecordSerializer(serializers.ModelSerializer):
+    conversation = serializers.IntegerField(source="conversation_id", read_only=True)
+    user_message = serializers.IntegerField(source="user_message_id", read_only=True)
+    assistant_message = serializers.IntegerField(
+        source="assistant_message_id", read_only=True, allow_null=True
+    )
+    policy = serializers.IntegerField(source="policy_id", read_only=True, allow_null=True)
+    model_profile = serializers.IntegerField(
+        source="model_profile_id", read_only=True, allow_null=True
+    )
+    sections = serializers.JSONField(
+        read_only=True,
+        help_text="{sections: [{name, budget, used, items}], truncated, margin_ratio}",
+    )
+    included = serializers.JSONField(read_only=True, help_text="[kind, id, tokens] items.")
+    excluded = serializers.JSONField(read_only=True, help_text="[kind, id, tokens, reason] items.")
+
+    class Meta:
+        model = TurnRecord
+        fields = [
+            "id",
+            "conversation",
+            "user_message",
+            "assistant_message",
+            "policy",
+            "model_profile",
+            "strategy",
+            "counter",
+            "budget_tokens",
+            "sections",
+            "included",
+            "excluded",
+            "prompt_tokens_estimated",
+            "prompt_tokens_reported",
+            "completion_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "hypothetical_tokens",
+            "cost_usd",
+            "time_to_first_token_ms",
+            "duration_ms",
+            "assembly_ms",
+            "created_at",
+        ]
+        read_only_fields = fields

@@ -1,0 +1,78 @@
+"""User facts ("memories")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from chats.api.serializers.fields import TextField
+from memory.models import UserFact
+
+
+class FactSerializer(serializers.ModelSerializer):
+    user: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        read_only=True, slug_field="username"
+    )
+    source_message = serializers.IntegerField(
+        source="source_message_id", read_only=True, allow_null=True
+    )
+    superseded_by = serializers.IntegerField(
+        source="superseded_by_id", read_only=True, allow_null=True
+    )
+    current = serializers.SerializerMethodField()
+    ended_reason = serializers.CharField(
+        read_only=True,
+        help_text="Why the fact stopped being current: replaced, evicted or deleted; empty "
+        "while it is current.",
+    )
+
+    class Meta:
+        model = UserFact
+        fields = [
+            "id",
+            "user",
+            "key",
+            "text",
+            "source",
+            "source_message",
+            "current",
+            "created_at",
+            "last_used_at",
+            "superseded_at",
+            "superseded_by",
+            "ended_reason",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_current(self, fact: UserFact) -> bool:
+        return fact.superseded_at is None
+
+
+class FactListSerializer(serializers.Serializer):
+    results = FactSerializer(many=True)
+
+
+class FactCreateSerializer(serializers.Serializer):
+    text = TextField(allow_blank=True, trim_whitespace=False, max_length=100_000)
+    key = TextField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=200,
+        help_text="A slug such as home_city: a keyed fact has one current value.",
+    )
+
+
+class FactTextSerializer(serializers.Serializer):
+    text = TextField(allow_blank=True, trim_whitespace=False, max_length=100_000)
+
+
+class FactOwnerQuerySerializer(serializers.Serializer):
+    user = TextField(
+        required=False,
+        max_length=150,
+        help_text="Username whose facts to manage (admin keys only; default: the caller).",
+    )

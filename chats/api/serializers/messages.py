@@ -1,0 +1,101 @@
+"""Messages: representation, sending, and the exchange (message + reply) a send returns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from chats.api.serializers.fields import TextField
+from chats.models import Message
+
+MAX_CLIENT_ID = 64
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    author: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        read_only=True, slug_field="username", allow_null=True
+    )
+    reply_to = serializers.IntegerField(source="reply_to_id", read_only=True, allow_null=True)
+    answers = serializers.IntegerField(
+        source="answers_id",
+        read_only=True,
+        allow_null=True,
+        help_text="For assistant replies: the user message answered.",
+    )
+
+    class Meta:
+        model = Message
+        fields = [
+            "id",
+            "seq",
+            "role",
+            "author",
+            "content",
+            "status",
+            "client_id",
+            "reply_to",
+            "answers",
+            "token_count",
+            "token_counter",
+            "error_code",
+            "error_message",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class MessageCreateSerializer(serializers.Serializer):
+    content = TextField(
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The message text (at most the policy's max_message_chars: 413 beyond).",
+    )
+    client_id = TextField(
+        required=False,
+        allow_null=True,
+        min_length=1,
+        max_length=MAX_CLIENT_ID,
+        help_text="Makes the send idempotent (same as the Idempotency-Key header).",
+    )
+    reply_to = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=2**62,
+        help_text="Id of a message of this conversation that this one quotes.",
+    )
+
+
+class MessageExchangeSerializer(serializers.Serializer):
+    message = MessageSerializer(help_text="The stored user message.")
+    reply = MessageSerializer(
+        allow_null=True,
+        help_text="The assistant reply as stored: complete, incomplete or failed; or "
+        "streaming / null when the answer is 202 (fetch it later by id).",
+    )
+    duplicate = serializers.BooleanField(
+        help_text="True when this request repeated an earlier one (same client id): "
+        "nothing new was created."
+    )
+
+
+class ServerSentEventSerializer(serializers.Serializer):
+    """One event of a reply stream: ``event: <name>`` and a ``data:`` line of JSON."""
+
+    # Fields built in get_fields: a field named ``data`` would shadow ``Serializer.data``.
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {
+            "event": serializers.ChoiceField(
+                choices=["ack", "reply_state", "reply", "delta", "done", "error"],
+                help_text="ack first; done or error last.",
+            ),
+            "data": serializers.CharField(
+                help_text="The event as one JSON object whose type equals the event name: "
+                "ack {client_id, message_id, seq, duplicate}; reply {message_id, answers, "
+                "offline}; delta {message_id, seq, text}; done {message_id, status, last_seq, "
+                "usage}; error {code, message, message_id, status, partial, retryable}; "
+                "reply_state {message_id, answers, status, content, error_code, error_message}."
+            ),
+        }

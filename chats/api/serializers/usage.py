@@ -1,0 +1,43 @@
+"""Usage report: tokens, cost and savings per day and model."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class UsageQuerySerializer(serializers.Serializer):
+    since = serializers.DateField(
+        required=False, help_text="First day (UTC); default 29 days before until."
+    )
+    until = serializers.DateField(required=False, help_text="Last day (UTC); default today.")
+
+
+class UsageNumbersSerializer(serializers.Serializer):
+    turns = serializers.IntegerField()
+    prompt_tokens = serializers.IntegerField(help_text="Provider-reported, else estimated.")
+    completion_tokens = serializers.IntegerField()
+    cache_read_tokens = serializers.IntegerField()
+    cache_write_tokens = serializers.IntegerField()
+    hypothetical_tokens = serializers.IntegerField(
+        help_text="Prompt tokens had every turn sent the whole history."
+    )
+    savings_tokens = serializers.IntegerField(help_text="hypothetical_tokens - prompt_tokens.")
+    cost_usd = serializers.DecimalField(max_digits=16, decimal_places=6)
+
+
+class UsageRowSerializer(UsageNumbersSerializer):
+    day = serializers.DateField()
+    model_profile = serializers.IntegerField(allow_null=True)
+    model_name = serializers.CharField()
+    model = serializers.CharField()
+
+
+class UsageReportSerializer(serializers.Serializer):
+    since = serializers.DateField()
+    until = serializers.DateField()
+    scope = serializers.ChoiceField(
+        choices=["tenant", "user"],
+        help_text="tenant: every turn of the tenant (admin callers); user: the caller's turns.",
+    )
+    rows = UsageRowSerializer(many=True)
+    totals = UsageNumbersSerializer()

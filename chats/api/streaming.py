@@ -1,0 +1,139 @@
+"""Server-sent events of one reply: the WebSocket protocol's events for this message.
+
+The stream subscribes to the conversation's channel-layer group BEFORE it starts the runner,
+so no event of the reply can be missed; a reply another runner already started is caught up
+from its stored state and delta log. Events (each ``event: <type>`` + one JSON ``data`` line):
+
+- ``ack``: ``{client_id, message_id, seq, duplicate}``, first, always;
+- ``reply_state``: the stored reply, for a retried request whose reply exists;
+- ``reply``: ``{message_id, answers, offline}`` when the reply starts;
+- ``delta``: ``{message_id, seq, text}``, seq 1, 2, ... without gaps;
+- ``done``: ``{message_id, status, last_seq, usage}``, last;
+- ``error``: ``{code, message, message_id, status, partial, retryable}``, last.
+
+The stream ends after ``done`` or ``error``; a reply that does not end within
+``API_STREAM_TIMEOUT_SECONDS`` ends it with ``error`` code ``reply_timeout`` (the reply goes on
+and is stored). Idle streams get a comment line every ``API_STREAM_KEEPALIVE_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from chats.api.renderers import sse_frame
+from chats.models import Message, Status
+from chats.replies.coordination import coordination
+from chats.replies.db import db
+from chats.replies.events import conversation_group
+from chats.replies.intake import reply_snapshot
+from chats.replies.runner import start_runner
+
+KEEPALIVE = b": keepalive\n\n"
+ENDED = frozenset({Status.COMPLETE, Status.INCOMPLETE})
+
+
+async def reply_events(
+    message: Message,
+    *,
+    created: bool,
+    timeout: float,
+    keepalive: float,
+) -> AsyncIterator[bytes]:
+    """The event stream of the reply to the stored user ``message`` (see the module)."""
+    tenant_id, conversation_id = message.tenant_id, message.conversation_id
+    layer = get_channel_layer()
+    if layer is None:  # pragma: no cover - a channel layer is always configured
+        raise RuntimeError("no channel layer is configured")
+    group = conversation_group(tenant_id, conversation_id)
+    channel = await layer.new_channel("api-sse.")
+    await layer.group_add(group, channel)
+    try:
+        yield sse_frame(
+            "ack",
+            {
+                "type": "ack",
+                "client_id": message.client_id,
+                "message_id": message.pk,
+                "seq": message.seq,
+                "duplicate": not created,
+            },
+        )
+        reply_id: int | None = None
+        last_seq = 0
+        snapshot = await db(reply_snapshot)(tenant_id, message)
+        if snapshot is not None:
+            reply_id = snapshot["message_id"]
+            if not created:
+                yield sse_frame("reply_state", snapshot)
+            if snapshot["status"] in ENDED:
+                yield sse_frame("done", _done_from(snapshot))
+                return
+            if snapshot["status"] == Status.STREAMING and reply_id is not None:
+                for seq, text in await coordination().deltas_since(tenant_id, reply_id, 0) or []:
+                    last_seq = seq
+                    yield sse_frame(
+                        "delta",
+                        {"type": "delta", "message_id": reply_id, "seq": seq, "text": text},
+                    )
+        start_runner(tenant_id, conversation_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                yield sse_frame("error", _timeout_event(reply_id))
+                return
+            try:
+                received = await asyncio.wait_for(layer.receive(channel), min(remaining, keepalive))
+            except TimeoutError:
+                yield KEEPALIVE
+                continue
+            event = received.get("event") if isinstance(received, dict) else None
+            if not isinstance(event, dict):
+                continue
+            kind = event.get("type")
+            if kind == "reply" and event.get("answers") == message.pk:
+                reply_id = event.get("message_id")
+                last_seq = 0
+                yield sse_frame("reply", event)
+                continue
+            if reply_id is None or event.get("message_id") != reply_id:
+                continue
+            if kind == "delta":
+                if int(event.get("seq") or 0) <= last_seq:
+                    continue
+                last_seq = int(event["seq"])
+                yield sse_frame("delta", event)
+            elif kind in ("done", "error"):
+                yield sse_frame(str(kind), event)
+                return
+    finally:
+        await layer.group_discard(group, channel)
+
+
+def _done_from(snapshot: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "done",
+        "message_id": snapshot["message_id"],
+        "status": snapshot["status"],
+        "last_seq": None,
+        "usage": None,
+        "replayed": True,
+    }
+
+
+def _timeout_event(reply_id: int | None) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "code": "reply_timeout",
+        "message": "The reply did not end in time; it goes on and will be stored. "
+        "Fetch the message later.",
+        "message_id": reply_id,
+        "status": Status.STREAMING,
+        "partial": True,
+        "retryable": False,
+    }

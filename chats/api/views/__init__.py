@@ -1,0 +1,1 @@
+"""API views: thin adapters over the services and selectors."""

@@ -1,0 +1,238 @@
+"""Messages: list, read one, and send one, getting the reply as JSON or as server-sent
+events (``Accept: text/event-stream``)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Any
+
+from django.conf import settings
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotFound, Throttled, ValidationError
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from chats.api import selectors
+from chats.api.bridge import run_async, stream_for
+from chats.api.errors import ApiError
+from chats.api.pagination import MessageCursor
+from chats.api.renderers import EventStreamRenderer
+from chats.api.replies import is_final, wait_for_reply
+from chats.api.serializers.messages import (
+    MAX_CLIENT_ID,
+    MessageCreateSerializer,
+    MessageExchangeSerializer,
+    MessageSerializer,
+    ServerSentEventSerializer,
+)
+from chats.api.streaming import reply_events
+from chats.api.views.base import TenantAPIView, valid_id
+from chats.models import Conversation, Message
+from chats.replies.coordination import coordination
+from chats.replies.intake import accept_user_message, rate_limit_for
+from chats.services.messages import MessageRejected
+
+TAG = ["messages"]
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+RATE_WINDOW_SECONDS = 60
+
+SSE_DESCRIPTION = """\
+With `Accept: application/json` (default) the request waits for the reply: 201 with the message
+and its reply (complete, incomplete or failed); 202 when the reply is not finished within the
+wait (`API_REPLY_WAIT_SECONDS`): fetch it later by id.
+
+With `Accept: text/event-stream` the answer is a stream of server-sent events, the WebSocket
+protocol's: `ack` first, then `reply`, `delta` (seq 1, 2, ...), and `done` or `error` last.
+A retried request gets `ack` with `duplicate: true` and `reply_state`.
+
+Idempotent by `client_id` or the `Idempotency-Key` header: a retried request returns the first
+message (and its reply) with `duplicate: true` and status 200, and creates nothing new.
+Messages per minute are limited by the tenant's policy (429 `rate_limited`).
+"""
+
+
+RESPONSE_200 = (
+    "JSON: a retried request, answered with the first message and its reply. "
+    "Event stream: the reply's events (ack, reply, delta, done or error)."
+)
+
+
+class RateLimited(Throttled):
+    default_code = "rate_limited"
+
+
+def rejected(exc: MessageRejected) -> ApiError:
+    """A service rejection as an API error: 413 for too large, else 400."""
+    if exc.code == "too_large":
+        return ApiError(
+            status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            exc.code,
+            exc.message,
+            {"content": [exc.message]},
+        )
+    field = "reply_to" if "repl" in exc.message.lower() else "content"
+    return ApiError(status.HTTP_400_BAD_REQUEST, exc.code, exc.message, {field: [exc.message]})
+
+
+def exchange(message: Message, reply: Message | None, *, duplicate: bool) -> dict[str, Any]:
+    return {
+        "message": MessageSerializer(message).data,
+        "reply": MessageSerializer(reply).data if reply is not None else None,
+        "duplicate": duplicate,
+    }
+
+
+class MessageListView(TenantAPIView):
+    pagination_class = MessageCursor
+    serializer_class = MessageSerializer
+
+    def get_renderers(self) -> list[BaseRenderer]:
+        if self.request is not None and self.request.method == "POST":
+            return [JSONRenderer(), EventStreamRenderer()]
+        return [JSONRenderer()]
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="messages_list",
+        summary="The conversation's messages, oldest first (cursor by seq)",
+        responses=MessageSerializer(many=True),
+    )
+    def get(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation(conversation_id)
+        page = self.paginate_queryset(selectors.messages_of(conversation))
+        return self.get_paginated_response(MessageSerializer(page, many=True).data)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="messages_create",
+        summary="Send a message and get the reply (JSON or server-sent events)",
+        description=SSE_DESCRIPTION,
+        parameters=[
+            OpenApiParameter(
+                IDEMPOTENCY_HEADER,
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="Makes the send idempotent (1-64 characters); same as client_id.",
+            )
+        ],
+        request=MessageCreateSerializer,
+        responses={
+            (201, "application/json"): OpenApiResponse(
+                MessageExchangeSerializer, description="Stored, and the reply is final."
+            ),
+            (200, "application/json"): OpenApiResponse(
+                MessageExchangeSerializer,
+                description=RESPONSE_200,
+            ),
+            (202, "application/json"): OpenApiResponse(
+                MessageExchangeSerializer,
+                description="Stored; the reply is still being generated.",
+            ),
+            (200, "text/event-stream"): OpenApiResponse(
+                ServerSentEventSerializer,
+                description=RESPONSE_200,
+            ),
+        },
+    )
+    def post(self, request: Request, conversation_id: int) -> StreamingHttpResponse | Response:
+        conversation = self.conversation(conversation_id)
+        data = self.body(MessageCreateSerializer)
+        client_id = self._client_id(data.get("client_id"))
+        earlier = selectors.message_by_client_id(conversation, client_id) if client_id else None
+        if earlier is None:
+            self._count_against_rate_limit(conversation)
+        try:
+            message, created = accept_user_message(
+                conversation=conversation,
+                user=self.principal.user,
+                content=data["content"],
+                client_id=client_id,
+                reply_to_id=data.get("reply_to"),
+            )
+        except MessageRejected as exc:
+            raise rejected(exc) from None
+        if isinstance(request.accepted_renderer, EventStreamRenderer):
+            return self._stream(message, created)
+        return self._answer(message, created)
+
+    def _client_id(self, from_body: str | None) -> str | None:
+        header = self.request.headers.get(IDEMPOTENCY_HEADER)
+        if header is not None and not 0 < len(header) <= MAX_CLIENT_ID:
+            raise ValidationError(
+                {IDEMPOTENCY_HEADER: [f"Must be 1 to {MAX_CLIENT_ID} characters."]}
+            )
+        if header is not None and from_body is not None and header != from_body:
+            raise ValidationError({"client_id": [f"Differs from the {IDEMPOTENCY_HEADER} header."]})
+        return from_body if from_body is not None else header
+
+    def _count_against_rate_limit(self, conversation: Conversation) -> None:
+        limit = rate_limit_for(conversation)
+        key = f"msg:t{conversation.tenant_id}:u{self.principal.user.pk}"
+        count = run_async(
+            self.request._request,
+            lambda: coordination().hit(key, RATE_WINDOW_SECONDS),
+            timeout=10,
+        )
+        if count > limit:
+            raise RateLimited(
+                wait=RATE_WINDOW_SECONDS,
+                detail=f"Too many messages: at most {limit} per minute.",
+            )
+
+    def _answer(self, message: Message, created: bool) -> Response:
+        tenant_id = message.tenant_id
+        reply = selectors.reply_to(tenant_id, message.pk)
+        if not is_final(reply):
+            wait = float(settings.API_REPLY_WAIT_SECONDS)
+            try:
+                reply = run_async(
+                    self.request._request,
+                    lambda: wait_for_reply(
+                        tenant_id, message.conversation_id, message.pk, timeout=wait
+                    ),
+                    timeout=wait + 10,
+                )
+            except concurrent.futures.TimeoutError:
+                reply = selectors.reply_to(tenant_id, message.pk)
+        code: int
+        if not is_final(reply):
+            code = status.HTTP_202_ACCEPTED
+        else:
+            code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        return Response(exchange(message, reply, duplicate=not created), status=code)
+
+    def _stream(self, message: Message, created: bool) -> StreamingHttpResponse:
+        events = reply_events(
+            message,
+            created=created,
+            timeout=float(settings.API_STREAM_TIMEOUT_SECONDS),
+            keepalive=float(settings.API_STREAM_KEEPALIVE_SECONDS),
+        )
+        response = StreamingHttpResponse(
+            stream_for(self.request._request, events),
+            content_type="text/event-stream; charset=utf-8",
+        )
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"
+        return response
+
+
+class MessageDetailView(TenantAPIView):
+    serializer_class = MessageSerializer
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="messages_retrieve",
+        summary="One message (e.g. a reply announced by a 202)",
+        responses=MessageSerializer,
+    )
+    def get(self, request: Request, conversation_id: int, message_id: int) -> Response:
+        conversation = self.conversation(conversation_id)
+        message = selectors.message_in(conversation, message_id) if valid_id(message_id) else None
+        if message is None:
+            raise NotFound("No such message.")
+        return Response(MessageSerializer(message).data)

@@ -1,0 +1,85 @@
+"""Usage: tokens, cost and savings per day and model."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from chats.api.selectors import UsageRow, usage_by_day_and_model
+from chats.api.serializers.usage import UsageQuerySerializer, UsageReportSerializer
+from chats.api.views.base import TenantAPIView
+
+DEFAULT_DAYS = 30
+MAX_DAYS = 366
+NUMBERS = (
+    "turns",
+    "prompt_tokens",
+    "completion_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "hypothetical_tokens",
+    "savings_tokens",
+    "cost_usd",
+)
+
+
+def _numbers(row: UsageRow) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in NUMBERS}
+
+
+class UsageView(TenantAPIView):
+    serializer_class = UsageReportSerializer
+
+    @extend_schema(
+        tags=["usage"],
+        operation_id="usage_report",
+        summary="Tokens, cost and savings per day and model",
+        description="Admin callers see the whole tenant; others the turns answering their own "
+        "messages. At most 366 days per request.",
+        parameters=[UsageQuerySerializer],
+        responses=UsageReportSerializer,
+    )
+    def get(self, request: Request) -> Response:
+        params = self.query(UsageQuerySerializer)
+        until = params.get("until") or timezone.localdate()
+        since = params.get("since") or until - timedelta(days=DEFAULT_DAYS - 1)
+        if since > until:
+            raise ValidationError({"since": ["Must not be after until."]})
+        if (until - since).days >= MAX_DAYS:
+            raise ValidationError({"since": [f"At most {MAX_DAYS} days per request."]})
+        principal = self.principal
+        rows = usage_by_day_and_model(
+            principal.tenant_id,
+            since=since,
+            until=until,
+            author=None if principal.is_admin else principal.user,
+        )
+        totals: dict[str, Any] = {name: 0 for name in NUMBERS}
+        totals["cost_usd"] = Decimal(0)
+        for row in rows:
+            for name, value in _numbers(row).items():
+                totals[name] += value
+        report = {
+            "since": since,
+            "until": until,
+            "scope": "tenant" if principal.is_admin else "user",
+            "rows": [
+                {
+                    "day": row.day,
+                    "model_profile": row.model_profile_id,
+                    "model_name": row.model_name,
+                    "model": row.model,
+                    **_numbers(row),
+                }
+                for row in rows
+            ],
+            "totals": totals,
+        }
+        return Response(UsageReportSerializer(report).data)

@@ -1,0 +1,236 @@
+"""Re-ranking the database's candidates in pure Python (nothing here imports Django).
+
+The database returns up to a few hundred matching messages ranked by its own score (global
+``bm25()`` on SQLite, IDF-weighted term presence on PostgreSQL). This module scores the same
+candidates identically on both backends:
+
+* **BM25** over the candidate texts, with document frequencies counted among the candidates
+  (exact whenever the search returned every match, as an OR query over a bounded conversation
+  usually does) and ``N`` = the conversation's message count. A word that only extends a
+  prefix term by more than :data:`NEAR_EXTENSION` characters counts half (``art`` →
+  ``artwork`` is probably another word, ``paint`` → ``painting`` is not).
+* **speaker**: when the question names a participant (``What did Caroline paint?``), the name
+  is left out of the lexical score (it mostly matches the *other* speaker's greetings) and that
+  participant's own turns get ``speaker_boost``.
+* **neighbours**: the turns around a hit inherit a share of its lexical score
+  (``neighbor_next`` / ``neighbor_prev`` per step, up to ``neighbor_depth`` steps), so they
+  compete for the budget as items of their own: the answer to a question is often the next
+  turn, and the turn that names the topic the one before.
+
+(A "when" question favouring turns with time expressions was measured and removed: no
+effect on LoCoMo, see ``bench/retrieval.md``.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chats.context.types import MessageItem, RetrievedItem
+
+from .query import SearchQuery, Term, fold, words_of
+
+NEAR_EXTENSION = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A message to score: ``author`` is an opaque key (e.g. the user id) or ``None``."""
+
+    id: int | str
+    seq: int
+    text: str
+    author: object = None
+    db_score: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RerankConfig:
+    k1: float = 1.2
+    b: float = 0.4
+    speaker_boost: float = 0.5
+    #: Share of a hit's score the turn after it (``next``) and before it (``prev``) inherit.
+    neighbor_next: float = 0.6
+    neighbor_prev: float = 0.6
+    neighbor_depth: int = 2
+
+
+@dataclass(slots=True)
+class Scored:
+    candidate: Candidate
+    score: float
+    #: The id of the hit this neighbour inherited its score from (``None`` for hits).
+    via: int | str | None = None
+    matched: int = field(default=0)
+
+
+def speaker_terms(
+    query: SearchQuery, names: Mapping[Any, Iterable[str]]
+) -> tuple[set[object], set[str]]:
+    """The authors the question names and the folded name words found in it."""
+    words = set(query.words)
+    authors: set[object] = set()
+    found: set[str] = set()
+    for author, author_names in names.items():
+        hit = {fold(n) for n in author_names} & words
+        if hit:
+            authors.add(author)
+            found |= hit
+    return authors, found
+
+
+def _tf(term: Term, tokens: Sequence[str], text: str) -> float:
+    if term.bigram:
+        return float(text.count(term.text))
+    tf = 0.0
+    for token in tokens:
+        if term.matches(token):
+            tf += 1.0 if len(token) - len(term.text) <= NEAR_EXTENSION else 0.5
+    return tf
+
+
+def bm25_scores(
+    terms: Sequence[Term], docs: Sequence[str], *, total_docs: int, k1: float, b: float
+) -> list[tuple[float, int]]:
+    """``(score, matched term count)`` of each document for the OR of ``terms``."""
+    if not docs or not terms:
+        return [(0.0, 0)] * len(docs)
+    folded = [fold(d).replace(" ", "") for d in docs]
+    tokens = [words_of(d) for d in docs]
+    tfs = [[_tf(t, tokens[i], folded[i]) for t in terms] for i in range(len(docs))]
+    n = max(total_docs, len(docs))
+    df = [sum(1 for row in tfs if row[j] > 0) for j in range(len(terms))]
+    idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
+    avgdl = sum(len(t) for t in tokens) / len(tokens) or 1.0
+    out: list[tuple[float, int]] = []
+    for i, row in enumerate(tfs):
+        norm = k1 * (1.0 - b + b * len(tokens[i]) / avgdl)
+        score = sum(
+            idf[j] * terms[j].weight * tf * (k1 + 1.0) / (tf + norm)
+            for j, tf in enumerate(row)
+            if tf > 0
+        )
+        out.append((score, sum(1 for tf in row if tf > 0)))
+    return out
+
+
+def score(
+    query: SearchQuery,
+    candidates: Sequence[Candidate],
+    *,
+    total_docs: int,
+    names: Mapping[Any, Iterable[str]] | None = None,
+    config: RerankConfig | None = None,
+) -> dict[int, Scored]:
+    """Lexical score of each candidate (by ``seq``) with the speaker boost.
+
+    ``names`` maps an author key to the names a question may call them by."""
+    config = config or RerankConfig()
+    authors, name_words = speaker_terms(query, names or {})
+    lexical = query.without(name_words) if name_words else query
+    if lexical.is_empty:
+        lexical = query
+    scores = bm25_scores(
+        lexical.terms,
+        [c.text for c in candidates],
+        total_docs=total_docs,
+        k1=config.k1,
+        b=config.b,
+    )
+    scored: dict[int, Scored] = {}
+    for c, (value, matched) in zip(candidates, scores, strict=True):
+        factor = 1.0
+        if authors and c.author in authors:
+            factor += config.speaker_boost
+        scored[c.seq] = Scored(c, value * factor, None, matched)
+    return scored
+
+
+def neighbor_seqs(scored: Mapping[int, Scored], *, hits: int, depth: int) -> set[int]:
+    """Sequence numbers around the best ``hits`` candidates (``depth`` on each side) that
+    are not candidates themselves: what to fetch for :func:`propagate`."""
+    best = sorted(scored.values(), key=lambda s: (-s.score, -s.candidate.seq))[:hits]
+    out = {
+        s.candidate.seq + d * sign
+        for s in best
+        if s.score > 0
+        for d in range(1, depth + 1)
+        for sign in (-1, 1)
+    }
+    return {seq for seq in out if seq > 0 and seq not in scored}
+
+
+def ranked(scored: Mapping[int, Scored]) -> list[Scored]:
+    """Best first; ties go to the newer message."""
+    return sorted(scored.values(), key=lambda s: (-s.score, -s.candidate.seq))
+
+
+def rerank(
+    query: SearchQuery,
+    candidates: Sequence[Candidate],
+    *,
+    total_docs: int,
+    names: Mapping[Any, Iterable[str]] | None = None,
+    neighbors: Sequence[Candidate] = (),
+    config: RerankConfig | None = None,
+) -> list[Scored]:
+    """:func:`score`, then :func:`propagate` to ``neighbors`` (messages adjacent to
+    candidates, fetched without matching), best first."""
+    config = config or RerankConfig()
+    scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
+    propagate(scored, neighbors, config)
+    return ranked(scored)
+
+
+def propagate(
+    scored: dict[int, Scored], neighbors: Sequence[Candidate], config: RerankConfig
+) -> None:
+    """Neighbours inherit a share of each hit's own (lexical) score; a turn keeps the best of
+    its own score and what it inherits."""
+    if config.neighbor_next <= 0 and config.neighbor_prev <= 0:
+        return
+    by_seq = {n.seq: n for n in neighbors}
+    hits = [(s.candidate, s.score) for s in scored.values() if s.score > 0]
+    for hit, base in hits:
+        for distance in range(1, config.neighbor_depth + 1):
+            for seq, share in (
+                (hit.seq + distance, config.neighbor_next),
+                (hit.seq - distance, config.neighbor_prev),
+            ):
+                inherited = base * share**distance
+                if inherited <= 0:
+                    continue
+                current = scored.get(seq)
+                if current is not None:
+                    if current.score < inherited:
+                        current.score, current.via = inherited, hit.id
+                elif seq in by_seq:
+                    scored[seq] = Scored(by_seq[seq], inherited, hit.id)
+
+
+def to_retrieved(
+    ranked: Sequence[Scored],
+    items: Mapping[int, MessageItem],
+    *,
+    neighbors: int = 1,
+    max_items: int | None = None,
+) -> list[RetrievedItem]:
+    """RetrievedItems (best first) for ranked candidates whose MessageItem (by ``seq``) is in
+    ``items``; each carries the adjacent fetched messages (``neighbors`` on each side)."""
+    out: list[RetrievedItem] = []
+    for s in ranked:
+        item = items.get(s.candidate.seq)
+        if item is None:
+            continue
+        near = tuple(
+            items[seq]
+            for d in range(1, neighbors + 1)
+            for seq in (item.seq - d, item.seq + d)
+            if seq in items
+        )
+        out.append(RetrievedItem(item, s.score, near))
+        if max_items is not None and len(out) >= max_items:
+            break
+    return out

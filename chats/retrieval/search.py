@@ -1,0 +1,185 @@
+"""Full-text search over one conversation's messages: one bounded, indexed query.
+
+The index lives in migration ``chats.0002_message_search``:
+
+* PostgreSQL: ``chats_message.search_vector``, a STORED generated ``tsvector`` ('simple'
+  configuration over ``lower()``ed, accent-folded text with CJK characters spaced apart), and a
+  GIN index on ``(tenant_id, conversation_id, search_vector)`` (btree_gin) or on the vector
+  alone when the extension cannot be created. Ranking: the sum of the IDF of the query terms a
+  message contains, IDF counted over the conversation's matches (``ts_rank`` has no IDF).
+* SQLite: ``chats_message_fts``, a contentless FTS5 table (``unicode61 remove_diacritics 2``)
+  kept in sync by triggers, with a ``scope`` column holding ``t<tenant>c<conversation>`` so a
+  search intersects the conversation's posting list instead of filtering every tenant's
+  matches. Ranking: ``bm25()``. The unicode61 tokenizer keeps unsegmented CJK runs whole, so a
+  query with CJK bigrams instead scans the conversation's newest :data:`SQLITE_SCAN_WINDOW`
+  messages (bounded, via the ``(tenant, conversation, seq)`` index).
+
+Every query names the tenant and the conversation; callers never see another tenant's rows
+whatever the text matches.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from django.db import connections
+
+from .query import SearchQuery, Term, term_tsquery
+
+#: Most hits one search returns, and most matches PostgreSQL ranks (newest first).
+MAX_LIMIT = 1000
+PG_SCAN_LIMIT = 5000
+#: Newest messages the SQLite CJK fallback looks at.
+SQLITE_SCAN_WINDOW = 5000
+
+
+class Hit(NamedTuple):
+    """A matching message; ``score`` is higher for better matches (comparable within one
+    search only)."""
+
+    message_id: int
+    seq: int
+    score: float
+
+
+def search_messages(
+    *,
+    tenant_id: int,
+    conversation_id: int,
+    query: SearchQuery,
+    limit: int,
+    before_seq: int | None = None,
+    using: str = "default",
+) -> list[Hit]:
+    """The best ``limit`` messages of the conversation matching ``query`` (OR of its terms),
+    best first; only messages with ``seq < before_seq`` when given. One query; an empty query
+    or a zero limit runs none."""
+    limit = max(0, min(int(limit), MAX_LIMIT))
+    if query.is_empty or limit == 0:
+        return []
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        sql, params = _postgres_sql(tenant_id, conversation_id, query, limit, before_seq)
+    elif connection.vendor == "sqlite":
+        if any(t.bigram for t in query.terms):
+            sql, params = _sqlite_scan_sql(tenant_id, conversation_id, query, limit, before_seq)
+        else:
+            sql, params = _sqlite_fts_sql(tenant_id, conversation_id, query, limit, before_seq)
+    else:  # pragma: no cover - other backends have no index
+        raise NotImplementedError(f"no message search for {connection.vendor}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [Hit(int(r[0]), int(r[1]), float(r[2] or 0.0)) for r in rows]
+
+
+def _seq_clause(before_seq: int | None, column: str, params: list[Any]) -> str:
+    if before_seq is None:
+        return ""
+    params.append(int(before_seq))
+    return f" AND {column} < %s"
+
+
+def _postgres_sql(
+    tenant_id: int, conversation_id: int, query: SearchQuery, limit: int, before_seq: int | None
+) -> tuple[str, list[Any]]:
+    terms = query.terms
+    params: list[Any] = [term_tsquery(t) for t in terms]
+    params.append(query.tsquery())
+    params += [tenant_id, conversation_id]
+    seq_clause = _seq_clause(before_seq, "m.seq", params)
+    params.append(PG_SCAN_LIMIT)
+    params += [conversation_id, tenant_id]
+    params.append(limit)
+    qcols = ", ".join(f"to_tsquery('simple', %s) AS q{i}" for i in range(len(terms)))
+    dcols = ", ".join(f"count(*) FILTER (WHERE m.v @@ q.q{i}) AS d{i}" for i in range(len(terms)))
+    score = " + ".join(
+        f"CASE WHEN m.v @@ q.q{i} THEN {_weight(t)} * "
+        f"ln(1.0 + (d.n - d.d{i} + 0.5) / (d.d{i} + 0.5)) ELSE 0 END"
+        for i, t in enumerate(terms)
+    )
+    sql = f"""
+        WITH q AS (SELECT {qcols}, to_tsquery('simple', %s) AS qall),
+        m AS (
+            SELECT m.id, m.seq, m.search_vector AS v
+            FROM chats_message m, q
+            WHERE m.tenant_id = %s AND m.conversation_id = %s{seq_clause}
+              AND m.search_vector @@ q.qall
+            ORDER BY m.seq DESC
+            LIMIT %s
+        ),
+        d AS (
+            SELECT {dcols}, GREATEST(
+                count(*),
+                (SELECT c.message_count FROM chats_conversation c
+                 WHERE c.id = %s AND c.tenant_id = %s)
+            )::float8 AS n
+            FROM m, q
+        )
+        SELECT m.id, m.seq, ({score}) AS score
+        FROM m, q, d
+        ORDER BY score DESC, m.seq DESC
+        LIMIT %s
+    """  # noqa: S608 - only generated column names and numbers are interpolated
+    return sql, params
+
+
+def _weight(term: Term) -> str:
+    return repr(float(term.weight))
+
+
+def _scope(tenant_id: int, conversation_id: int) -> str:
+    return f"t{int(tenant_id)}c{int(conversation_id)}"
+
+
+def _sqlite_fts_sql(
+    tenant_id: int, conversation_id: int, query: SearchQuery, limit: int, before_seq: int | None
+) -> tuple[str, list[Any]]:
+    match = f'scope : "{_scope(tenant_id, conversation_id)}" AND body : ({query.fts5()})'
+    params: list[Any] = [match, tenant_id, conversation_id]
+    seq_clause = _seq_clause(before_seq, "m.seq", params)
+    params.append(limit)
+    sql = f"""
+        SELECT m.id, m.seq, -bm25(chats_message_fts, 0.0, 1.0) AS score
+        FROM chats_message_fts
+        JOIN chats_message m ON m.id = chats_message_fts.rowid
+        WHERE chats_message_fts MATCH %s
+          AND m.tenant_id = %s AND m.conversation_id = %s{seq_clause}
+        ORDER BY score DESC, m.seq DESC
+        LIMIT %s
+    """  # noqa: S608 - only a fixed clause is interpolated
+    return sql, params
+
+
+def _sqlite_scan_sql(
+    tenant_id: int, conversation_id: int, query: SearchQuery, limit: int, before_seq: int | None
+) -> tuple[str, list[Any]]:
+    parts: list[str] = []
+    params: list[Any] = []
+    for term in query.terms:
+        parts.append(f"(CASE WHEN instr(lower(m.content), %s) > 0 THEN {_weight(term)} END)")
+        params.append(term.text)
+    score = " + ".join(f"coalesce({p}, 0)" for p in parts)
+    params += [tenant_id, conversation_id]
+    seq_clause = _seq_clause(before_seq, "m.seq", params)
+    params += [tenant_id, conversation_id]
+    newest_clause = _seq_clause(before_seq, "seq", params)
+    params += [SQLITE_SCAN_WINDOW, limit]
+    sql = f"""
+        SELECT id, seq, score FROM (
+            SELECT m.id, m.seq, ({score}) AS score
+            FROM chats_message m
+            WHERE m.tenant_id = %s AND m.conversation_id = %s{seq_clause}
+              AND m.seq >= (
+                  SELECT coalesce(min(seq), 0) FROM (
+                      SELECT seq FROM chats_message
+                      WHERE tenant_id = %s AND conversation_id = %s{newest_clause}
+                      ORDER BY seq DESC LIMIT %s
+                  )
+              )
+        )
+        WHERE score > 0
+        ORDER BY score DESC, seq DESC
+        LIMIT %s
+    """  # noqa: S608 - only generated fragments and numbers are interpolated
+    return sql, params

@@ -1,0 +1,1 @@
+"""The web UI: conversations, the chat view, the context meter, memories and summaries."""

@@ -1,0 +1,104 @@
+"""Forms of the web UI. Choices are always limited to the current tenant (and user)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model
+
+from chatplatform.models import Tenant
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Conversation, Participant
+from chats.ui.selectors import tenant_members
+
+
+def member_label(user: Any) -> str:
+    full_name = user.get_full_name()
+    return f"{full_name} (@{user.username})" if full_name else f"@{user.username}"
+
+
+class MemberChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return member_label(obj)
+
+
+class MemberField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return member_label(obj)
+
+
+class ConversationChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return str(obj)
+
+
+class ConversationCreateForm(forms.Form):
+    title = forms.CharField(max_length=200, required=False)
+    participants = MemberChoiceField(
+        queryset=get_user_model().objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Other members of your organisation to chat with (a group conversation).",
+    )
+    continues = ConversationChoiceField(
+        queryset=Conversation.objects.none(),
+        required=False,
+        empty_label="— start fresh —",
+        label="Continue an earlier conversation",
+    )
+    carry_over_summary = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Carry over its summary",
+        help_text="The earlier conversation's summary goes into the new one's context.",
+    )
+
+    def __init__(self, *args: Any, tenant: Tenant, user: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tenant = tenant
+        participants = self.fields["participants"]
+        assert isinstance(participants, forms.ModelMultipleChoiceField)
+        participants.queryset = tenant_members(tenant, exclude=[user])
+        with tenant_scope(tenant):
+            mine = Participant.objects.filter(user=user).values("conversation_id")
+            earlier = Conversation.objects.filter(pk__in=mine, archived_at__isnull=True).order_by(
+                "-created_at"
+            )
+        continues = self.fields["continues"]
+        assert isinstance(continues, forms.ModelChoiceField)
+        continues.queryset = earlier
+
+    def full_clean(self) -> None:
+        # Querysets of tenant-owned models are evaluated inside the tenant's scope.
+        with tenant_scope(self.tenant):
+            super().full_clean()
+
+
+class ParticipantAddForm(forms.Form):
+    user = MemberField(
+        queryset=get_user_model().objects.none(), label="Add a member", empty_label=None
+    )
+
+    def __init__(self, *args: Any, tenant: Tenant, current: list[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["user"]
+        assert isinstance(field, forms.ModelChoiceField)
+        field.queryset = tenant_members(tenant, exclude=current)
+
+
+class FactForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
+    key = forms.CharField(
+        max_length=64,
+        required=False,
+        help_text="Optional, e.g. home_city: a keyed fact keeps one current value.",
+    )
+
+
+class FactEditForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
+
+
+class TenantSwitchForm(forms.Form):
+    tenant_id = forms.IntegerField()

@@ -1,0 +1,165 @@
+"""The context meter: how one turn's window was split, what was left out and why, and what
+it saved against sending the whole history. Built from the stored per-turn record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chats.models import TurnRecord
+
+#: Prompt sections in the order the meter draws them; the new message and the provider's
+#: framing are shown as part of the history segment's neighbours.
+SEGMENTS = (
+    ("system", "System prompt"),
+    ("facts", "Facts"),
+    ("summaries", "Summaries"),
+    ("retrieval", "Retrieved"),
+    ("history", "History"),
+    ("new_message", "New message"),
+    ("framing", "Framing"),
+)
+
+EXCLUSION_REASONS = {
+    "over_budget": "did not fit the budget",
+    "duplicate": "duplicate of an item already included",
+    "cap": "over a count limit of the policy",
+    "outside_window": "already covered by a summary",
+    "incomplete_tool_group": "tool call without its result",
+    "empty": "empty",
+    "strategy": "not used by this strategy",
+    "recount": "shed by the final recount",
+}
+
+
+def meter_payload(record: TurnRecord) -> dict[str, Any]:
+    """JSON-ready meter of one stored turn."""
+    stored = record.sections if isinstance(record.sections, dict) else {}
+    reserve = record.policy.reserved_response_tokens if record.policy is not None else 0
+    meter = split_of_window(
+        sections=stored.get("sections", []),
+        excluded=record.excluded,
+        truncated=stored.get("truncated", []),
+        budget=record.budget_tokens,
+        reserve=reserve,
+        # Savings compare counts of the same counter: the estimate, not the provider's.
+        prompt_tokens=record.prompt_tokens_estimated,
+        hypothetical=int(record.hypothetical_tokens),
+    )
+    meter.update(
+        turn={
+            "user_message_id": record.user_message_id,
+            "assistant_message_id": record.assistant_message_id,
+            "created_at": record.created_at.isoformat(),
+        },
+        strategy=record.strategy,
+        counter=record.counter,
+        model=record.model_profile.name if record.model_profile is not None else "",
+        policy=record.policy.name if record.policy is not None else "",
+        prompt_tokens_estimated=record.prompt_tokens_estimated,
+        prompt_tokens_reported=record.prompt_tokens_reported,
+        completion_tokens=record.completion_tokens,
+        cache_read_tokens=record.cache_read_tokens,
+        cache_write_tokens=record.cache_write_tokens,
+        cost_usd=str(record.cost_usd),
+    )
+    return meter
+
+
+def meter_from_breakdown(data: dict[str, Any]) -> dict[str, Any]:
+    """The same meter from an unsaved breakdown (``chats.assembly.records.breakdown`` or
+    ``preview_next_turn``), for previews."""
+    meter = split_of_window(
+        sections=data.get("sections", []),
+        excluded=data.get("excluded", []),
+        truncated=data.get("truncated", []),
+        budget=int(data.get("budget") or 0),
+        reserve=int(data.get("reserved_response_tokens") or 0),
+        prompt_tokens=int(data.get("prompt_tokens") or 0),
+        hypothetical=int(data.get("hypothetical_tokens") or 0),
+    )
+    meter.update(
+        strategy=data.get("strategy", ""),
+        counter=data.get("counter", ""),
+        policy=(data.get("policy") or {}).get("name", ""),
+    )
+    return meter
+
+
+def split_of_window(
+    *,
+    sections: Any,
+    excluded: Any,
+    truncated: Any,
+    budget: int,
+    reserve: int,
+    prompt_tokens: int,
+    hypothetical: int,
+) -> dict[str, Any]:
+    """Segments of the window (with their share of it, in percent), what was left out and
+    why, and the tokens saved against sending the whole history."""
+    by_name = {s.get("name"): s for s in sections if isinstance(s, dict)}
+    window = budget + reserve
+    segments: list[dict[str, Any]] = []
+    for name, label in SEGMENTS:
+        section = by_name.get(name)
+        if section is None:
+            continue
+        tokens = int(section.get("used") or 0)
+        segments.append(
+            {
+                "name": name,
+                "label": label,
+                "tokens": tokens,
+                "budget": int(section.get("budget") or 0),
+                "items": int(section.get("items") or 0),
+                "percent": _percent(tokens, window),
+            }
+        )
+    free = max(0, budget - sum(s["tokens"] for s in segments))
+    saved = max(0, hypothetical - prompt_tokens)
+    return {
+        "budget_tokens": budget,
+        "reply_reserve_tokens": reserve,
+        "window_tokens": window,
+        "segments": segments,
+        "free_tokens": free,
+        "free_percent": _percent(free, window),
+        "reserve_percent": _percent(reserve, window),
+        "excluded": _excluded(excluded),
+        "truncated": [
+            {"kind": t[0], "id": t[1], "original_tokens": t[2], "kept_tokens": t[3]}
+            for t in truncated
+            if isinstance(t, list | tuple) and len(t) >= 4
+        ],
+        "prompt_tokens": prompt_tokens,
+        "hypothetical_tokens": hypothetical,
+        "saved_tokens": saved,
+        "saved_percent": _percent(saved, hypothetical),
+    }
+
+
+def _percent(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 1) if whole else 0.0
+
+
+def _excluded(rows: Any) -> list[dict[str, Any]]:
+    """Left-out items grouped by reason: how many of each kind, and their known tokens."""
+    groups: dict[str, dict[str, Any]] = {}
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, list | tuple) or len(row) < 4:
+            continue
+        kind, _id, tokens, reason = row[0], row[1], row[2], str(row[3])
+        group = groups.setdefault(
+            reason,
+            {
+                "reason": reason,
+                "label": EXCLUSION_REASONS.get(reason, reason.replace("_", " ")),
+                "count": 0,
+                "tokens": 0,
+                "kinds": {},
+            },
+        )
+        group["count"] += 1
+        group["tokens"] += int(tokens or 0)
+        group["kinds"][kind] = group["kinds"].get(kind, 0) + 1
+    return sorted(groups.values(), key=lambda g: -g["count"])

@@ -1,0 +1,146 @@
+"""Reads of the web UI. Each takes the tenant (and the user) it answers for and runs inside
+that tenant's scope; objects of another tenant or user are simply not found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+
+from chatplatform.models import Membership, Tenant
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly.selectors import author_label
+from chats.models import Conversation, Message, Participant, Role, TurnRecord
+from chats.services import policy_for
+
+CONVERSATIONS_LISTED = 50
+MESSAGES_PER_PAGE = 100
+MAX_SEARCH_CHARS = 200
+
+
+def conversations_of(
+    tenant: Tenant, user: Any, *, query: str = "", limit: int = CONVERSATIONS_LISTED
+) -> list[Conversation]:
+    """The user's conversations in ``tenant``, most recently active first; ``query`` matches
+    the title or any message's text. Each row carries ``last_activity`` and ``last_text``."""
+    query = query.strip()[:MAX_SEARCH_CHARS]
+    with tenant_scope(tenant):
+        latest = Message.objects.filter(conversation_id=OuterRef("pk")).order_by("-seq")
+        mine = Participant.objects.filter(conversation_id=OuterRef("pk"), user=user)
+        conversations = (
+            Conversation.objects.filter(Exists(mine), archived_at__isnull=True)
+            .annotate(
+                last_activity=Subquery(latest.values("created_at")[:1]),
+                last_text=Subquery(latest.values("content")[:1]),
+            )
+            .order_by("-last_activity", "-created_at", "-pk")
+        )
+        if query:
+            matching = Message.objects.filter(
+                conversation_id=OuterRef("pk"), content__icontains=query
+            )
+            conversations = conversations.filter(Q(title__icontains=query) | Exists(matching))
+        return list(conversations[:limit])
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """A message as the chat view shows it."""
+
+    message: Message
+    author: str
+
+    @property
+    def is_assistant(self) -> bool:
+        return self.message.role == Role.ASSISTANT
+
+
+@dataclass(frozen=True)
+class MessageWindow:
+    messages: list[ChatMessage]
+    earlier_before_seq: int | None  # link target for "earlier messages", None: none left
+    later_after_seq: int | None  # the window is not the newest: link to the newer ones
+
+
+def message_window(
+    conversation: Conversation,
+    *,
+    before_seq: int | None = None,
+    around_seq: int | None = None,
+    limit: int = MESSAGES_PER_PAGE,
+) -> MessageWindow:
+    """A page of messages in order: the newest (default), those before ``before_seq``, or
+    those around ``around_seq`` (summary links). Two bounded queries at most."""
+    bot_name = policy_for(conversation).bot_name
+    with tenant_scope(conversation.tenant_id):
+        base = Message.objects.filter(conversation_id=conversation.pk).select_related("author")
+        if around_seq is not None:
+            start = max(1, around_seq - limit // 4)
+            rows = list(base.filter(seq__gte=start).order_by("seq")[:limit])
+        else:
+            newest = base.order_by("-seq")
+            if before_seq is not None:
+                newest = newest.filter(seq__lt=before_seq)
+            rows = list(newest[:limit])[::-1]
+    first = rows[0].seq if rows else None
+    last = rows[-1].seq if rows else None
+    earlier = first if first is not None and first > 1 else None
+    later = last if last is not None and last < conversation.last_seq else None
+    return MessageWindow(
+        messages=[ChatMessage(m, _author(m, bot_name)) for m in rows],
+        earlier_before_seq=earlier,
+        later_after_seq=later,
+    )
+
+
+def _author(message: Message, bot_name: str) -> str:
+    if message.role == Role.ASSISTANT:
+        return bot_name
+    user = message.author
+    if user is None:
+        return "(deleted user)"
+    return author_label(user.username, user.first_name, user.last_name)
+
+
+def participants_of(conversation: Conversation) -> list[Any]:
+    """Users taking part in the conversation, by name."""
+    with tenant_scope(conversation.tenant_id):
+        user_ids = Participant.objects.filter(conversation_id=conversation.pk).values("user_id")
+        return list(
+            get_user_model()
+            .objects.filter(pk__in=Subquery(user_ids))
+            .order_by("first_name", "last_name", "username")
+        )
+
+
+def tenant_members(tenant: Tenant, *, exclude: Any = ()) -> QuerySet:
+    """People who belong to ``tenant`` (its service user left out), as a User queryset."""
+    with tenant_scope(tenant):
+        user_ids = list(Membership.objects.filter(tenant=tenant).values_list("user_id", flat=True))
+    excluded = {getattr(u, "pk", u) for u in exclude}
+    if tenant.service_user_id:
+        excluded.add(tenant.service_user_id)
+    return (
+        get_user_model()
+        .objects.filter(pk__in=user_ids, is_active=True)
+        .exclude(pk__in=excluded)
+        .order_by("first_name", "last_name", "username")
+    )
+
+
+def turn_record_for(
+    conversation: Conversation, *, message_id: int | None = None
+) -> TurnRecord | None:
+    """The stored record of a turn of ``conversation``: the one answering (or answered by)
+    ``message_id``, else the newest. None when there is none."""
+    with tenant_scope(conversation.tenant_id):
+        records = TurnRecord.objects.filter(conversation_id=conversation.pk).select_related(
+            "model_profile", "policy"
+        )
+        if message_id is not None:
+            records = records.filter(
+                Q(user_message_id=message_id) | Q(assistant_message_id=message_id)
+            )
+        return records.order_by("-created_at", "-pk").first()

@@ -1,0 +1,37 @@
+"""Routes of the web UI (included at the site root)."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from chats.ui import views
+
+app_name = "chats_ui"
+
+urlpatterns = [
+    path("tenant/switch/", views.tenant_switch, name="tenant_switch"),
+    path("chats/", views.conversation_list, name="conversation_list"),
+    path("chats/new/", views.conversation_new, name="conversation_new"),
+    path("chats/<int:conversation_id>/", views.conversation_detail, name="conversation_detail"),
+    path(
+        "chats/<int:conversation_id>/members/",
+        views.participant_add_view,
+        name="participant_add",
+    ),
+    path("chats/<int:conversation_id>/meter/", views.turn_meter, name="turn_meter"),
+    path(
+        "chats/<int:conversation_id>/summaries/",
+        views.conversation_summaries,
+        name="conversation_summaries",
+    ),
+    path(
+        "chats/<int:conversation_id>/attachments/",
+        views.attachment_upload,
+        name="attachment_upload",
+    ),
+    path("memories/", views.memory_list, name="memory_list"),
+    path("memories/add/", views.memory_add, name="memory_add"),
+    path("memories/<int:fact_id>/edit/", views.memory_edit, name="memory_edit"),
+    path("memories/<int:fact_id>/delete/", views.memory_delete, name="memory_delete"),
+    path("memories/<int:fact_id>/history/", views.memory_history, name="memory_history"),
+]

@@ -1,0 +1,29 @@
+"""Views of the web UI: thin adapters over the services and selectors."""
+
+from .attachments import attachment_upload
+from .conversations import (
+    conversation_detail,
+    conversation_list,
+    conversation_new,
+    participant_add_view,
+)
+from .memories import memory_add, memory_delete, memory_edit, memory_history, memory_list
+from .meter import turn_meter
+from .summaries import conversation_summaries
+from .tenants import tenant_switch
+
+__all__ = [
+    "attachment_upload",
+    "conversation_detail",
+    "conversation_list",
+    "conversation_new",
+    "conversation_summaries",
+    "memory_add",
+    "memory_delete",
+    "memory_edit",
+    "memory_history",
+    "memory_list",
+    "participant_add_view",
+    "tenant_switch",
+    "turn_meter",
+]

@@ -1,0 +1,126 @@
+"""The conversation list, new conversations, the chat view and its members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from chats.services import participant_add, policy_for
+from chats.services.conversations import ConversationRejected, conversation_create
+from chats.ui.forms import ConversationCreateForm, ParticipantAddForm, member_label
+from chats.ui.selectors import conversations_of, message_window, participants_of
+from chats.ui.views._common import conversation_or_404, page, tenant_member_required, tenant_of
+
+#: Largest image the composer accepts (checked in the browser; the server refuses all
+#: attachments until they are supported).
+MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024
+ATTACHMENT_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+@tenant_member_required
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    query = request.GET.get("q", "")
+    conversations = conversations_of(tenant_of(request), request.user, query=query)
+    return page(
+        request, "chats/conversation_list.html", {"conversations": conversations, "query": query}
+    )
+
+
+@tenant_member_required
+def conversation_new(request: HttpRequest) -> HttpResponse:
+    tenant = tenant_of(request)
+    form = ConversationCreateForm(request.POST or None, tenant=tenant, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            conversation = conversation_create(
+                tenant=tenant,
+                created_by=request.user,
+                title=data["title"],
+                participants=list(data["participants"]),
+                continues=data["continues"],
+                carry_over_summary=data["carry_over_summary"],
+            )
+        except ConversationRejected as exc:
+            form.add_error("continues", exc.message)
+        else:
+            _schedule_carry_over(conversation)
+            return redirect("chats_ui:conversation_detail", conversation_id=conversation.pk)
+    return page(request, "chats/conversation_new.html", {"form": form})
+
+
+def _schedule_carry_over(conversation: Any) -> None:
+    """Make sure the continued conversation's summary exists (dispatched after commit)."""
+    try:
+        from summaries.services import schedule_continuation_summary
+    except ImportError:  # pragma: no cover - summaries not installed in this build
+        return
+    schedule_continuation_summary(conversation)
+
+
+def _int_param(request: HttpRequest, name: str) -> int | None:
+    try:
+        value = int(request.GET.get(name, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+@tenant_member_required
+def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = conversation_or_404(request, conversation_id)
+    window = message_window(
+        conversation,
+        before_seq=_int_param(request, "before"),
+        around_seq=_int_param(request, "around"),
+    )
+    participants = participants_of(conversation)
+    policy = policy_for(conversation)
+    chat_config = {
+        "conversationId": conversation.pk,
+        "wsPath": f"/ws/conversations/{conversation.pk}/",
+        "meterUrl": reverse("chats_ui:turn_meter", args=[conversation.pk]),
+        "attachmentUrl": reverse("chats_ui:attachment_upload", args=[conversation.pk]),
+        "botName": policy.bot_name,
+        "userLabel": _user_label(request.user),
+        "maxChars": min(policy.max_message_chars, settings.CHAT_MAX_MESSAGE_CHARS),
+        "maxAttachmentBytes": MAX_ATTACHMENT_BYTES,
+        "attachmentTypes": list(ATTACHMENT_TYPES),
+        "isLatestWindow": window.later_after_seq is None,
+    }
+    return page(
+        request,
+        "chats/conversation_detail.html",
+        {
+            "conversation": conversation,
+            "window": window,
+            "participants": participants,
+            "member_form": ParticipantAddForm(tenant=tenant_of(request), current=participants),
+            "chat_config": chat_config,
+        },
+    )
+
+
+def _user_label(user: Any) -> str:
+    return str(user.get_full_name() or user.get_username())
+
+
+@require_POST
+@tenant_member_required
+def participant_add_view(request: HttpRequest, conversation_id: int) -> HttpResponse:
+    conversation = conversation_or_404(request, conversation_id)
+    form = ParticipantAddForm(
+        request.POST, tenant=tenant_of(request), current=participants_of(conversation)
+    )
+    if form.is_valid():
+        participant_add(conversation=conversation, user=form.cleaned_data["user"])
+        messages.success(request, f"{member_label(form.cleaned_data['user'])} was added.")
+    else:
+        messages.error(request, "Choose a member of your organisation who is not in it yet.")
+    return redirect("chats_ui:conversation_detail", conversation_id=conversation.pk)

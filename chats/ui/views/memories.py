@@ -1,0 +1,102 @@
+"""The memories page: the user's facts in their current tenant, with add, edit, delete and
+history. Another user's fact answers 404 exactly like a missing one."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from chats.ui.forms import FactEditForm, FactForm
+from chats.ui.views._common import page, tenant_member_required, tenant_of
+from memory.models import FactSource, UserFact
+from memory.selectors import fact_get, fact_history, facts_list
+from memory.services import FactRejected, fact_delete, fact_save, fact_update
+
+ENDED_LISTED = 20
+
+
+@tenant_member_required
+def memory_list(request: HttpRequest) -> HttpResponse:
+    tenant = tenant_of(request)
+    try:
+        page_number = max(1, int(request.GET.get("page", "1")))
+    except ValueError:
+        page_number = 1
+    return page(
+        request,
+        "chats/memories.html",
+        {
+            "facts": facts_list(tenant, request.user, page=page_number),
+            "ended": fact_history(tenant, request.user, limit=ENDED_LISTED),
+            "form": FactForm(),
+        },
+    )
+
+
+@require_POST
+@tenant_member_required
+def memory_add(request: HttpRequest) -> HttpResponse:
+    form = FactForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Write the fact (at most 2,000 characters).")
+        return redirect("chats_ui:memory_list")
+    try:
+        fact_save(
+            tenant_of(request),
+            request.user,
+            form.cleaned_data["text"],
+            key=form.cleaned_data["key"] or None,
+            source=FactSource.USER,
+        )
+    except FactRejected as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, "Saved.")
+    return redirect("chats_ui:memory_list")
+
+
+@tenant_member_required
+def memory_edit(request: HttpRequest, fact_id: int) -> HttpResponse:
+    tenant = tenant_of(request)
+    fact = _fact_or_404(request, fact_id)
+    if fact.superseded_at is not None:
+        raise Http404("This version is history; edit the current one.")
+    form = FactEditForm(request.POST or None, initial={"text": fact.text})
+    if request.method == "POST" and form.is_valid():
+        try:
+            fact_update(tenant, request.user, fact.pk, form.cleaned_data["text"])
+        except UserFact.DoesNotExist:
+            raise Http404("No such fact.") from None
+        except FactRejected as exc:
+            form.add_error("text", exc.message)
+        else:
+            messages.success(request, "Updated; the earlier text is kept in the history.")
+            return redirect("chats_ui:memory_list")
+    return page(request, "chats/memory_edit.html", {"fact": fact, "form": form})
+
+
+@require_POST
+@tenant_member_required
+def memory_delete(request: HttpRequest, fact_id: int) -> HttpResponse:
+    try:
+        fact_delete(tenant_of(request), request.user, fact_id)
+    except UserFact.DoesNotExist:
+        raise Http404("No such fact.") from None
+    messages.success(request, "Forgotten.")
+    return redirect("chats_ui:memory_list")
+
+
+@tenant_member_required
+def memory_history(request: HttpRequest, fact_id: int) -> HttpResponse:
+    fact = _fact_or_404(request, fact_id)
+    versions = fact_history(tenant_of(request), request.user, fact_id=fact.pk)
+    return page(request, "chats/memory_history.html", {"fact": fact, "versions": versions})
+
+
+def _fact_or_404(request: HttpRequest, fact_id: int) -> UserFact:
+    try:
+        return fact_get(tenant_of(request), request.user, fact_id)
+    except UserFact.DoesNotExist:
+        raise Http404("No such fact.") from None

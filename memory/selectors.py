@@ -1,0 +1,137 @@
+"""Reads of user facts. Every selector takes the tenant and the user, runs in the tenant's
+scope, and raises the same not-found for a missing fact and another user's (or tenant's)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from chatplatform.tenancy.scoping import tenant_scope
+from memory.models import UserFact
+
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+MAX_HISTORY = 200
+
+
+def _id(obj: Any) -> int:
+    value = getattr(obj, "pk", obj)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise UserFact.DoesNotExist(f"not an id: {obj!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class FactPage:
+    """One page of a user's current facts, newest first (the ``/memories`` command, the UI)."""
+
+    items: list[UserFact]
+    page: int
+    page_size: int
+    total: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / self.page_size))
+
+    @property
+    def has_next(self) -> bool:
+        return self.page < self.pages
+
+    @property
+    def has_previous(self) -> bool:
+        return self.page > 1
+
+
+def facts_list(
+    tenant: Any, user: Any, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE
+) -> FactPage:
+    """The user's current facts, newest first, one page (page numbers start at 1; a page
+    past the end is empty; ``page_size`` is clamped to 1-100). Two queries."""
+    tenant_id, user_id = _id(tenant), _id(user)
+    page_size = max(1, min(int(page_size), MAX_PAGE_SIZE))
+    page = max(1, int(page))
+    with tenant_scope(tenant_id):
+        current = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
+        total = current.count()
+        start = (page - 1) * page_size
+        items = list(current.order_by("-created_at", "-pk")[start : start + page_size])
+    return FactPage(items=items, page=page, page_size=page_size, total=total)
+
+
+def facts_page(
+    *, tenant_id: int, user_id: int, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE
+) -> tuple[list[UserFact], int]:
+    """``(facts of the page, total current facts)``: :func:`facts_list` for the ``/memories``
+    chat command."""
+    found = facts_list(tenant_id, user_id, page=page, page_size=page_size)
+    return found.items, found.total
+
+
+def current_facts(tenant: Any, user: Any, *, limit: int = MAX_PAGE_SIZE) -> list[UserFact]:
+    """The user's current facts, newest first (at most ``limit``)."""
+    tenant_id, user_id = _id(tenant), _id(user)
+    with tenant_scope(tenant_id):
+        return list(
+            UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True).order_by(
+                "-created_at", "-pk"
+            )[: max(0, limit)]
+        )
+
+
+def fact_get(tenant: Any, user: Any, fact_id: Any) -> UserFact:
+    """One fact of this user (current or not); UserFact.DoesNotExist otherwise."""
+    tenant_id, user_id = _id(tenant), _id(user)
+    with tenant_scope(tenant_id):
+        return UserFact.objects.get(pk=fact_id, user_id=user_id)
+
+
+def fact_history(
+    tenant: Any,
+    user: Any,
+    *,
+    key: str | None = None,
+    fact_id: Any = None,
+    limit: int = 50,
+) -> list[UserFact]:
+    """Earlier and current versions, newest first.
+
+    With ``key``: every version of that key. With ``fact_id``: the chain of versions that
+    fact belongs to (its key's versions, or for a keyless fact the ``superseded_by`` chain).
+    With neither: the user's ended facts (replaced, evicted, deleted).
+    """
+    tenant_id, user_id = _id(tenant), _id(user)
+    limit = max(1, min(limit, MAX_HISTORY))
+    with tenant_scope(tenant_id):
+        facts = UserFact.objects.filter(user_id=user_id)
+        if fact_id is not None:
+            fact = facts.get(pk=fact_id)
+            if fact.key:
+                key = fact.key
+            else:
+                return _keyless_chain(facts, fact, limit)
+        if key is not None:
+            return list(facts.filter(key=key).order_by("-created_at", "-pk")[:limit])
+        return list(
+            facts.filter(superseded_at__isnull=False).order_by("-superseded_at", "-pk")[:limit]
+        )
+
+
+def _keyless_chain(facts: Any, fact: UserFact, limit: int) -> list[UserFact]:
+    chain = [fact]
+    newer = fact
+    while newer.superseded_by_id is not None and len(chain) < limit:
+        found = facts.filter(pk=newer.superseded_by_id).first()
+        if found is None:
+            break
+        chain.insert(0, found)
+        newer = found
+    older = fact
+    while len(chain) < limit:
+        found = facts.filter(superseded_by_id=older.pk).first()
+        if found is None:
+            break
+        chain.append(found)
+        older = found
+    return chain

@@ -1,0 +1,311 @@
+"""Writes of user facts ("memories", seed 004): per user within a tenant.
+
+- At most the policy's ``max_facts_per_user`` current facts (10-100, default 50); saving one
+  more evicts the oldest (it stays as history, ``ended_reason="evicted"``).
+- A keyed fact (``home_city``) has one current value: saving a new value supersedes the old
+  one (``superseded_by``/``superseded_at``, ``ended_reason="replaced"``), so memory never
+  holds contradictions (the database allows one current fact per tenant, user and key).
+- Text is validated: a non-empty string, no NUL, at most ``max_fact_chars`` characters;
+  keys are short slugs.
+- History stays bounded: at most ``HISTORY_PER_USER`` ended facts are kept per user.
+
+Every write runs in one transaction holding a row lock on the user's membership, so two
+concurrent saves for the same user cannot both pass the limit; a user who is not a member of
+the tenant cannot get facts there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from chatplatform.models import ContextPolicy, Membership, Tenant
+from chatplatform.tenancy.scoping import tenant_scope
+from memory.models import FactEnd, FactSource, UserFact
+
+HISTORY_PER_USER = 200
+MAX_KEY_CHARS = 64
+_KEY = re.compile(r"^[a-z0-9][a-z0-9_.:-]*$")
+_KEY_SEPARATORS = re.compile(r"[\s/]+")
+
+
+class FactRejected(ValueError):
+    """The fact cannot be saved; nothing changed. ``code`` is machine-readable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class FactNotFound(UserFact.DoesNotExist):
+    """No such fact for this user in this tenant (missing and forbidden look the same)."""
+
+
+@dataclass
+class SavedFact:
+    fact: UserFact
+    created: bool
+    replaced: UserFact | None = None
+    evicted: list[int] = field(default_factory=list)
+
+
+def _id(obj: Any) -> int:
+    value = getattr(obj, "pk", obj)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise FactRejected("invalid", f"not an id: {obj!r}")
+    return value
+
+
+def policy_for_tenant(tenant: Tenant | int) -> ContextPolicy:
+    """The tenant's active policy, else the Hybrid preset (facts are per tenant, not per
+    conversation, so a conversation's policy override does not apply to them)."""
+    tenant_id = _id(tenant)
+    with tenant_scope(tenant_id):
+        active_id = Tenant.objects.filter(pk=tenant_id).values_list("active_policy_id", flat=True)
+        policy_id = active_id.first()
+        queryset = ContextPolicy.objects.select_related("model_profile")
+        if policy_id:
+            found = queryset.filter(pk=policy_id).first()
+            if found is not None:
+                return found
+        return queryset.get(tenant__isnull=True, name="Hybrid")
+
+
+def validate_fact_text(text: Any, *, max_chars: int) -> str:
+    """The text to store (surrounding whitespace removed), or FactRejected."""
+    if not isinstance(text, str):
+        raise FactRejected("invalid", "The fact must be text.")
+    if "\x00" in text:
+        raise FactRejected("invalid", "The fact contains NUL characters.")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FactRejected("invalid", "The fact contains invalid characters.") from None
+    text = text.strip()
+    if not text:
+        raise FactRejected("empty", "The fact is empty.")
+    if len(text) > max_chars:
+        raise FactRejected(
+            "too_large", f"The fact has {len(text):,} characters; the limit is {max_chars:,}."
+        )
+    return text
+
+
+def normalize_key(key: Any) -> str | None:
+    """A key as stored (lowercase slug), None for no key, or FactRejected."""
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise FactRejected("invalid_key", "The key must be text.")
+    key = _KEY_SEPARATORS.sub("_", key.strip().casefold())
+    if not key:
+        return None
+    if len(key) > MAX_KEY_CHARS or not _KEY.match(key):
+        raise FactRejected(
+            "invalid_key",
+            "The key must be at most 64 letters, digits, '_', '-', '.' or ':' (e.g. 'home_city').",
+        )
+    return key
+
+
+def _lock_membership(tenant_id: int, user_id: int, *, for_existing: bool = False) -> None:
+    """Serialise the user's fact writes. A non-member gets FactRejected("not_member"), or,
+    when acting on an existing fact (``for_existing``), the same FactNotFound as a missing
+    fact."""
+    with tenant_scope(tenant_id):
+        found = list(
+            Membership.objects.select_for_update()
+            .filter(tenant_id=tenant_id, user_id=user_id)
+            .values_list("pk", flat=True)
+        )
+    if not found:
+        if for_existing:
+            raise FactNotFound("No such fact.")
+        raise FactRejected("not_member", "The user is not a member of this tenant.")
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
+
+
+def fact_save(
+    tenant: Tenant | int,
+    user: Any,
+    text: Any,
+    key: Any = None,
+    source: str = FactSource.USER,
+    source_message: Any = None,
+) -> UserFact:
+    """Save a fact about ``user``; return the current fact (see :func:`fact_save_detailed`)."""
+    return fact_save_detailed(tenant, user, text, key, source, source_message).fact
+
+
+def fact_save_detailed(
+    tenant: Tenant | int,
+    user: Any,
+    text: Any,
+    key: Any = None,
+    source: str = FactSource.USER,
+    source_message: Any = None,
+) -> SavedFact:
+    """Save a fact: idempotent for an identical current fact, replacing the current value of
+    ``key``, evicting the oldest facts over the policy's limit."""
+    tenant_id, user_id = _id(tenant), _id(user)
+    policy = policy_for_tenant(tenant_id)
+    if not policy.facts_enabled:
+        raise FactRejected("disabled", "User facts are turned off for this tenant.")
+    text = validate_fact_text(text, max_chars=policy.max_fact_chars)
+    key = normalize_key(key)
+    if source not in FactSource.values:
+        raise FactRejected("invalid", f"Unknown fact source {source!r}.")
+    message_id = getattr(source_message, "pk", source_message)
+    now = timezone.now()
+    with transaction.atomic():
+        _lock_membership(tenant_id, user_id)
+        with tenant_scope(tenant_id):
+            current = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
+            if message_id is not None:
+                from chats.models import Message
+
+                if not Message.objects.filter(pk=message_id).exists():
+                    message_id = None  # not this tenant's message: do not link it
+            old: UserFact | None = None
+            if key is not None:
+                old = current.filter(key=key).first()
+                if old is not None and old.text == text:
+                    return SavedFact(fact=old, created=False)
+            else:
+                for existing in current.filter(key__isnull=True).order_by("-created_at")[:200]:
+                    if _same_text(existing.text, text):
+                        return SavedFact(fact=existing, created=False)
+            if old is not None:
+                # Free the (tenant, user, key) slot first: the constraint allows one current.
+                UserFact.objects.filter(pk=old.pk).update(
+                    superseded_at=now, ended_reason=FactEnd.REPLACED
+                )
+            fact = UserFact.objects.create(
+                tenant_id=tenant_id,
+                user_id=user_id,
+                key=key,
+                text=text,
+                source=source,
+                source_message_id=message_id,
+            )
+            if old is not None:
+                UserFact.objects.filter(pk=old.pk).update(superseded_by=fact)
+                old.superseded_at, old.superseded_by, old.ended_reason = now, fact, FactEnd.REPLACED
+            evicted = _evict(tenant_id, user_id, policy.max_facts_per_user, now)
+            _prune_history(tenant_id, user_id)
+    return SavedFact(fact=fact, created=True, replaced=old, evicted=evicted)
+
+
+def _evict(tenant_id: int, user_id: int, limit: int, now: Any) -> list[int]:
+    """End the oldest current facts beyond ``limit`` (inside the scope and transaction)."""
+    ids = list(
+        UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
+        .order_by("-created_at", "-pk")
+        .values_list("pk", flat=True)[limit : limit + 1000]
+    )
+    if ids:
+        UserFact.objects.filter(pk__in=ids).update(superseded_at=now, ended_reason=FactEnd.EVICTED)
+    return ids
+
+
+def _prune_history(tenant_id: int, user_id: int) -> None:
+    stale = list(
+        UserFact.objects.filter(user_id=user_id, superseded_at__isnull=False)
+        .order_by("-superseded_at", "-pk")
+        .values_list("pk", flat=True)[HISTORY_PER_USER : HISTORY_PER_USER + 1000]
+    )
+    if stale:
+        UserFact.objects.filter(pk__in=stale).delete()
+
+
+def _current_fact(tenant_id: int, user_id: int, fact_id: Any) -> UserFact:
+    with tenant_scope(tenant_id):
+        found = (
+            UserFact.objects.select_for_update()
+            .filter(pk=fact_id, user_id=user_id, superseded_at__isnull=True)
+            .first()
+        )
+    if found is None:
+        raise FactNotFound("No such fact.")
+    return found
+
+
+def fact_update(
+    tenant: Tenant | int, user: Any, fact_id: Any, text: Any, source: str = FactSource.USER
+) -> UserFact:
+    """Change a current fact's text: the new version supersedes the old one (history)."""
+    tenant_id, user_id = _id(tenant), _id(user)
+    policy = policy_for_tenant(tenant_id)
+    text = validate_fact_text(text, max_chars=policy.max_fact_chars)
+    now = timezone.now()
+    with transaction.atomic():
+        _lock_membership(tenant_id, user_id, for_existing=True)
+        old = _current_fact(tenant_id, user_id, fact_id)
+        if old.text == text:
+            return old
+        with tenant_scope(tenant_id):
+            UserFact.objects.filter(pk=old.pk).update(
+                superseded_at=now, ended_reason=FactEnd.REPLACED
+            )
+            fact = UserFact.objects.create(
+                tenant_id=tenant_id,
+                user_id=user_id,
+                key=old.key,
+                text=text,
+                source=source,
+                source_message_id=old.source_message_id,
+            )
+            UserFact.objects.filter(pk=old.pk).update(superseded_by=fact)
+            _prune_history(tenant_id, user_id)
+    return fact
+
+
+def fact_delete(tenant: Tenant | int, user: Any, fact_id: Any, *, forget: bool = True) -> None:
+    """Delete a current fact. ``forget`` (default) removes it and its earlier versions for
+    good (the user asked to forget it); otherwise it is ended and kept as history."""
+    tenant_id, user_id = _id(tenant), _id(user)
+    now = timezone.now()
+    with transaction.atomic():
+        _lock_membership(tenant_id, user_id, for_existing=True)
+        fact = _current_fact(tenant_id, user_id, fact_id)
+        with tenant_scope(tenant_id):
+            if not forget:
+                UserFact.objects.filter(pk=fact.pk).update(
+                    superseded_at=now, ended_reason=FactEnd.DELETED
+                )
+                return
+            doomed = {fact.pk}
+            if fact.key:
+                doomed.update(
+                    UserFact.objects.filter(user_id=user_id, key=fact.key).values_list(
+                        "pk", flat=True
+                    )
+                )
+            frontier = {fact.pk}
+            for _ in range(HISTORY_PER_USER):  # keyless versions: follow superseded_by back
+                earlier = set(
+                    UserFact.objects.filter(
+                        user_id=user_id, superseded_by_id__in=frontier
+                    ).values_list("pk", flat=True)
+                )
+                frontier = earlier - doomed
+                if not frontier:
+                    break
+                doomed |= frontier
+            UserFact.objects.filter(pk__in=doomed).delete()
+
+
+def facts_mark_used(tenant: Tenant | int, fact_ids: list[Any]) -> int:
+    """Record that these facts went into a prompt (``last_used_at``)."""
+    if not fact_ids:
+        return 0
+    with tenant_scope(_id(tenant)):
+        return UserFact.objects.filter(pk__in=fact_ids).update(last_used_at=timezone.now())

@@ -1,0 +1,479 @@
+/* The chat view: speaks the conversation WebSocket protocol (chats/consumers.py).
+ *
+ * Out: {"type":"message","client_id","content"}, {"type":"stop"},
+ *      {"type":"resume","message_id","last_seq"}.
+ * In:  ack, message, reply, delta (seq), done (usage), error (code, message), resync,
+ *      reply_state, command.
+ *
+ * A message keeps its client_id until it is acknowledged, so re-sending it after a dropped
+ * socket or from the Retry button never stores it twice. A reply being streamed keeps the
+ * last delta seq it showed; after a reconnect the page asks to resume from there.
+ */
+(function () {
+  "use strict";
+
+  var configElement = document.getElementById("chat-config");
+  if (!configElement) return;
+  var config = JSON.parse(configElement.textContent);
+  var md = window.ChatMarkdown;
+
+  var list = document.getElementById("messages");
+  var form = document.getElementById("composer");
+  var input = document.getElementById("composer-input");
+  var sendButton = document.getElementById("send");
+  var stopButton = document.getElementById("stop");
+  var banner = document.getElementById("connection");
+  var composerError = document.getElementById("composer-error");
+  var fileInput = document.getElementById("attachment");
+  var chip = document.getElementById("attachment-chip");
+  var emptyNote = document.getElementById("no-messages");
+
+  var socket = null;
+  var reconnectDelay = 500;
+  var reconnectTimer = null;
+  var unacked = {};      // client_id -> {content, element}
+  var sentByMessage = {}; // user message id -> {client_id, content}
+  var replies = {};      // reply message id -> {element, text, lastSeq, status, answers}
+  var streaming = null;  // the reply id being streamed, if any
+  var attachment = null;
+  var UNKNOWN_SEQ = 2147483647;
+
+  // --- rendering ---------------------------------------------------------------------------
+
+  function renderStored() {
+    list.querySelectorAll("li.msg").forEach(function (item) {
+      var body = item.querySelector(".msg-body");
+      var text = body.textContent;
+      if (item.classList.contains("msg-user") && item.dataset.clientId) {
+        sentByMessage[item.dataset.messageId] = { client_id: item.dataset.clientId, content: text };
+      }
+      if (item.classList.contains("msg-assistant")) {
+        var id = item.dataset.messageId;
+        replies[id] = {
+          element: item, text: text, lastSeq: 0, status: item.dataset.status,
+          answers: item.dataset.answers,
+        };
+        if (item.dataset.status === "streaming") {
+          // A reply still running (the page was reloaded): resume it from its first delta.
+          streaming = id;
+          replies[id].text = "";
+          setStreaming(true);
+        }
+      }
+      md.renderInto(body, text);
+    });
+    list.querySelectorAll("li.msg-assistant[data-status=failed]").forEach(function (item) {
+      addRetry(item, item.dataset.answers);
+    });
+  }
+
+  function scrollToEnd() {
+    if (location.hash) return;
+    list.scrollTop = list.scrollHeight;
+    window.scrollTo(0, document.body.scrollHeight);
+  }
+
+  function messageItem(role, author, status) {
+    if (emptyNote) { emptyNote.remove(); emptyNote = null; }
+    var item = document.createElement("li");
+    item.className = "msg msg-" + role;
+    item.dataset.status = status || "complete";
+    var meta = document.createElement("div");
+    meta.className = "msg-meta";
+    var name = document.createElement("span");
+    name.className = "msg-author";
+    name.textContent = author;
+    meta.appendChild(name);
+    var state = document.createElement("span");
+    state.className = "msg-state";
+    meta.appendChild(state);
+    var body = document.createElement("div");
+    body.className = "msg-body";
+    item.appendChild(meta);
+    item.appendChild(body);
+    list.appendChild(item);
+    return item;
+  }
+
+  function setState(item, text) {
+    var state = item.querySelector(".msg-state");
+    if (state) state.textContent = text;
+  }
+
+  function setBody(item, text) {
+    md.renderInto(item.querySelector(".msg-body"), text);
+  }
+
+  function setAnchor(item, seq) {
+    if (!seq) return;
+    item.id = "m-" + seq;
+    item.dataset.seq = seq;
+    var meta = item.querySelector(".msg-meta");
+    if (!meta.querySelector(".msg-anchor")) {
+      var anchor = document.createElement("a");
+      anchor.className = "msg-anchor";
+      anchor.href = "#m-" + seq;
+      anchor.textContent = "#" + seq;
+      meta.appendChild(anchor);
+    }
+  }
+
+  function showNotice(item, text, kind) {
+    var notice = item.querySelector(".msg-notice");
+    if (!notice) {
+      notice = document.createElement("div");
+      notice.className = "msg-notice";
+      notice.setAttribute("role", "alert");
+      item.appendChild(notice);
+    }
+    notice.className = "msg-notice" + (kind ? " msg-notice-" + kind : "");
+    notice.textContent = text;
+    return notice;
+  }
+
+  function addRetry(item, userMessageId, clientId, content) {
+    var sent = clientId ? { client_id: clientId, content: content } : sentByMessage[userMessageId];
+    if (!sent || !sent.client_id) return;
+    var notice = item.querySelector(".msg-notice") || showNotice(item, "", "error");
+    if (notice.querySelector("button")) return;
+    var retry = document.createElement("button");
+    retry.type = "button";
+    retry.className = "retry";
+    retry.textContent = "Retry";
+    retry.addEventListener("click", function () {
+      retry.disabled = true;
+      var reply = replies[item.dataset.messageId];
+      if (reply && item.classList.contains("msg-assistant")) reply.retrying = true;
+      notice.remove();
+      setState(item, "retrying…");
+      sendFrame({ type: "message", client_id: sent.client_id, content: sent.content });
+    });
+    notice.appendChild(document.createTextNode(" "));
+    notice.appendChild(retry);
+  }
+
+  function setStreaming(on) {
+    stopButton.hidden = !on;
+    stopButton.disabled = !on;
+  }
+
+  // --- the socket --------------------------------------------------------------------------
+
+  function connect() {
+    var scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    socket = new WebSocket(scheme + location.host + config.wsPath);
+    socket.addEventListener("open", onOpen);
+    socket.addEventListener("message", function (event) {
+      var data;
+      try { data = JSON.parse(event.data); } catch (e) { return; }
+      handle(data);
+    });
+    socket.addEventListener("close", onClose);
+  }
+
+  function onOpen() {
+    reconnectDelay = 500;
+    banner.hidden = true;
+    document.body.classList.add("chat-connected");
+    if (streaming) {
+      var reply = replies[streaming];
+      sendFrame({ type: "resume", message_id: Number(streaming), last_seq: reply.lastSeq });
+    }
+    Object.keys(unacked).forEach(function (clientId) {
+      sendFrame({ type: "message", client_id: clientId, content: unacked[clientId].content });
+    });
+  }
+
+  function onClose(event) {
+    document.body.classList.remove("chat-connected");
+    socket = null;
+    if (event.code === 4404) {
+      banner.textContent = "This conversation is not available.";
+      banner.hidden = false;
+      return;
+    }
+    banner.textContent = "Connection lost. Reconnecting…";
+    banner.hidden = false;
+    clearTimeout(reconnectTimer);
+    reconnectTimer = setTimeout(connect, reconnectDelay);
+    reconnectDelay = Math.min(reconnectDelay * 2, 10000);
+  }
+
+  function sendFrame(frame) {
+    if (socket && socket.readyState === WebSocket.OPEN) {
+      socket.send(JSON.stringify(frame));
+      return true;
+    }
+    return false; // sent again (unacked messages, resume) when the socket reopens
+  }
+
+  // --- incoming events ---------------------------------------------------------------------
+
+  function handle(data) {
+    switch (data.type) {
+      case "ack": return onAck(data);
+      case "message": return onMessage(data);
+      case "reply": return onReply(data);
+      case "delta": return onDelta(data);
+      case "done": return onDone(data);
+      case "error": return onError(data);
+      case "resync":
+      case "reply_state": return onState(data);
+      case "command": return onCommand(data);
+    }
+  }
+
+  function onAck(data) {
+    var pending = unacked[data.client_id];
+    if (!pending) return;
+    delete unacked[data.client_id];
+    var item = pending.element;
+    item.dataset.messageId = data.message_id;
+    item.dataset.clientId = data.client_id;
+    setAnchor(item, data.seq);
+    setState(item, "");
+    sentByMessage[data.message_id] = { client_id: data.client_id, content: pending.content };
+  }
+
+  function onMessage(data) {
+    // Another participant's message (group conversations).
+    if (data.client_id && unacked[data.client_id]) return;
+    if (list.querySelector('li[data-message-id="' + data.message_id + '"]')) return;
+    var item = messageItem(data.role === "assistant" ? "assistant" : "user", data.author || "", data.status);
+    item.dataset.messageId = data.message_id;
+    setAnchor(item, data.seq);
+    setBody(item, data.content || "");
+    scrollToEnd();
+  }
+
+  function replyFor(id, answers) {
+    var reply = replies[id];
+    if (reply) return reply;
+    var item = list.querySelector('li[data-message-id="' + id + '"]') ||
+      messageItem("assistant", config.botName, "streaming");
+    item.dataset.messageId = id;
+    if (answers) item.dataset.answers = answers;
+    reply = replies[id] = { element: item, text: "", lastSeq: 0, status: "streaming", answers: answers };
+    return reply;
+  }
+
+  function onReply(data) {
+    var reply = replyFor(data.message_id, data.answers);
+    reply.text = ""; reply.lastSeq = 0; reply.status = "streaming"; reply.retrying = false;
+    reply.element.dataset.status = "streaming";
+    var old = reply.element.querySelector(".msg-notice");
+    if (old) old.remove();
+    setState(reply.element, data.offline ? "offline provider · writing…" : "writing…");
+    setBody(reply.element, "");
+    streaming = String(data.message_id);
+    setStreaming(true);
+    scrollToEnd();
+  }
+
+  function onDelta(data) {
+    var reply = replyFor(data.message_id);
+    if (data.seq <= reply.lastSeq) return; // seen already (resumed from an earlier seq)
+    if (data.seq !== reply.lastSeq + 1) {
+      // A gap: ask for what is missing.
+      sendFrame({ type: "resume", message_id: Number(data.message_id), last_seq: reply.lastSeq });
+      return;
+    }
+    reply.lastSeq = data.seq;
+    reply.text += data.text;
+    setBody(reply.element, reply.text);
+    scrollToEnd();
+  }
+
+  function finish(reply, status) {
+    reply.status = status;
+    reply.element.dataset.status = status;
+    if (streaming === String(reply.element.dataset.messageId)) {
+      streaming = null;
+      setStreaming(false);
+    }
+  }
+
+  function onDone(data) {
+    var reply = replyFor(data.message_id);
+    finish(reply, data.status);
+    if (reply.lastSeq >= UNKNOWN_SEQ) {
+      // Followed from a stored snapshot: fetch the final text (the server answers resync).
+      sendFrame({ type: "resume", message_id: Number(data.message_id), last_seq: UNKNOWN_SEQ });
+    }
+    setState(reply.element, data.stopped ? "stopped" : "");
+    if (data.stopped) showNotice(reply.element, "Stopped. The text so far is kept.", "info");
+    window.ChatMeter && window.ChatMeter.load(reply.answers || data.message_id);
+  }
+
+  function onError(data) {
+    if (data.message_id) {
+      var reply = replyFor(data.message_id);
+      finish(reply, data.status || "failed");
+      setState(reply.element, data.status === "incomplete" ? "interrupted" : "failed");
+      showNotice(reply.element, data.message, "error");
+      if (data.retryable !== false) addRetry(reply.element, reply.answers);
+      return;
+    }
+    var pending = data.client_id && unacked[data.client_id];
+    if (pending) {
+      delete unacked[data.client_id];
+      setState(pending.element, "not sent");
+      pending.element.dataset.status = "failed";
+      showNotice(pending.element, data.message, "error");
+      if (data.code === "rate_limited") addRetry(pending.element, null, data.client_id, pending.content);
+      return;
+    }
+    showComposerError(data.message || "Something went wrong.");
+  }
+
+  function onState(data) {
+    var reply = replyFor(data.message_id, data.answers);
+    if (reply.retrying && data.status === "failed") return; // the state before the retry
+    reply.text = data.content || "";
+    setBody(reply.element, reply.text);
+    if (data.status === "streaming") {
+      // The delta log is gone: show the stored text, skip deltas, fetch the end on done.
+      reply.lastSeq = UNKNOWN_SEQ;
+      return;
+    }
+    finish(reply, data.status);
+    setState(reply.element, data.status === "complete" ? "" : data.status);
+    if (data.status === "failed" || (data.status === "incomplete" && data.error_message)) {
+      showNotice(reply.element, data.error_message || "The reply failed.", "error");
+      if (data.status === "failed") addRetry(reply.element, reply.answers);
+    }
+    if (data.type === "resync") window.ChatMeter && window.ChatMeter.load(reply.answers || data.message_id);
+  }
+
+  function onCommand(data) {
+    var item = messageItem("system", "/" + data.command, "complete");
+    setBody(item, data.text || "");
+    scrollToEnd();
+  }
+
+  // --- sending -----------------------------------------------------------------------------
+
+  function newClientId() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    var bytes = new Uint8Array(16);
+    crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
+
+  function showComposerError(text) {
+    composerError.textContent = text;
+    composerError.hidden = !text;
+  }
+
+  function send() {
+    var content = input.value;
+    if (!content.trim()) return;
+    if (content.length > config.maxChars) {
+      showComposerError("The message has " + content.length + " characters; the limit is " + config.maxChars + ".");
+      return;
+    }
+    if (attachment) {
+      uploadAttachment(content);
+      return;
+    }
+    showComposerError("");
+    var clientId = newClientId();
+    var item = messageItem("user", config.userLabel, "sending");
+    item.dataset.clientId = clientId;
+    setBody(item, content);
+    setState(item, "sending…");
+    unacked[clientId] = { content: content, element: item };
+    sendFrame({ type: "message", client_id: clientId, content: content });
+    input.value = "";
+    scrollToEnd();
+  }
+
+  function uploadAttachment(content) {
+    var data = new FormData();
+    data.append("image", attachment);
+    data.append("text", content);
+    sendButton.disabled = true;
+    fetch(config.attachmentUrl, {
+      method: "POST",
+      body: data,
+      headers: { "X-CSRFToken": csrfToken() },
+      credentials: "same-origin",
+    }).then(function (response) {
+      return response.json().catch(function () { return {}; });
+    }).then(function (body) {
+      var message = body && body.error ? body.error.message : "The image could not be sent.";
+      showComposerError(message);
+    }).catch(function () {
+      showComposerError("The image could not be sent (network error).");
+    }).then(function () { sendButton.disabled = false; });
+  }
+
+  function csrfToken() {
+    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  function clearAttachment() {
+    attachment = null;
+    fileInput.value = "";
+    chip.hidden = true;
+    chip.textContent = "";
+  }
+
+  fileInput.addEventListener("change", function () {
+    showComposerError("");
+    var file = fileInput.files && fileInput.files[0];
+    if (!file) { clearAttachment(); return; }
+    if (config.attachmentTypes.indexOf(file.type) < 0) {
+      clearAttachment();
+      showComposerError("Attach a PNG, JPEG, GIF or WebP image.");
+      return;
+    }
+    if (file.size > config.maxAttachmentBytes) {
+      clearAttachment();
+      showComposerError("The image is larger than " + Math.round(config.maxAttachmentBytes / 1048576) + " MB.");
+      return;
+    }
+    attachment = file;
+    chip.hidden = false;
+    chip.textContent = "";
+    var name = document.createElement("span");
+    name.textContent = file.name + " (" + Math.ceil(file.size / 1024) + " KB)";
+    var remove = document.createElement("button");
+    remove.type = "button";
+    remove.className = "chip-remove";
+    remove.setAttribute("aria-label", "Remove the image");
+    remove.textContent = "×";
+    remove.addEventListener("click", clearAttachment);
+    chip.appendChild(name);
+    chip.appendChild(remove);
+  });
+
+  form.addEventListener("submit", function (event) {
+    event.preventDefault();
+    send();
+  });
+
+  input.addEventListener("keydown", function (event) {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
+
+  stopButton.addEventListener("click", function () {
+    stopButton.disabled = true;
+    sendFrame({ type: "stop" });
+  });
+
+  renderStored();
+  if (config.isLatestWindow) {
+    connect();
+  } else {
+    form.querySelector("fieldset").disabled = true;
+  }
+  scrollToEnd();
+
+  // For tests and debugging: the live socket (e.g. to simulate a dropped connection).
+  window.ChatSocket = { drop: function () { if (socket) socket.close(); } };
+})();

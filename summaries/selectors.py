@@ -1,0 +1,141 @@
+"""Reads of the summaries app: what summaries a conversation has and what each covers.
+
+Every selector takes the conversation (which carries its tenant) and runs inside that
+tenant's scope; the admin and the API use :func:`summaries_for`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Count, Max, Sum
+
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Conversation
+from summaries.models import Summary, SummaryKind
+
+MAX_LISTED = 500
+
+
+@dataclass(frozen=True)
+class SummaryInfo:
+    """A summary with its source range and what it saved."""
+
+    id: int
+    kind: str
+    level: int
+    first_seq: int
+    last_seq: int
+    first_message_id: int | None
+    last_message_id: int | None
+    period_start: datetime | None
+    period_end: datetime | None
+    token_count: int
+    token_counter: str
+    source_tokens: int
+    model: str
+    prompt_version: str
+    cost_usd: Decimal
+    created_at: datetime
+    merged_into_id: int | None
+    superseded_at: datetime | None
+    replaced_ids: tuple[int, ...]
+    text: str
+    content: dict[str, Any]
+
+    @property
+    def is_current(self) -> bool:
+        return self.merged_into_id is None and self.superseded_at is None
+
+    @property
+    def messages_covered(self) -> int:
+        return self.last_seq - self.first_seq + 1
+
+    @property
+    def compression_ratio(self) -> float:
+        """Source tokens per summary token (how much the summary saves)."""
+        return self.source_tokens / self.token_count if self.token_count else 0.0
+
+
+def summaries_for(
+    conversation: Conversation, *, include_history: bool = False, limit: int = MAX_LISTED
+) -> list[SummaryInfo]:
+    """The conversation's summaries (current only, unless ``include_history``), by kind and
+    source range; each says which messages it covers and which summaries it replaced."""
+    with tenant_scope(conversation.tenant_id):
+        queryset = Summary.objects.filter(conversation_id=conversation.pk)
+        if not include_history:
+            queryset = queryset.filter(merged_into__isnull=True, superseded_at__isnull=True)
+        rows = list(queryset.order_by("kind", "first_seq", "level", "-created_at")[:limit])
+        replaced: dict[int, list[int]] = {}
+        ids = [s.pk for s in rows]
+        if ids:
+            for child_id, parent_id in Summary.objects.filter(merged_into_id__in=ids).values_list(
+                "pk", "merged_into_id"
+            ):
+                replaced.setdefault(parent_id, []).append(child_id)
+    return [
+        SummaryInfo(
+            id=s.pk,
+            kind=s.kind,
+            level=s.level,
+            first_seq=s.first_seq,
+            last_seq=s.last_seq,
+            first_message_id=s.first_message_id,
+            last_message_id=s.last_message_id,
+            period_start=s.period_start,
+            period_end=s.period_end,
+            token_count=s.token_count,
+            token_counter=s.token_counter,
+            source_tokens=s.source_tokens,
+            model=s.model,
+            prompt_version=s.prompt_version,
+            cost_usd=s.cost_usd,
+            created_at=s.created_at,
+            merged_into_id=s.merged_into_id,
+            superseded_at=s.superseded_at,
+            replaced_ids=tuple(sorted(replaced.get(s.pk, []))),
+            text=s.text,
+            content=s.content if isinstance(s.content, dict) else {},
+        )
+        for s in rows
+    ]
+
+
+def summary_get(conversation: Conversation, summary_id: int) -> Summary:
+    """One summary of this conversation; Summary.DoesNotExist for missing and forbidden."""
+    with tenant_scope(conversation.tenant_id):
+        return Summary.objects.get(pk=summary_id, conversation_id=conversation.pk)
+
+
+@dataclass(frozen=True)
+class RollingCoverage:
+    covered_upto: int
+    current: int
+    source_tokens: int
+
+
+def rolling_coverage(conversation: Conversation) -> RollingCoverage:
+    """How far the current rolling summaries reach (one indexed aggregate)."""
+    with tenant_scope(conversation.tenant_id):
+        agg = Summary.objects.filter(
+            conversation_id=conversation.pk,
+            kind=SummaryKind.ROLLING,
+            merged_into__isnull=True,
+            superseded_at__isnull=True,
+        ).aggregate(upto=Max("last_seq"), n=Count("pk"), src=Sum("source_tokens"))
+    return RollingCoverage(
+        covered_upto=agg["upto"] or 0, current=agg["n"] or 0, source_tokens=agg["src"] or 0
+    )
+
+
+def latest_summary_seq(conversation: Conversation) -> int:
+    """The highest message seq any current summary of the conversation covers (0: none)."""
+    with tenant_scope(conversation.tenant_id):
+        agg = Summary.objects.filter(
+            conversation_id=conversation.pk, merged_into__isnull=True, superseded_at__isnull=True
+        ).aggregate(upto=Max("last_seq"))
+    return agg["upto"] or 0

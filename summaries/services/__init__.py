@@ -1,0 +1,32 @@
+"""Writes of the summaries app. Tasks, the reply pipeline and the admin call these."""
+
+from .common import Result
+from .continuation import (
+    continuation_summary_ensure,
+    needs_continuation_summary,
+    schedule_continuation_summary,
+)
+from .periodic import DueBatch, PeriodicResult, periodic_due_batch, periodic_summary_refresh
+from .rolling import (
+    RollingState,
+    merge_rolling,
+    rolling_state,
+    schedule_summary_if_needed,
+    summary_refresh,
+)
+
+__all__ = [
+    "DueBatch",
+    "PeriodicResult",
+    "Result",
+    "RollingState",
+    "continuation_summary_ensure",
+    "merge_rolling",
+    "needs_continuation_summary",
+    "periodic_due_batch",
+    "periodic_summary_refresh",
+    "rolling_state",
+    "schedule_continuation_summary",
+    "schedule_summary_if_needed",
+    "summary_refresh",
+]

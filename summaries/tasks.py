@@ -1,0 +1,247 @@
+"""Celery tasks of the summaries app: thin adapters over the services.
+
+Every task takes ids, is idempotent (a second run changes nothing), retries only transient
+errors (database connection/lock failures, an unavailable provider, the broker or cache
+being unreachable) with capped exponential backoff, and has soft and hard time limits.
+The services bound their own work below the soft limit and ask for another run when more
+remains, which the task enqueues. The beat tasks claim their run for a dedupe window, so a
+second beat started by mistake does not double the work.
+
+Retry backoff (at most ``RETRY_BACKOFF_MAX`` s) plus the hard time limit stays below the
+Redis broker's visibility timeout (3,600 s), so a task waiting for its retry is never
+redelivered to a second worker.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.db import InterfaceError, OperationalError
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
+
+from summaries import backfill as backfill_core
+from summaries.locks import claim_run, exclusive
+from summaries.services import (
+    continuation_summary_ensure,
+    periodic_due_batch,
+    periodic_summary_refresh,
+    summary_refresh,
+)
+from summaries.summarizer import SummaryUnavailable
+
+try:  # the cache and broker client; absent only in exotic installs
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    _REDIS_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError)
+except ImportError:  # pragma: no cover
+    _REDIS_ERRORS = ()
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    OperationalError,
+    InterfaceError,
+    SummaryUnavailable,
+    BrokerError,
+    *_REDIS_ERRORS,
+)
+RETRY_BACKOFF_MAX = 600
+MAX_RETRIES = 6
+
+SUMMARY_SOFT_LIMIT, SUMMARY_HARD_LIMIT = 300, 360
+SUMMARY_WORK_SECONDS = 200  # start no new chunk after this; the rest goes to the next run
+FANOUT_SOFT_LIMIT, FANOUT_HARD_LIMIT = 120, 150
+FANOUT_WORK_SECONDS = 60
+FANOUT_BATCH = 500
+BACKFILL_SOFT_LIMIT, BACKFILL_HARD_LIMIT = 240, 270
+BACKFILL_WORK_SECONDS = 180
+
+DEFAULT_DEDUPE_SECONDS = {
+    "refresh_periodic_summaries": 20 * 60,  # scheduled hourly
+    "backfill_token_counts": 2 * 60,  # scheduled every 5 minutes
+}
+
+COMMON: dict[str, Any] = {
+    "autoretry_for": TRANSIENT_ERRORS,
+    "retry_backoff": 10,
+    "retry_backoff_max": RETRY_BACKOFF_MAX,
+    "retry_jitter": True,
+    "max_retries": MAX_RETRIES,
+    "acks_late": True,
+    "ignore_result": True,
+}
+
+
+def dedupe_seconds(task: str) -> int:
+    configured = getattr(settings, "SUMMARIES_BEAT_DEDUPE_SECONDS", {}) or {}
+    return int(configured.get(task, DEFAULT_DEDUPE_SECONDS[task]))
+
+
+def _deadline(seconds: float) -> float:
+    return time.monotonic() + seconds
+
+
+def _same_queue(task: Any) -> dict[str, Any]:
+    """Options that send a follow-up run to the queue the current run came from."""
+    info = getattr(task.request, "delivery_info", None) or {}
+    queue = info.get("routing_key")
+    return {"queue": queue} if queue else {}
+
+
+@shared_task(
+    name="summaries.tasks.refresh_rolling_summary",
+    soft_time_limit=SUMMARY_SOFT_LIMIT,
+    time_limit=SUMMARY_HARD_LIMIT,
+    bind=True,
+    **COMMON,
+)
+def refresh_rolling_summary(self: Any, tenant_id: int, conversation_id: int) -> dict[str, Any]:
+    """Build the conversation's due rolling summaries (and merges); re-enqueue if more."""
+    result = summary_refresh(tenant_id, conversation_id, deadline=_deadline(SUMMARY_WORK_SECONDS))
+    if result.more:
+        refresh_rolling_summary.apply_async(
+            (tenant_id, conversation_id), countdown=1, **_same_queue(self)
+        )
+    return result.as_dict()
+
+
+@shared_task(
+    name="summaries.tasks.summarize_for_continuation",
+    soft_time_limit=SUMMARY_SOFT_LIMIT,
+    time_limit=SUMMARY_HARD_LIMIT,
+    bind=True,
+    **COMMON,
+)
+def summarize_for_continuation(self: Any, tenant_id: int, conversation_id: int) -> dict[str, Any]:
+    """Summarise the whole history of a conversation being continued (bounded per run)."""
+    result = continuation_summary_ensure(
+        tenant_id, conversation_id, deadline=_deadline(SUMMARY_WORK_SECONDS)
+    )
+    if result.more:
+        countdown = 30 if result.status == "locked" else 1
+        summarize_for_continuation.apply_async(
+            (tenant_id, conversation_id), countdown=countdown, **_same_queue(self)
+        )
+    return result.as_dict()
+
+
+@shared_task(
+    name="summaries.tasks.refresh_periodic_summary",
+    soft_time_limit=SUMMARY_SOFT_LIMIT,
+    time_limit=SUMMARY_HARD_LIMIT,
+    **COMMON,
+)
+def refresh_periodic_summary(
+    tenant_id: int, conversation_id: int, kinds: list[str] | None = None
+) -> dict[str, Any]:
+    """Refresh one conversation's 7-day / 30-day summaries that are due."""
+    if kinds:
+        result = periodic_summary_refresh(tenant_id, conversation_id, kinds=kinds)
+    else:
+        result = periodic_summary_refresh(tenant_id, conversation_id)
+    return result.as_dict()
+
+
+@shared_task(
+    name="summaries.tasks.refresh_periodic_summaries",
+    soft_time_limit=FANOUT_SOFT_LIMIT,
+    time_limit=FANOUT_HARD_LIMIT,
+    bind=True,
+    **COMMON,
+)
+def refresh_periodic_summaries(
+    self: Any, after_id: int = 0, batch_size: int = FANOUT_BATCH
+) -> dict[str, Any]:
+    """Beat: sweep conversations by id in bounded batches and dispatch, per conversation,
+    the periodic summaries that are due and the carry-over summaries that are missing.
+
+    A run started by beat (``after_id == 0``) claims the dedupe window first; a sweep that
+    runs out of time continues in a new task from where it stopped.
+    """
+    name = "refresh_periodic_summaries"
+    if after_id == 0 and not claim_run(name, dedupe_seconds(name)):
+        return {"status": "duplicate"}
+    deadline = _deadline(FANOUT_WORK_SECONDS)
+    now = timezone.now()
+    cursor, periodic, continuations, scanned = after_id, 0, 0, 0
+    status = "done"
+    while True:
+        batch = periodic_due_batch(after_id=cursor, batch_size=batch_size, now=now)
+        scanned += batch.scanned
+        for tenant_id, conversation_id, kinds in batch.periodic:
+            refresh_periodic_summary.apply_async(
+                (tenant_id, conversation_id, list(kinds)), **_same_queue(self)
+            )
+            periodic += 1
+        for tenant_id, conversation_id in batch.continuations:
+            summarize_for_continuation.apply_async(
+                (tenant_id, conversation_id), **_same_queue(self)
+            )
+            continuations += 1
+        if batch.next_after_id is None:
+            break
+        cursor = batch.next_after_id
+        if time.monotonic() > deadline:
+            refresh_periodic_summaries.apply_async(
+                kwargs={"after_id": cursor, "batch_size": batch_size},
+                countdown=1,
+                **_same_queue(self),
+            )
+            status = "continued"
+            break
+    return {
+        "status": status,
+        "scanned": scanned,
+        "periodic": periodic,
+        "continuations": continuations,
+        "after_id": cursor,
+    }
+
+
+@shared_task(
+    name="summaries.tasks.backfill_token_counts",
+    soft_time_limit=BACKFILL_SOFT_LIMIT,
+    time_limit=BACKFILL_HARD_LIMIT,
+    bind=True,
+    **COMMON,
+)
+def backfill_token_counts(
+    self: Any,
+    tenant_id: int | None = None,
+    from_tenant_id: int = 0,
+    batch_size: int = backfill_core.DEFAULT_BATCH_SIZE,
+    continuation: bool = False,
+) -> dict[str, Any]:
+    """Beat: give legacy messages their token counts and recount those counted by another
+    counter than their policy's model uses (every tenant, or one). Resumable: a run that
+    reaches its time budget continues in a new task from the tenant it stopped in."""
+    name = "backfill_token_counts"
+    if not continuation and tenant_id is None and not claim_run(name, dedupe_seconds(name)):
+        return {"status": "duplicate"}
+    scope = "all" if tenant_id is None else str(tenant_id)
+    with exclusive(f"backfill:{scope}", BACKFILL_HARD_LIMIT + 30) as acquired:
+        if not acquired:
+            return {"status": "locked"}
+        stats, resume_from = backfill_core.backfill_token_counts(
+            tenant_id=tenant_id,
+            from_tenant_id=from_tenant_id,
+            batch_size=batch_size,
+            deadline=_deadline(BACKFILL_WORK_SECONDS),
+            # Background work stays gentle by default; a large legacy import can raise it.
+            workers=int(getattr(settings, "SUMMARIES_BACKFILL_WORKERS", 0)),
+        )
+    if resume_from is not None:
+        backfill_token_counts.apply_async(
+            kwargs={
+                "tenant_id": tenant_id,
+                "from_tenant_id": resume_from,
+                "batch_size": batch_size,
+                "continuation": True,
+            },
+            countdown=1,
+            **_same_queue(self),
+        )
+    return {"status": "continued" if resume_from is not None else "done", **stats.as_dict()}

@@ -1,0 +1,70 @@
+"""Summaries with their source ranges, and refresh requests."""
+
+from __future__ import annotations
+
+import builtins
+
+import pytest
+
+from tests.api.conftest import API, error_of
+from tests.api.helpers import add_message, add_summary
+
+pytestmark = pytest.mark.django_db
+
+
+def test_summaries_with_their_source_ranges(client_a, conversation_a, member_a):
+    messages = [add_message(conversation_a, member_a, f"m{i}") for i in range(4)]
+    summary = add_summary(conversation_a, messages[0], messages[2])
+    body = client_a.get(f"{API}/conversations/{conversation_a.pk}/summaries/").json()
+    assert len(body["results"]) == 1
+    item = body["results"][0]
+    assert item["id"] == summary.pk and item["kind"] == "rolling"
+    assert (item["first_seq"], item["last_seq"]) == (1, 3)
+    assert (item["first_message_id"], item["last_message_id"]) == (
+        messages[0].pk,
+        messages[2].pk,
+    )
+    assert item["messages_covered"] == 3 and item["is_current"] is True
+    assert item["content"]["summary"] == "They planned."
+    history = client_a.get(f"{API}/conversations/{conversation_a.pk}/summaries/?history=true")
+    assert len(history.json()["results"]) == 1
+    error_of(client_a.get(f"{API}/conversations/{conversation_a.pk}/summaries/?history=often"), 400)
+
+
+def test_refresh_dispatches_the_task_after_commit(
+    client_a, conversation_a, monkeypatch, django_capture_on_commit_callbacks
+):
+    from summaries import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.refresh_rolling_summary, "delay", lambda *a: sent.append(a))
+    url = f"{API}/conversations/{conversation_a.pk}/summaries/refresh/"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_a.post(url)
+    assert response.status_code == 202 and response.json() == {"status": "queued"}
+    assert sent == [(conversation_a.tenant_id, conversation_a.pk)]
+
+
+def test_refresh_tolerates_a_missing_summaries_feature(client_a, conversation_a, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_tasks(name, *args, **kwargs):
+        if name == "summaries.tasks":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_tasks)
+    response = client_a.post(f"{API}/conversations/{conversation_a.pk}/summaries/refresh/")
+    assert response.status_code == 202 and response.json() == {"status": "unavailable"}
+
+
+def test_another_tenants_summaries_are_404(client_a, conversation_b, member_b, monkeypatch):
+    from summaries import tasks
+
+    sent = []
+    monkeypatch.setattr(tasks.refresh_rolling_summary, "delay", lambda *a: sent.append(a))
+    first = add_message(conversation_b, member_b, "x")
+    add_summary(conversation_b, first, first)
+    error_of(client_a.get(f"{API}/conversations/{conversation_b.pk}/summaries/"), 404)
+    error_of(client_a.post(f"{API}/conversations/{conversation_b.pk}/summaries/refresh/"), 404)
+    assert sent == []

@@ -1,0 +1,115 @@
+"""The search query builder (pure): scripts, stop words, stemming, sanitising."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chats.retrieval.query import (
+    FOLD_FROM,
+    FOLD_TO,
+    build_query,
+    detect_stop_languages,
+    fold,
+    stem,
+    words_of,
+)
+
+
+def texts(query):
+    return [t.text for t in query.terms]
+
+
+def test_english_question_keeps_content_words_as_prefix_stems():
+    q = build_query("When did Melanie paint a sunrise?")
+    assert texts(q) == ["melani", "paint", "sunris"]
+    assert all(t.prefix for t in q.terms)
+    assert q.tsquery() == "'melani':* | 'paint':* | 'sunris':*"
+    assert q.fts5() == '"melani"* OR "paint"* OR "sunris"*'
+
+
+@pytest.mark.parametrize(
+    ("word", "root"),
+    [
+        ("painting", "paint"),
+        ("painted", "paint"),
+        ("adoption", "adopt"),
+        ("kids", "kid"),
+        ("art", "art"),
+        ("поддержки", "поддержк"),
+        ("группу", "групп"),
+        ("2023", "2023"),
+    ],
+)
+def test_light_stemming(word, root):
+    assert stem(word) == root
+
+
+def test_cyrillic_stop_words_and_stems():
+    q = build_query("Когда Каролина ходила в группу поддержки?")
+    assert "в" not in texts(q) and "когда" not in texts(q)
+    assert {"групп", "поддержк"} <= set(texts(q))
+
+
+def test_stop_lists_follow_the_language_of_the_query():
+    # "son", "war", "die" are stop words in French / German, not in an English question.
+    q = build_query("Where did my son go to war and why did the plant die?")
+    assert detect_stop_languages(words_of("where did my son go to war")) == ("en",)
+    assert {"son", "war", "die"} <= set(texts(q))
+    assert "did" not in texts(q)
+    german = build_query("Wann war die Hochzeit von Anna?")
+    assert texts(german) == ["hochzeit", "anna"]
+
+
+def test_cjk_becomes_character_bigrams():
+    q = build_query("我喜欢吃苹果")
+    assert [t.text for t in q.terms] == ["我喜", "喜欢", "欢吃", "吃苹", "苹果"]
+    assert all(t.bigram for t in q.terms)
+    assert "'苹' <-> '果'" in q.tsquery()
+    assert q.fts5() == ""  # SQLite answers bigrams with its bounded scan instead
+    korean = build_query("학교에서 만나요")
+    assert "학교" in texts(korean)
+
+
+def test_mixed_scripts_and_accents_fold():
+    q = build_query("Où est le café de Jérôme? Tokyo 東京")
+    assert texts(q) == ["cafe", "jerom", "tokyo", "東京"]
+    assert fold("ÉCOLE Ёлка") == "ecole елка"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "   ", "the of and to", "?!...", "\"*:&|!()'\\", "a b c", "\x00\x00", "我"],
+)
+def test_queries_with_nothing_searchable_are_empty_or_safe(text):
+    q = build_query(text)
+    for term in q.terms:
+        assert term.text.isalnum()
+    if text in ("", "   ", "the of and to", "?!...", "\"*:&|!()'\\", "a b c", "\x00\x00"):
+        assert q.is_empty
+        assert q.tsquery() == "" and q.fts5() == ""
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_rendered_queries_only_hold_letters_digits_and_our_operators(text):
+    q = build_query(text)
+    assert len(q.terms) <= 32
+    for term in q.terms:
+        assert term.text and all(ch.isalnum() for ch in term.text)
+        assert "'" not in term.text and '"' not in term.text
+
+
+def test_fold_table_matches_the_migration_copy():
+    migration = importlib.import_module("chats.migrations.0002_message_search")
+    assert migration.FOLD_FROM == FOLD_FROM
+    assert migration.FOLD_TO == FOLD_TO
+    assert len(FOLD_FROM) == len(FOLD_TO)
+
+
+def test_without_drops_names_and_their_stems():
+    q = build_query("What did Caroline paint?")
+    assert texts(q.without(["Caroline"])) == ["paint"]

@@ -1,0 +1,84 @@
+"""Re-ranking candidates (pure): BM25, speaker and time cues, neighbouring turns."""
+
+from __future__ import annotations
+
+from chats.context.types import MessageItem
+from chats.retrieval.query import build_query
+from chats.retrieval.rerank import (
+    Candidate,
+    RerankConfig,
+    bm25_scores,
+    neighbor_seqs,
+    rerank,
+    score,
+    to_retrieved,
+)
+
+NO_NEIGHBORS = RerankConfig(neighbor_next=0.0, neighbor_prev=0.0)
+
+
+def cands(*texts, authors=None):
+    authors = authors or [None] * len(texts)
+    return [
+        Candidate(i + 1, i + 1, t, a) for i, (t, a) in enumerate(zip(texts, authors, strict=True))
+    ]
+
+
+def test_bm25_rewards_rare_terms_and_near_inflections():
+    q = build_query("dog pelican")
+    docs = ["the dog barked"] * 5 + ["a pelican landed", "dog and pelican"]
+    scores = [s for s, _ in bm25_scores(q.terms, docs, total_docs=50, k1=1.2, b=0.4)]
+    assert scores[6] > scores[5] > scores[0]
+    paint = build_query("paint")
+    near, far = bm25_scores(paint.terms, ["painting", "paintbrushes"], total_docs=10, k1=1.2, b=0.0)
+    assert near[0] > far[0] > 0
+
+
+def test_named_speaker_is_not_a_search_word_but_a_boost():
+    q = build_query("What did Caroline paint?")
+    candidates = cands(
+        "Hey Caroline, did you paint today?",  # the other speaker names her
+        "I paint every weekend.",  # Caroline's own turn
+        authors=["mel", "caro"],
+    )
+    ranked = rerank(
+        q,
+        candidates,
+        total_docs=10,
+        names={"caro": ["Caroline"], "mel": ["Melanie"]},
+        config=NO_NEIGHBORS,
+    )
+    assert ranked[0].candidate.author == "caro"
+
+
+def test_neighbours_inherit_a_share_of_the_hit():
+    q = build_query("How did the kids handle the accident?")
+    candidates = [Candidate(10, 10, "How did they handle the accident?", "a")]
+    neighbors = [
+        Candidate(9, 9, "The kids look cute.", "a"),
+        Candidate(11, 11, "They were scared but fine.", "b"),
+        Candidate(12, 12, "Good to hear.", "a"),
+    ]
+    config = RerankConfig(neighbor_next=0.5, neighbor_prev=0.25, neighbor_depth=2)
+    scored = score(q, candidates, total_docs=100, config=config)
+    assert neighbor_seqs(scored, hits=5, depth=2) == {8, 9, 11, 12}
+    ranked = rerank(q, candidates, total_docs=100, neighbors=neighbors, config=config)
+    by_seq = {s.candidate.seq: s for s in ranked}
+    hit = by_seq[10].score
+    assert by_seq[11].score == hit * 0.5 and by_seq[11].via == 10
+    assert by_seq[9].score == hit * 0.25
+    assert by_seq[12].score == hit * 0.25
+    assert [s.candidate.seq for s in ranked] == [10, 11, 12, 9]  # ties: newer first
+
+
+def test_to_retrieved_keeps_order_and_attaches_fetched_neighbors():
+    items = {i: MessageItem(i, i, "user", f"m{i}") for i in range(1, 6)}
+    ranked = rerank(
+        build_query("m3"),
+        [Candidate(3, 3, "m3")],
+        total_docs=5,
+        neighbors=[Candidate(i, i, f"m{i}") for i in (2, 4)],
+    )
+    out = to_retrieved(ranked, items, neighbors=1, max_items=2)
+    assert [r.message.seq for r in out] == [3, 4]
+    assert {n.seq for n in out[0].neighbors} == {2, 4}

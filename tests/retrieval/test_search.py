@@ -1,0 +1,179 @@
+"""Full-text search over one conversation, on whichever backend the suite runs (SQLite FTS5 or
+PostgreSQL tsvector): relevance, scoping, bounds, hostile input, index maintenance."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Message
+from chats.retrieval import build_query, search_messages
+from chats.services import conversation_create
+from chats.services.messages import message_finish
+
+from .conftest import add
+
+pytestmark = pytest.mark.django_db
+
+FILLER = [
+    "Good morning, how are you today?",
+    "I am fine, thanks for asking.",
+    "The weather is nice in Lisbon this week.",
+    "We should grab coffee sometime soon.",
+]
+
+
+def search(conversation, text, limit=10, before_seq=None):
+    return search_messages(
+        tenant_id=conversation.tenant_id,
+        conversation_id=conversation.pk,
+        query=build_query(text),
+        limit=limit,
+        before_seq=before_seq,
+    )
+
+
+def test_finds_the_relevant_message_first(conversation, member_a):
+    add(conversation, member_a, *FILLER)
+    (target,) = add(conversation, member_a, "Last year I painted a sunrise over the lake.")
+    add(conversation, member_a, *FILLER)
+    hits = search(conversation, "When did you paint the sunrise?")
+    assert hits[0].message_id == target.pk
+    assert hits[0].seq == target.seq
+    assert hits[0].score > 0
+    assert all(h.score <= hits[0].score for h in hits)
+
+
+def test_rarer_terms_weigh_more(conversation, member_a):
+    add(conversation, member_a, *[f"We talked about the dog again ({i})." for i in range(8)])
+    (rare,) = add(conversation, member_a, "The dog chased a pelican on the beach.")
+    hits = search(conversation, "dog pelican")
+    assert hits[0].message_id == rare.pk
+
+
+def test_prefix_and_accent_folding(conversation, member_a):
+    (cafe,) = add(conversation, member_a, "Rendez-vous au Café de Flore à Paris.")
+    (run,) = add(conversation, member_a, "She was running marathons every spring.")
+    assert [h.message_id for h in search(conversation, "cafe")] == [cafe.pk]
+    assert [h.message_id for h in search(conversation, "runs")] == [run.pk]
+
+
+def test_cyrillic_and_cjk(conversation, member_a):
+    add(conversation, member_a, *FILLER)
+    (ru,) = add(conversation, member_a, "Вчера я ходила в группу поддержки.")
+    (zh,) = add(conversation, member_a, "我昨天买了很多苹果和香蕉。")
+    (ko,) = add(conversation, member_a, "주말에 학교에서 친구를 만났어요.")
+    assert search(conversation, "Когда она ходила в группу поддержки?")[0].message_id == ru.pk
+    assert search(conversation, "你喜欢苹果吗")[0].message_id == zh.pk
+    assert search(conversation, "학교는 어디예요?")[0].message_id == ko.pk
+
+
+def test_scoped_to_tenant_and_conversation(conversation, member_a, tenant_b, member_b):
+    (mine,) = add(conversation, member_a, "The pelican flew over the harbour.")
+    other_conversation = conversation_create(tenant=conversation.tenant, created_by=member_a)
+    add(other_conversation, member_a, "pelican pelican pelican harbour harbour pelican")
+    foreign = conversation_create(tenant=tenant_b, created_by=member_b)
+    add(foreign, member_b, *["pelican harbour pelican harbour pelican"] * 5)
+    hits = search(conversation, "pelican harbour", limit=100)
+    assert [h.message_id for h in hits] == [mine.pk]
+    # The other tenant's conversation id with our tenant id finds nothing, and vice versa.
+    assert not search_messages(
+        tenant_id=conversation.tenant_id,
+        conversation_id=foreign.pk,
+        query=build_query("pelican"),
+        limit=10,
+    )
+    assert not search_messages(
+        tenant_id=tenant_b.pk,
+        conversation_id=conversation.pk,
+        query=build_query("pelican"),
+        limit=10,
+    )
+
+
+def test_before_seq_and_limit(conversation, member_a):
+    messages = add(conversation, member_a, *[f"note {i} about the garden" for i in range(12)])
+    hits = search(conversation, "garden", limit=5)
+    assert len(hits) == 5
+    before = messages[6].seq
+    hits = search(conversation, "garden", limit=100, before_seq=before)
+    assert len(hits) == 6
+    assert all(h.seq < before for h in hits)
+    assert search(conversation, "garden", limit=0) == []
+
+
+HOSTILE = [
+    "",
+    "   ",
+    "the and of to",
+    "?!?!...",
+    "'\"",
+    "a:b c:* d & e | f ! (g) <-> h",
+    "body : pelican",
+    "scope:t1c1 OR pelican",
+    'NEAR(pelican harbour) AND NOT "x" ^pelican -harbour +x',
+    "pelican\x00harbour",
+    "'; DROP TABLE chats_message; --",
+    "\\' \\\" %s %(x)s {0} $1 ?",
+    "我",
+    "😀🎉 ✨",
+    "x" * 5000,
+    " ".join(f"word{i}" for i in range(300)),
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_or_empty_queries_never_fail(conversation, member_a, text):
+    (pelican,) = add(conversation, member_a, "The pelican flew over the harbour.")
+    hits = search(conversation, text)
+    assert all(h.message_id == pelican.pk for h in hits)
+
+
+def test_one_query_per_search_none_for_empty(conversation, member_a, django_assert_num_queries):
+    add(conversation, member_a, *FILLER)
+    with django_assert_num_queries(1):
+        search(conversation, "coffee weather Lisbon", limit=50)
+    with django_assert_num_queries(1):
+        search(conversation, "苹果 coffee", limit=50)
+    with django_assert_num_queries(0):
+        search(conversation, "the and of")
+
+
+def test_index_follows_edits_and_deletes(conversation, member_a):
+    (message,) = add(conversation, member_a, "Original text about tulips.")
+    assert [h.message_id for h in search(conversation, "tulips")] == [message.pk]
+    message_finish(message=message, content="Rewritten text about orchids.", status="complete")
+    assert search(conversation, "tulips") == []
+    assert [h.message_id for h in search(conversation, "orchids")] == [message.pk]
+    with tenant_scope(conversation.tenant_id):
+        Message.objects.filter(pk=message.pk).delete()
+    assert search(conversation, "orchids") == []
+
+
+def test_postgres_index_leads_with_tenant_when_btree_gin_is_available(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'chats_message_search_idx'"
+        )
+        (definition,) = cursor.fetchone()
+        cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'btree_gin'")
+        has_btree_gin = cursor.fetchone() is not None
+    assert "gin" in definition.lower()
+    if has_btree_gin:
+        assert "(tenant_id, conversation_id, search_vector)" in definition
+
+
+def test_sqlite_index_triggers_survive_all_migrations(db):
+    """A later migration that rebuilds chats_message on SQLite (Django's table remake) drops
+    its triggers and the index silently goes stale: this catches it."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'chats_message'"
+        )
+        names = {row[0] for row in cursor.fetchall()}
+    assert {"chats_message_fts_ai", "chats_message_fts_ad", "chats_message_fts_au"} <= names

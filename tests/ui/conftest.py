@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import pytest
+
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly import assemble_turn, turn_record_create
+from chats.models import Role, TurnRecord
+from chats.replies import runner
+from chats.replies.coordination import reset_coordination
+from chats.replies.intake import accept_user_message
+from chats.services import conversation_create, message_create
+
+
+@pytest.fixture(autouse=True)
+def _fresh_coordination():
+    reset_coordination()
+    runner.set_provider_factory(None)
+    yield
+    runner.set_provider_factory(None)
+    reset_coordination()
+
+
+@pytest.fixture
+def conversation_a(tenant_a, member_a):
+    return conversation_create(tenant=tenant_a, created_by=member_a, title="Trip planning")
+
+
+@pytest.fixture
+def member_client(client, member_a):
+    client.force_login(member_a)
+    return client
+
+
+def answered_turn(conversation, user, text: str, client_id: str | None = None):
+    """Store a user message, assemble its turn with the real assembly, store the record and
+    a reply (what the reply pipeline does, without the async runner)."""
+    message, _ = accept_user_message(
+        conversation=conversation, user=user, content=text, client_id=client_id
+    )
+    turn = assemble_turn(conversation, message)
+    record = turn_record_create(turn=turn, user_message=message)
+    reply, _ = message_create(
+        conversation=conversation,
+        role=Role.ASSISTANT,
+        content=f"You said: {text}",
+        answers=message,
+        validate=False,
+    )
+    with tenant_scope(conversation.tenant_id):
+        TurnRecord.objects.filter(pk=record.pk).update(
+            assistant_message=reply, completion_tokens=reply.token_count or 0
+        )
+    return message

@@ -1,0 +1,70 @@
+"""The memories page: the user's facts with add, edit (kept as history) and delete."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from memory.selectors import current_facts, fact_history
+from memory.services import fact_save
+
+pytestmark = pytest.mark.django_db
+
+
+def test_add_lists_the_fact(member_client, tenant_a, member_a):
+    response = member_client.post(
+        reverse("chats_ui:memory_add"), {"text": "I live in Lisbon", "key": "home city"}
+    )
+    assert response.status_code == 302
+    page = member_client.get(reverse("chats_ui:memory_list")).content.decode()
+    assert "I live in Lisbon" in page and "home_city" in page
+    [fact] = current_facts(tenant_a, member_a)
+    assert fact.key == "home_city" and fact.source == "user"
+
+
+def test_invalid_fact_says_what_is_wrong(member_client, tenant_a, member_a):
+    response = member_client.post(
+        reverse("chats_ui:memory_add"), {"text": "x" * 600, "key": ""}, follow=True
+    )
+    assert "the limit is 500" in response.content.decode()
+    bad_key = member_client.post(
+        reverse("chats_ui:memory_add"), {"text": "ok", "key": "no way!"}, follow=True
+    )
+    assert "The key must be" in bad_key.content.decode()
+    assert current_facts(tenant_a, member_a) == []
+
+
+def test_edit_keeps_the_earlier_text_as_history(member_client, tenant_a, member_a):
+    fact = fact_save(tenant_a, member_a, "Likes tea")
+    url = reverse("chats_ui:memory_edit", args=[fact.pk])
+    assert b"Likes tea" in member_client.get(url).content
+    response = member_client.post(url, {"text": "Likes green tea"})
+    assert response.status_code == 302
+    [current] = current_facts(tenant_a, member_a)
+    assert current.text == "Likes green tea"
+    history = member_client.get(reverse("chats_ui:memory_history", args=[current.pk]))
+    body = history.content.decode()
+    assert "Likes tea" in body and "Likes green tea" in body
+    listing = member_client.get(reverse("chats_ui:memory_list")).content.decode()
+    assert "<s>Likes tea</s>" in listing  # the history section
+    # The replaced version is history: it cannot be edited any more.
+    assert member_client.get(url).status_code == 404
+
+
+def test_delete_forgets_the_fact_and_its_versions(member_client, tenant_a, member_a):
+    fact = fact_save(tenant_a, member_a, "Has a cat")
+    response = member_client.post(reverse("chats_ui:memory_delete", args=[fact.pk]))
+    assert response.status_code == 302
+    assert current_facts(tenant_a, member_a) == []
+    assert fact_history(tenant_a, member_a) == []
+    assert member_client.get(reverse("chats_ui:memory_delete", args=[fact.pk])).status_code == 405
+
+
+def test_facts_are_paginated(member_client, tenant_a, member_a):
+    for i in range(25):
+        fact_save(tenant_a, member_a, f"Fact number {i}")
+    first = member_client.get(reverse("chats_ui:memory_list")).content.decode()
+    assert "Fact number 24" in first and "Fact number 0<" not in first
+    assert "Page 1 of 2" in first
+    second = member_client.get(reverse("chats_ui:memory_list"), {"page": 2}).content.decode()
+    assert "Fact number 0" in second
