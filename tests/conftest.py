@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests.factories import make_admin, make_member, make_tenant
 from tests.fakes.fixtures import (  # noqa: F401  (fixtures for every test)
@@ -9,6 +12,11 @@ from tests.fakes.fixtures import (  # noqa: F401  (fixtures for every test)
     fake_openai,
     fake_openai_server,
 )
+
+# CI runs the property tests with a fixed seed, so a run is reproducible; locally they explore.
+hypothesis_settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 @pytest.fixture(autouse=True)

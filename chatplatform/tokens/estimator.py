@@ -111,7 +111,8 @@ class EstimatorCounter(TokenCounter):
         self._weights = tuple(self.coefficients[name] for name in FEATURE_NAMES)
         self._lexicon = lexicon
         punct = [self.coefficients[f] for f in PUNCT_RUN_FEATURES]
-        self.seam_tolerance = 1 + math.ceil(
+        # 2: each of the two parts' counts rounds up once, the joined text's once.
+        self.seam_tolerance = 2 + math.ceil(
             sum(self.coefficients[f] for f in WHITESPACE_SEAM_FEATURES) + max(punct) - min(punct)
         )
         latin, upper, accented, extended = (self.coefficients[f] for f in LATIN_CHAR_FEATURES)

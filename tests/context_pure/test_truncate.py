@@ -38,7 +38,8 @@ def test_middle_cut_fits_exactly_and_keeps_head_and_tail(text: str, limit: int) 
     assert cut.truncated
     if limit >= 20:
         assert "tokens omitted …]" in cut.text
-        head, _, rest = cut.text.partition("\n[… ")
+        head, _, rest = ("\n" + cut.text).partition("\n[… ")
+        head = head.removeprefix("\n")
         tail = rest.partition(" tokens omitted …]")[2].removeprefix("\n")
         assert text.startswith(head) and text.endswith(tail)
         assert _clean_cut(text, len(head)) and _clean_cut(text, len(text) - len(tail))
