@@ -1,10 +1,11 @@
 """Bounded, indexed reads that fetch assembly candidates. All take the tenant's conversation
 and run inside its tenant scope; none loads a whole conversation.
 
-Query plan of one turn: (1) an index-only walk of ``(tenant, conversation, seq desc)`` reading
-``token_count`` for at most ``recent_message_cap`` rows; (2) the contents of the rows that can
-fit; (3) current summaries (bounded by kinds and ``max_summaries_in_context``); (4) the user's
-current facts (at most ``max_facts_per_user``); (5) retrieval (its own bounded query).
+Query plan of one turn: (1) recent history in ONE query: an index-only walk of
+``(tenant, conversation, seq desc)`` summing ``token_count`` over at most
+``recent_message_cap`` rows, joined to the contents of the rows that can fit; (2) current
+summaries (bounded by kinds and ``max_summaries_in_context``); (3) the user's current facts
+(at most ``max_facts_per_user``); (4) retrieval (its own bounded queries).
 """
 
 from __future__ import annotations
@@ -14,31 +15,16 @@ from datetime import UTC
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q
-from django.db.models.functions import Substr
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.context.types import FactItem, MessageItem, SummaryItem
-from chats.models import Conversation, Message
+from chats.models import Conversation
 from memory.models import UserFact
 from summaries.models import Summary
 
 REPLY_EXCERPT_CHARS = 120
-MESSAGE_FIELDS = (
-    "id",
-    "seq",
-    "role",
-    "content",
-    "token_count",
-    "token_counter",
-    "created_at",
-    "author__username",
-    "author__first_name",
-    "author__last_name",
-    "reply_excerpt",
-)
 
 
 def author_label(username: str | None, first: str | None, last: str | None) -> str:
@@ -52,7 +38,8 @@ def author_label(username: str | None, first: str | None, last: str | None) -> s
 
 
 def _message_items(rows: Iterable[tuple[Any, ...]], bot_name: str) -> list[MessageItem]:
-    """Items from ``MESSAGE_FIELDS`` tuples; author labels are built once per author."""
+    """Items from rows of ``RECENT_WITHIN_BUDGET_SQL``'s columns; author labels are built once
+    per author."""
     labels: dict[tuple[Any, Any, Any], str] = {}
     items = []
     for row in rows:
@@ -80,25 +67,6 @@ def _message_item(row: tuple[Any, ...], bot_name: str, label: str) -> MessageIte
         created_at=created_at,
         reply_to_excerpt=excerpt,
     )
-
-
-def _with_excerpt(queryset: Any) -> Any:
-    return queryset.annotate(reply_excerpt=Substr("reply_to__content", 1, REPLY_EXCERPT_CHARS))
-
-
-def recent_token_window(
-    conversation: Conversation, *, before_seq: int, after_seq: int, limit: int
-) -> list[tuple[int, int, int | None, str]]:
-    """``(id, seq, token_count, token_counter)`` of the newest ``limit`` messages with
-    ``after_seq < seq < before_seq``, newest first (index-only on PostgreSQL)."""
-    with tenant_scope(conversation.tenant_id):
-        return list(
-            Message.objects.filter(
-                conversation_id=conversation.pk, seq__lt=before_seq, seq__gt=after_seq
-            )
-            .order_by("-seq")
-            .values_list("id", "seq", "token_count", "token_counter")[:limit]
-        )
 
 
 RECENT_WITHIN_BUDGET_SQL = """
@@ -172,57 +140,6 @@ def _parse_datetime(value: Any) -> Any:
             parsed = timezone.make_aware(parsed, UTC)
         return parsed
     return value
-
-
-def messages_by_id(
-    conversation: Conversation, ids: Iterable[int], bot_name: str
-) -> list[MessageItem]:
-    """Full message items for ``ids`` of this conversation, newest first (one query)."""
-    ids = list(ids)
-    if not ids:
-        return []
-    with tenant_scope(conversation.tenant_id):
-        rows = (
-            _with_excerpt(Message.objects.filter(conversation_id=conversation.pk, pk__in=ids))
-            .order_by("-seq")
-            .values_list(*MESSAGE_FIELDS)
-        )
-        return _message_items(rows, bot_name)
-
-
-def messages_in_seq_range(
-    conversation: Conversation, *, first_seq: int, before_seq: int, bot_name: str
-) -> list[MessageItem]:
-    """Messages with ``first_seq <= seq < before_seq``, newest first (one range scan)."""
-    with tenant_scope(conversation.tenant_id):
-        rows = (
-            _with_excerpt(
-                Message.objects.filter(
-                    conversation_id=conversation.pk, seq__gte=first_seq, seq__lt=before_seq
-                )
-            )
-            .order_by("-seq")
-            .values_list(*MESSAGE_FIELDS)
-        )
-        return _message_items(rows, bot_name)
-
-
-def messages_by_seq_ranges(
-    conversation: Conversation, ranges: Iterable[tuple[int, int]], bot_name: str
-) -> list[MessageItem]:
-    """Messages whose seq falls in any inclusive ``(first, last)`` range (one query)."""
-    condition = Q()
-    for first, last in ranges:
-        condition |= Q(seq__gte=first, seq__lte=last)
-    if not condition:
-        return []
-    with tenant_scope(conversation.tenant_id):
-        rows = (
-            _with_excerpt(Message.objects.filter(condition, conversation_id=conversation.pk))
-            .order_by("seq")
-            .values_list(*MESSAGE_FIELDS)
-        )
-        return _message_items(rows, bot_name)
 
 
 def current_summaries(conversation: Conversation, *, max_rolling: int) -> list[SummaryItem]:

@@ -18,6 +18,7 @@ from chatplatform.llm.base import Message as LlmMessage
 from chatplatform.llm.tools import FACT_TOOLS
 from chatplatform.models import ModelProfile
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tokens import calibration
 from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, image_tokens, inspect_image
@@ -368,18 +369,22 @@ def calibration_record(profile_id: int, estimated: int, actual: int) -> None:
     ratio (Welford mean and M2), under a row lock."""
     if estimated <= 0 or actual <= 0:
         return
-    ratio = actual / estimated
     # Profiles are shared reference data; the caller resolved this one within its tenant.
     with all_tenants(), transaction.atomic():
         profile = ModelProfile.objects.select_for_update().get(pk=profile_id)
-        count = profile.calibration_samples + 1
-        delta = ratio - profile.calibration_ratio_mean
-        mean = profile.calibration_ratio_mean + delta / count
-        m2 = profile.calibration_ratio_m2 + delta * (ratio - mean)
+        state = calibration.update(
+            calibration.CalibrationState(
+                count=profile.calibration_samples,
+                mean=profile.calibration_ratio_mean,
+                m2=profile.calibration_ratio_m2,
+            ),
+            estimated,
+            actual,
+        )
         ModelProfile.objects.filter(pk=profile_id).update(
-            calibration_samples=count,
-            calibration_ratio_mean=mean,
-            calibration_ratio_m2=m2,
+            calibration_samples=state.count,
+            calibration_ratio_mean=state.mean,
+            calibration_ratio_m2=state.m2,
             calibration_updated_at=timezone.now(),
         )
 
