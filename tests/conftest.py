@@ -19,6 +19,22 @@ if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fresh_redis_keys():
+    """Test databases restart their ids every run, but Redis keeps delta logs and locks (with
+    TTLs) between runs: remove the platform's keys so a reused id never meets stale state."""
+    from django.conf import settings
+
+    if settings.REDIS_URL:
+        import redis
+
+        client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5)
+        for key in client.scan_iter("chatplatform:*"):
+            client.delete(key)
+        client.close()
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_policy_cache():
     from chats.services.conversations import clear_policy_cache
