@@ -8,6 +8,7 @@ the channel layer, the Celery broker and the cache to Redis; ``DATABASE_URL`` mo
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -86,6 +87,9 @@ DATABASES = {
 # Persistent connections: the reply runner's steps run on pool threads, each keeping its
 # connection; opening one per step would cost more than the step.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+#: Threads (each with its own persistent database connection) that run the ORM steps of
+#: WebSocket replies in each ASGI process.
+DB_THREADS = env.int("DB_THREADS", default=12)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     (BASE_DIR / "var").mkdir(exist_ok=True)
@@ -102,10 +106,21 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env.str("REDIS_URL", default="")
 
 if REDIS_URL:
+    # Pub/sub: one PUBLISH per group event and one shared subscription per process, instead of
+    # a Lua push per member and a BRPOP per socket. Delivery is at-most-once either way; the
+    # delta log and the database are what a reconnecting client resyncs from. Redis pub/sub
+    # channels ignore the database number, so the prefix carries it (tests and benchmarks on
+    # other databases of the same server never hear each other).
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": env.str(
+                    "CHANNEL_LAYER_PREFIX",
+                    default="asgi.db" + (urlsplit(REDIS_URL).path.strip("/") or "0"),
+                ),
+            },
         }
     }
     CACHES = {

@@ -43,6 +43,14 @@ class Coordination:
     async def release(self, name: str, token: str) -> None:
         raise NotImplementedError
 
+    async def request_recheck(self, name: str) -> None:
+        """Ask the holder of lock ``name`` to look at its queue again after it lets go."""
+        raise NotImplementedError
+
+    async def take_recheck(self, name: str) -> bool:
+        """True once after :meth:`request_recheck` for ``name``."""
+        raise NotImplementedError
+
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         raise NotImplementedError
 
@@ -93,6 +101,16 @@ class LocalCoordination(Coordination):
         held = self._locks.get(name)
         if held is not None and held[0] == token:
             del self._locks[name]
+
+    async def request_recheck(self, name: str) -> None:
+        self._stops.add(f"recheck:{name}")
+
+    async def take_recheck(self, name: str) -> bool:
+        key = f"recheck:{name}"
+        if key in self._stops:
+            self._stops.discard(key)
+            return True
+        return False
 
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         self._stops.add(_key("stop", tenant_id, conversation_id))
@@ -175,6 +193,12 @@ class RedisCoordination(Coordination):
             "return redis.call('del', KEYS[1]) else return 0 end"
         )
         await self.client.eval(script, 1, f"chatplatform:lock:{name}", token)
+
+    async def request_recheck(self, name: str) -> None:
+        await self.client.set(f"chatplatform:recheck:{name}", "1", ex=LOCK_TTL_SECONDS * 2)
+
+    async def take_recheck(self, name: str) -> bool:
+        return bool(await self.client.delete(f"chatplatform:recheck:{name}"))
 
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         await self.client.set(_key("stop", tenant_id, conversation_id), "1", ex=120)

@@ -2,21 +2,60 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
-from channels.db import database_sync_to_async
+from django.conf import settings
+from django.db import connections
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
+_executor: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(
+            max_workers=getattr(settings, "DB_THREADS", 16), thread_name_prefix="db"
+        )
+    return _executor
+
+
+def _prepare_connections() -> None:
+    """Drop a connection that failed or outlived CONN_MAX_AGE, without the per-call health
+    check query: a connection broken since its last use (a database restart) raises on its
+    next query, which marks it, and the next call here replaces it."""
+    for connection in connections.all(initialized_only=True):
+        connection.close_if_unusable_or_obsolete()
+        connection.health_check_done = True
+
+
+def _in_thread(func: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+    _prepare_connections()
+    return func(*args, **kwargs)
+
 
 def db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
-    """``func`` in a worker thread of the pool, with stale connections closed around it.
+    """``func`` in a thread of a pool of ``settings.DB_THREADS`` (each thread keeps its own
+    persistent connection), with broken or expired connections replaced before the call.
 
     Not thread-sensitive: channels' default runs every ORM call of the process on ONE thread,
     which serialises all conversations; each step here is a self-contained transaction, so
-    running on any pool thread (each with its own connection) is safe.
+    running on any pool thread is safe. Context variables are carried into the thread.
     """
-    wrapped: Any = database_sync_to_async(func, thread_sensitive=False)
-    return wrapped  # type: ignore[no-any-return]
+
+    @functools.wraps(func)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            _pool(), functools.partial(context.run, _in_thread, func, *args, **kwargs)
+        )
+
+    return call

@@ -25,6 +25,7 @@ from chats.models import Status
 from chats.replies import turns
 from chats.replies.coordination import coordination
 from chats.replies.db import db
+from chats.replies.deltas import DeltaSender
 from chats.replies.events import broadcast
 
 logger = logging.getLogger(__name__)
@@ -33,8 +34,6 @@ logger = logging.getLogger(__name__)
 FLUSH_INTERVAL = 0.5
 #: The smallest prompt budget a "prompt is too long" retry shrinks to (tokens).
 MIN_RETRY_BUDGET = 512
-#: Text arriving faster than this is sent as one delta (seconds).
-DELTA_INTERVAL = 0.03
 #: How often the stop flag is checked while streaming (seconds).
 STOP_CHECK_INTERVAL = 0.2
 
@@ -81,40 +80,46 @@ def start_runner(tenant_id: int, conversation_id: int) -> asyncio.Task[Any]:
 
 async def run_replies(tenant_id: int, conversation_id: int) -> None:
     """Answer every waiting user message of the conversation, oldest first; returns when the
-    queue is empty. Only one runner per conversation holds the lock; a message accepted while
-    another runner holds it is answered by that runner (it re-checks the queue before it
-    lets go, and after)."""
+    queue is empty. Only one runner per conversation holds the lock. A runner that finds the
+    lock taken leaves a "look again" flag for the holder, which checks it after letting go;
+    taking the lock once more after setting the flag closes the gap where the holder let go
+    and checked just before the flag was set."""
     lock_name = f"replies:t{tenant_id}:c{conversation_id}"
     hub = coordination()
     attempted: set[int] = set()
-    waiting = db(turns.waiting_messages)
     while True:
         token = await hub.acquire(lock_name)
         if token is None:
-            return
+            await hub.request_recheck(lock_name)
+            token = await hub.acquire(lock_name)
+            if token is None:
+                return
         try:
-            while True:
-                pending = [
-                    m for m in await waiting(tenant_id, conversation_id) if m not in attempted
-                ]
-                if not pending:
+            more = True
+            while more:
+                tried, prepared, more = await db(turns.prepare_next_turn)(
+                    tenant_id, conversation_id, frozenset(attempted)
+                )
+                attempted.update(tried)
+                if prepared is None:
                     break
-                attempted.add(pending[0])
-                await hub.refresh(lock_name, token)
-                await _answer(tenant_id, conversation_id, pending[0], (lock_name, token))
+                await _answer(prepared, (lock_name, token))
+                more = more or await hub.take_recheck(lock_name)
+                if more:
+                    await hub.refresh(lock_name, token)
         finally:
             await hub.release(lock_name, token)
-        if not [m for m in await waiting(tenant_id, conversation_id) if m not in attempted]:
+        if not await hub.take_recheck(lock_name):
             return
 
 
-async def _answer(
-    tenant_id: int, conversation_id: int, message_id: int, lock: tuple[str, str]
-) -> None:
-    """Answer one message; an unexpected failure marks its reply failed and tells the clients,
-    instead of leaving the message without an outcome."""
+async def _answer(prepared: turns.PreparedTurn, lock: tuple[str, str]) -> None:
+    """Answer one prepared turn; an unexpected failure marks its reply failed and tells the
+    clients, instead of leaving the message without an outcome."""
+    tenant_id, conversation_id = prepared.tenant_id, prepared.conversation_id
+    message_id = prepared.user_message_id
     try:
-        await generate_reply(tenant_id, message_id, lock=lock)
+        await _reply(prepared, lock=lock)
     except Exception:
         logger.exception("reply to message %s failed unexpectedly", message_id)
         text = "The reply could not be generated because of an internal error. Send it again."
@@ -138,15 +143,13 @@ async def _answer(
         )
 
 
-async def generate_reply(
-    tenant_id: int, user_message_id: int, *, lock: tuple[str, str] | None = None
+async def _reply(
+    prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None = None
 ) -> dict[str, Any]:
-    """Generate, stream and store the reply to one user message. Never raises for provider
-    failures: the reply ends ``complete``, ``incomplete`` (partial text kept) or ``failed``,
-    and the clients get ``done`` or ``error``. Returns the final event."""
-    prepared = await db(turns.prepare_turn)(tenant_id, user_message_id)
-    if prepared is None:
-        return {"type": "skipped"}
+    """Stream and store the reply of a prepared turn. Never raises for provider failures:
+    the reply ends ``complete``, ``incomplete`` (partial text kept) or ``failed``, and the
+    clients get ``done`` or ``error``. Returns the final event."""
+    tenant_id, user_message_id = prepared.tenant_id, prepared.user_message_id
     try:
         return await _stream(prepared, lock=lock)
     except PromptTooLong as exc:
@@ -228,36 +231,15 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
         )
     else:
         events = provider.stream(prepared.request)
-    pending: list[str] = []
-    last_send = 0.0
-
-    async def send_pending() -> None:
-        nonlocal seq, last_send
-        if not pending:
-            return
-        seq += 1
-        text = "".join(pending)
-        pending.clear()
-        last_send = time.monotonic()
-        await hub.append_delta(tenant_id, message_id, seq, text)
-        await broadcast(
-            tenant_id,
-            conversation_id,
-            {"type": "delta", "message_id": message_id, "seq": seq, "text": text},
-        )
-
+    deltas = DeltaSender(hub, tenant_id, conversation_id, message_id)
     try:
         async for event in events:
             if isinstance(event, TextDelta) and event.text:
                 if first_token is None:
                     first_token = time.monotonic()
                 parts.append(event.text)
-                pending.append(event.text)
+                deltas.add(event.text)
                 now = time.monotonic()
-                # The first text goes out at once; later text is coalesced into one delta per
-                # DELTA_INTERVAL, which a reader cannot tell from token-by-token streaming.
-                if seq == 0 or now - last_send >= DELTA_INTERVAL:
-                    await send_pending()
                 if now - last_flush >= FLUSH_INTERVAL:
                     last_flush = now
                     await db(turns.flush_content)(tenant_id, message_id, "".join(parts))
@@ -266,14 +248,15 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
                     if lock is not None:
                         await hub.refresh(*lock)
                     if await hub.take_stop(tenant_id, conversation_id):
-                        await send_pending()
+                        seq = await deltas.flush()
                         return await _stopped(prepared, "".join(parts), seq, started, first_token)
             elif isinstance(event, Usage):
                 usage = event
             elif isinstance(event, Done):
                 usage = event.usage or usage
-        await send_pending()
+        seq = await deltas.flush()
     except PromptTooLong:
+        seq = await deltas.flush()
         if parts:
             interrupted = StreamInterrupted(
                 "prompt too long after deltas", partial_text="".join(parts)
@@ -281,9 +264,10 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
             return await _fail(prepared, "".join(parts), interrupted, seq=seq)
         raise
     except ProviderError as exc:
-        await send_pending()
+        seq = await deltas.flush()
         return await _fail(prepared, "".join(parts), exc, seq=seq)
     finally:
+        await deltas.flush()  # no sending task outlives the reply, whatever ended it
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             await aclose()

@@ -7,6 +7,7 @@ import base64
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -28,6 +29,8 @@ from chats.services.messages import message_create, message_finish
 
 logger = logging.getLogger(__name__)
 
+#: Costs are stored to the micro-dollar (the column's precision).
+COST_QUANTUM = Decimal("0.000001")
 #: How many recent user messages are checked for a missing reply (the queue depth).
 QUEUE_WINDOW = 50
 
@@ -44,6 +47,9 @@ class PreparedTurn:
     request: ChatRequest
     estimated_prompt_tokens: int
     tools: bool
+    #: The turn's model (its prices give the cost; its calibration learns from the usage).
+    profile: ModelProfile
+    hypothetical_tokens: int
 
 
 def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
@@ -58,6 +64,22 @@ def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
             .values_list("pk", "answered")[:QUEUE_WINDOW]
         )
     return [pk for pk, answered in reversed(recent) if not answered]
+
+
+def prepare_next_turn(
+    tenant_id: int, conversation_id: int, skip: frozenset[int] = frozenset()
+) -> tuple[list[int], PreparedTurn | None, bool]:
+    """Prepare the reply to the oldest waiting message not in ``skip``. Returns the message
+    ids tried (answered meanwhile, or prepared), the prepared turn (None when nothing is
+    waiting) and whether more messages wait after it."""
+    waiting = [m for m in waiting_messages(tenant_id, conversation_id) if m not in skip]
+    tried: list[int] = []
+    for position, message_id in enumerate(waiting):
+        tried.append(message_id)
+        prepared = prepare_turn(tenant_id, message_id)
+        if prepared is not None:
+            return tried, prepared, position + 1 < len(waiting)
+    return tried, None, False
 
 
 def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:
@@ -178,8 +200,10 @@ def prepare_turn(
     Returns None when the message already has a live reply (another runner answered it).
     """
     with tenant_scope(tenant_id):
-        user_message = Message.objects.select_related("author").get(pk=user_message_id)
-        conversation = Conversation.objects.get(pk=user_message.conversation_id)
+        user_message = Message.objects.select_related("author", "conversation").get(
+            pk=user_message_id
+        )
+        conversation = user_message.conversation
         reply = Message.objects.filter(answers=user_message).first()
         if reply is not None and reply.status != Status.FAILED and budget_override is None:
             if reply.status != Status.STREAMING:
@@ -242,6 +266,8 @@ def prepare_turn(
         request=_request(turn, tools, image),
         estimated_prompt_tokens=turn.prompt.prompt_tokens,
         tools=tools,
+        profile=profile,
+        hypothetical_tokens=turn.hypothetical_tokens,
     )
 
 
@@ -302,8 +328,34 @@ def finish_turn(
     ttft_ms: int | None = None,
     duration_ms: int | None = None,
 ) -> dict[str, Any]:
-    """Store the final reply and the turn's usage and cost; schedule follow-up work after
-    commit. Returns the usage summary sent to clients."""
+    """Store the final reply and the turn's usage and cost (one transaction); schedule
+    follow-up work after commit. Returns the usage summary sent to clients."""
+    fields: dict[str, Any] = {
+        "assistant_message_id": prepared.assistant_message_id,
+        "time_to_first_token_ms": ttft_ms,
+        "duration_ms": duration_ms,
+        "prompt_tokens_reported": None,
+        "completion_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "cost_usd": Decimal(0),
+    }
+    profile = prepared.profile
+    if usage is not None:
+        fields.update(
+            prompt_tokens_reported=usage.input_tokens
+            + usage.cache_read_tokens
+            + usage.cache_write_tokens,
+            completion_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=profile.cost_usd(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+            ).quantize(COST_QUANTUM),
+        )
     with tenant_scope(prepared.tenant_id), transaction.atomic():
         message = Message.objects.select_related("conversation").get(
             pk=prepared.assistant_message_id
@@ -315,53 +367,38 @@ def finish_turn(
             error_code=error_code,
             error_message=error_message,
         )
-        record = TurnRecord.objects.filter(user_message_id=prepared.user_message_id).first()
-        summary: dict[str, Any] = {"prompt_tokens_estimated": prepared.estimated_prompt_tokens}
-        if record is not None:
-            record.assistant_message_id = message.pk
-            record.time_to_first_token_ms = ttft_ms
-            record.duration_ms = duration_ms
-            if usage is not None and record.model_profile_id is not None:
-                profile = ModelProfile.objects.get(pk=record.model_profile_id)
-                reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-                record.prompt_tokens_reported = reported
-                record.completion_tokens = usage.output_tokens
-                record.cache_read_tokens = usage.cache_read_tokens
-                record.cache_write_tokens = usage.cache_write_tokens
-                record.cost_usd = profile.cost_usd(
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    cache_read_tokens=usage.cache_read_tokens,
-                    cache_write_tokens=usage.cache_write_tokens,
-                )
-                if profile.provider != "offline":
-                    calibration_record(profile.pk, prepared.estimated_prompt_tokens, reported)
-            record.save()
-            summary.update(
-                prompt_tokens=record.prompt_tokens_reported,
-                completion_tokens=record.completion_tokens,
-                cache_read_tokens=record.cache_read_tokens,
-                cache_write_tokens=record.cache_write_tokens,
-                hypothetical_tokens=record.hypothetical_tokens,
-                cost_usd=str(record.cost_usd),
+        recorded = TurnRecord.objects.filter(user_message_id=prepared.user_message_id).update(
+            **fields
+        )
+        if usage is not None and profile.provider != "offline":
+            calibration_record(
+                profile.pk, prepared.estimated_prompt_tokens, fields["prompt_tokens_reported"]
             )
-        conversation_id = message.conversation_id
-        transaction.on_commit(lambda: _after_reply(prepared.tenant_id, conversation_id))
+        conversation = message.conversation
+        transaction.on_commit(lambda: _after_reply(conversation))
+    summary: dict[str, Any] = {"prompt_tokens_estimated": prepared.estimated_prompt_tokens}
+    if recorded:
+        summary.update(
+            prompt_tokens=fields["prompt_tokens_reported"],
+            completion_tokens=fields["completion_tokens"],
+            cache_read_tokens=fields["cache_read_tokens"],
+            cache_write_tokens=fields["cache_write_tokens"],
+            hypothetical_tokens=prepared.hypothetical_tokens,
+            cost_usd=str(fields["cost_usd"]),
+        )
     return summary
 
 
-def _after_reply(tenant_id: int, conversation_id: int) -> None:
+def _after_reply(conversation: Conversation) -> None:
     """What the policy asks after a reply: a rolling summary when the threshold is crossed."""
     try:
         from summaries.services import schedule_summary_if_needed
     except ImportError:  # the summaries feature is not installed in this build
         return
     try:
-        with tenant_scope(tenant_id):
-            conversation = Conversation.objects.get(pk=conversation_id)
         schedule_summary_if_needed(conversation)
     except Exception:  # a scheduling failure must not fail the reply that was stored
-        logger.exception("could not schedule a summary for conversation %s", conversation_id)
+        logger.exception("could not schedule a summary for conversation %s", conversation.pk)
 
 
 def calibration_record(profile_id: int, estimated: int, actual: int) -> None:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
 from chatplatform.tenancy.scoping import tenant_scope
@@ -79,17 +80,17 @@ def message_create(
             content = validate_message_content(content, max_chars=policy.max_message_chars)
     counter = storage_counter_for(policy.model_profile)
     token_count = counter.count(content) if status == Status.COMPLETE else None
+    tokens_added = (token_count or 0) + (counter.message_overhead if token_count is not None else 0)
     with tenant_scope(conversation.tenant_id):
-        existing = _existing(conversation, client_id, answers)
-        if existing is not None:
-            return existing, False
         try:
             with transaction.atomic():
-                locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
-                seq = locked.last_seq + 1
+                # Taking the next sequence number locks the conversation's row until commit;
+                # a duplicate (same client_id, or a second reply to one message) fails the
+                # insert and rolls the increment back with it.
+                seq = _next_seq(conversation, tokens_added)
                 message = Message.objects.create(
                     tenant_id=conversation.tenant_id,
-                    conversation=locked,
+                    conversation=conversation,
                     seq=seq,
                     role=role,
                     content=content,
@@ -102,19 +103,35 @@ def message_create(
                     token_counter=counter.name if token_count is not None else "",
                     **_attachment_fields(image),
                 )
-                Conversation.objects.filter(pk=locked.pk).update(
-                    last_seq=seq,
-                    message_count=F("message_count") + 1,
-                    history_tokens=F("history_tokens")
-                    + (token_count or 0)
-                    + (counter.message_overhead if token_count is not None else 0),
-                )
         except IntegrityError:
             existing = _existing(conversation, client_id, answers)
             if existing is None:
                 raise
             return existing, False
     return message, True
+
+
+def _next_seq(conversation: Conversation, tokens_added: int) -> int:
+    """Allocate the conversation's next sequence number, count the new message in its totals
+    and mark the conversation active now, in one statement (the row stays locked until the
+    transaction ends). Raises Conversation.DoesNotExist if the conversation is gone."""
+    table = Conversation._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET last_seq = last_seq + 1, message_count = message_count + 1, "  # noqa: S608
+            "history_tokens = history_tokens + %s, updated_at = %s "
+            "WHERE tenant_id = %s AND id = %s RETURNING last_seq",
+            [
+                tokens_added,
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+                conversation.tenant_id,
+                conversation.pk,
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
+    return int(row[0])
 
 
 def _attachment_fields(image: tuple[bytes, ImageInfo] | None) -> dict[str, Any]:
@@ -148,7 +165,9 @@ def message_finish(
     policy = policy_for(message.conversation)
     counter = storage_counter_for(policy.model_profile)
     token_count = counter.count(content)
-    with tenant_scope(message.tenant_id), transaction.atomic():
+    # No savepoint: nothing here recovers from an error, so the caller's transaction (or
+    # this one) is all that is needed.
+    with tenant_scope(message.tenant_id), transaction.atomic(savepoint=False):
         Message.objects.filter(pk=message.pk).update(
             content=content,
             status=status,
