@@ -15,6 +15,7 @@ import json
 import logging
 from typing import Any
 
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from chatplatform.apikeys import authenticate_api_key
@@ -23,9 +24,10 @@ from chats.replies import commands
 from chats.replies.coordination import coordination
 from chats.replies.db import db
 from chats.replies.events import broadcast, conversation_group, message_event
-from chats.replies.intake import accept_user_message, rate_limit_for, reply_snapshot
+from chats.replies.intake import accept_user_message, reply_snapshot
 from chats.replies.runner import start_runner
 from chats.selectors import conversation_for_member
+from chats.services.conversations import cached_policy, policy_for
 from chats.services.messages import MessageRejected
 
 logger = logging.getLogger(__name__)
@@ -39,6 +41,16 @@ MAX_FRAME_CHARS = 1024 * 1024
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
     conversation: Conversation | None = None
     group: str = ""
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # Channels closes stale database connections before every event, in a thread of its
+        # own: one thread trip per frame and per broadcast event. This consumer never uses the
+        # database on the event loop (every query runs through ``db``, which manages the
+        # connections of its threads), so the handler runs directly.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def connect(self) -> None:
         user, tenant_id, subprotocol = await self._principal()
@@ -111,7 +123,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             text = await db(commands.memories_command)(conversation.tenant_id, self.user, content)
             await self.send_json({"type": "command", "command": "memories", "text": text})
             return
-        limit = await db(rate_limit_for)(conversation)
+        policy = cached_policy(conversation) or await db(policy_for)(conversation)
+        limit = policy.user_messages_per_minute
         rate_key = f"msg:t{conversation.tenant_id}:u{self.user.pk}"
         if await coordination().hit(rate_key, 60) > limit:
             await self._error(

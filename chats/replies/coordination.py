@@ -40,15 +40,13 @@ class Coordination:
     async def refresh(self, name: str, token: str, ttl: float = LOCK_TTL_SECONDS) -> bool:
         raise NotImplementedError
 
-    async def release(self, name: str, token: str) -> None:
+    async def release(self, name: str, token: str) -> bool:
+        """Let go of lock ``name`` (if ``token`` still holds it); returns whether a recheck
+        was requested meanwhile (and clears the request), in the same round trip."""
         raise NotImplementedError
 
     async def request_recheck(self, name: str) -> None:
         """Ask the holder of lock ``name`` to look at its queue again after it lets go."""
-        raise NotImplementedError
-
-    async def take_recheck(self, name: str) -> bool:
-        """True once after :meth:`request_recheck` for ``name``."""
         raise NotImplementedError
 
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
@@ -97,20 +95,18 @@ class LocalCoordination(Coordination):
         self._locks[name] = (token, time.monotonic() + ttl)
         return True
 
-    async def release(self, name: str, token: str) -> None:
+    async def release(self, name: str, token: str) -> bool:
         held = self._locks.get(name)
         if held is not None and held[0] == token:
             del self._locks[name]
-
-    async def request_recheck(self, name: str) -> None:
-        self._stops.add(f"recheck:{name}")
-
-    async def take_recheck(self, name: str) -> bool:
         key = f"recheck:{name}"
         if key in self._stops:
             self._stops.discard(key)
             return True
         return False
+
+    async def request_recheck(self, name: str) -> None:
+        self._stops.add(f"recheck:{name}")
 
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         self._stops.add(_key("stop", tenant_id, conversation_id))
@@ -187,18 +183,16 @@ class RedisCoordination(Coordination):
         )
         return bool(await self.client.eval(script, 1, key, token, int(ttl * 1000)))
 
-    async def release(self, name: str, token: str) -> None:
+    async def release(self, name: str, token: str) -> bool:
         script = (
-            "if redis.call('get', KEYS[1]) == ARGV[1] then "
-            "return redis.call('del', KEYS[1]) else return 0 end"
+            "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
+            "return redis.call('del', KEYS[2])"
         )
-        await self.client.eval(script, 1, f"chatplatform:lock:{name}", token)
+        keys = (f"chatplatform:lock:{name}", f"chatplatform:recheck:{name}")
+        return bool(await self.client.eval(script, 2, *keys, token))
 
     async def request_recheck(self, name: str) -> None:
         await self.client.set(f"chatplatform:recheck:{name}", "1", ex=LOCK_TTL_SECONDS * 2)
-
-    async def take_recheck(self, name: str) -> bool:
-        return bool(await self.client.delete(f"chatplatform:recheck:{name}"))
 
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         await self.client.set(_key("stop", tenant_id, conversation_id), "1", ex=120)

@@ -104,12 +104,11 @@ async def run_replies(tenant_id: int, conversation_id: int) -> None:
                 if prepared is None:
                     break
                 await _answer(prepared, (lock_name, token))
-                more = more or await hub.take_recheck(lock_name)
                 if more:
                     await hub.refresh(lock_name, token)
         finally:
-            await hub.release(lock_name, token)
-        if not await hub.take_recheck(lock_name):
+            recheck = await hub.release(lock_name, token)
+        if not recheck:
             return
 
 

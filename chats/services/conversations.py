@@ -32,14 +32,23 @@ def clear_policy_cache(*_args: Any, **_kwargs: Any) -> None:
     _policy_cache.clear()
 
 
+def cached_policy(conversation: Conversation) -> ContextPolicy | None:
+    """This process's recent copy of the conversation's policy, or None (no query: async
+    code uses it to skip a trip to a database thread)."""
+    cached = _policy_cache.get((conversation.tenant_id, conversation.policy_id))
+    if cached is not None and time.monotonic() - cached[0] < POLICY_CACHE_SECONDS:
+        return cached[1]
+    return None
+
+
 def policy_for(conversation: Conversation) -> ContextPolicy:
     """The policy of a conversation: its own override, else the tenant's active policy, else
     the Hybrid preset. Raises ContextPolicy.DoesNotExist only if the presets were deleted."""
+    cached = cached_policy(conversation)
+    if cached is not None:
+        return cached
     key = (conversation.tenant_id, conversation.policy_id)
-    cached = _policy_cache.get(key)
     now = time.monotonic()
-    if cached is not None and now - cached[0] < POLICY_CACHE_SECONDS:
-        return cached[1]
     with tenant_scope(conversation.tenant_id):
         policies = ContextPolicy.objects.select_related("model_profile")
         if conversation.policy_id:
