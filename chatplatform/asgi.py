@@ -14,6 +14,11 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chatplatform.routing import websocket_urlpatterns  # noqa: E402
+from chatplatform.tokens import get_counter  # noqa: E402
+
+# The vocabularies load once per process, here, rather than inside the first user's turn.
+for _counter_name in ("o200k_base", "estimator"):
+    get_counter(_counter_name)
 
 application = ProtocolTypeRouter(
     {

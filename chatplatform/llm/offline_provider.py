@@ -54,8 +54,10 @@ class OfflineProvider(Provider):
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         reply = render_reply(request, self.counter)
         for word in _WORD.findall(reply):
-            # sleep(0) still yields control, so a consumer can cancel between words.
-            await asyncio.sleep(self.delay)
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            # Without a delay the words come at once, like a reply that is already complete:
+            # yielding to the event loop per word would make a busy server's loop the pace.
             yield TextDelta(word)
         usage = Usage(
             input_tokens=self.input_tokens(request), output_tokens=self.counter.count(reply)

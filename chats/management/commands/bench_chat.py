@@ -30,6 +30,22 @@ from chats.services import conversation_create
 ROOT = Path(settings.BASE_DIR)
 
 
+def _tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its children (Linux /proc; 0 elsewhere)."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        pids += [int(child) for child in children]
+        for each in pids:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return total
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -53,7 +69,22 @@ class Command(BaseCommand):
         port = free_port()
         server = self._start_server(port, options["workers"])
         try:
-            result = asyncio.run(self._run(port, clients, options["turns"], options["timeout"]))
+            result = asyncio.run(
+                self._run(
+                    port,
+                    clients,
+                    options["turns"],
+                    options["timeout"],
+                    lambda: _tree_cpu_seconds(server.pid),
+                )
+            )
+            cpu_used = result.pop("server_cpu_s")
+            if options["verbosity"] >= 2 and result["turns_total"]:
+                # CPU per turn is steadier than wall time on a shared machine.
+                self.stderr.write(
+                    f"server CPU {cpu_used:.2f} s, "
+                    f"{cpu_used * 1000 / result['turns_total']:.2f} ms per turn"
+                )
         finally:
             server.terminate()
             try:
@@ -120,6 +151,8 @@ class Command(BaseCommand):
             str(port),
             "--ws-max-size",
             "1048576",
+            "--ws-per-message-deflate",
+            "false",
             "--log-level",
             "warning",
             "--no-access-log",
@@ -138,25 +171,34 @@ class Command(BaseCommand):
         raise CommandError("the ASGI server did not start")
 
     async def _run(
-        self, port: int, clients: list[tuple[int, str]], turns: int, timeout: float
+        self, port: int, clients: list[tuple[int, str]], turns: int, timeout: float, cpu: Any
     ) -> dict[str, Any]:
         import websockets
 
         overheads: list[float] = []
         errors = 0
         sent: list[tuple[int, str]] = []
+        connected = 0
+        all_connected = asyncio.Event()
+        go = asyncio.Event()
 
         async def client(conversation_id: int, key: str) -> None:
-            nonlocal errors
+            nonlocal errors, connected
             url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
             try:
                 async with websockets.connect(
                     url,
                     subprotocols=["chatplatform.v1", f"apikey.{key}"],  # type: ignore[list-item]
                     origin="http://127.0.0.1",  # type: ignore[arg-type]
-                    open_timeout=30,
+                    open_timeout=60,
                     max_size=2**20,
+                    compression=None,
                 ) as ws:
+                    connected += 1
+                    if connected == len(clients):
+                        all_connected.set()
+                    # Turns start together once every socket is open: connecting is not a turn.
+                    await go.wait()
                     for turn in range(turns):
                         client_id = f"{conversation_id}-{turn}"
                         sent.append((conversation_id, client_id))
@@ -183,10 +225,15 @@ class Command(BaseCommand):
                                 break
             except Exception as exc:
                 errors += 1
+                all_connected.set()
                 self.stderr.write(f"client {conversation_id}: {exc!r}")
 
+        tasks = [asyncio.create_task(client(cid, key)) for cid, key in clients]
+        await asyncio.wait_for(all_connected.wait(), 120)
+        cpu_before = cpu()
         started = time.perf_counter()
-        await asyncio.gather(*(client(cid, key) for cid, key in clients))
+        go.set()
+        await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - started
         overheads.sort()
         total = len(overheads)
@@ -199,6 +246,7 @@ class Command(BaseCommand):
             else None,
             "errors": errors,
             "sent": sent,
+            "server_cpu_s": cpu() - cpu_before,
         }
 
     def _lost(self, sent: list[tuple[int, str]]) -> int:
