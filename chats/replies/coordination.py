@@ -15,6 +15,8 @@ from django.conf import settings
 
 DELTA_LOG_TTL_SECONDS = 600
 LOCK_TTL_SECONDS = 30
+#: Redis connections per process and event loop for coordination.
+REDIS_POOL_SIZE = 64
 
 
 def _key(kind: str, tenant_id: int, object_id: int) -> str:
@@ -129,7 +131,8 @@ class LocalCoordination(Coordination):
 
 
 class RedisCoordination(Coordination):
-    """Redis-backed; every call has the client's socket timeout (5 s)."""
+    """Redis-backed; every call has the client's socket timeout (5 s), and waits at most as
+    long for a free connection of the pool."""
 
     def __init__(self, url: str) -> None:
         import redis.asyncio as redis
@@ -144,9 +147,16 @@ class RedisCoordination(Coordination):
         loop_id = id(asyncio.get_running_loop())
         client = self._clients.get(loop_id)
         if client is None:
-            client = self._redis.Redis.from_url(
-                self._url, socket_timeout=5, socket_connect_timeout=5
+            # A bounded pool that makes callers wait for a free connection (up to the socket
+            # timeout) rather than failing when hundreds of sockets act at once.
+            pool = self._redis.BlockingConnectionPool.from_url(
+                self._url,
+                max_connections=REDIS_POOL_SIZE,
+                timeout=5,
+                socket_timeout=5,
+                socket_connect_timeout=5,
             )
+            client = self._redis.Redis(connection_pool=pool)
             self._clients[loop_id] = client
         return client
 

@@ -317,7 +317,11 @@ def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
 def flush_content(tenant_id: int, message_id: int, content: str) -> None:
     """Store the reply as it grows (called at intervals, not per token)."""
     with tenant_scope(tenant_id):
-        Message.objects.filter(pk=message_id, status=Status.STREAMING).update(content=content)
+        # updated_at is the reply's heartbeat: mark_stale_streaming spares replies written to
+        # recently (a queryset update does not touch auto_now fields by itself).
+        Message.objects.filter(pk=message_id, status=Status.STREAMING).update(
+            content=content, updated_at=timezone.now()
+        )
 
 
 def finish_turn(
