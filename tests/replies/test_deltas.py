@@ -1,0 +1,116 @@
+"""Delta sending, the recheck hand-over between runners, and stale replies."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from channels.layers import get_channel_layer
+from django.utils import timezone
+
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Message, Status
+from chats.replies import events
+from chats.replies.coordination import Coordination, LocalCoordination, coordination
+from chats.replies.deltas import DeltaSender
+from chats.replies.turns import flush_content
+from chats.services import conversation_create
+from chats.services.messages import message_create
+from chats.tasks import mark_stale_replies
+
+
+class SlowHub(LocalCoordination):
+    """A delta log whose writes take ``delay`` seconds (a loaded Redis)."""
+
+    def __init__(self, delay: float, fail: bool = False) -> None:
+        super().__init__()
+        self.delay = delay
+        self.fail = fail
+        self.writes: list[tuple[int, str]] = []
+
+    async def append_delta(self, tenant_id: int, message_id: int, seq: int, text: str) -> None:
+        await asyncio.sleep(self.delay)
+        if self.fail:
+            raise ConnectionError("redis is down")
+        self.writes.append((seq, text))
+
+
+async def listen(group: str) -> tuple[Any, str]:
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(group, channel)
+    return layer, channel
+
+
+@pytest.mark.asyncio
+async def test_text_arriving_during_a_slow_send_goes_out_as_one_delta() -> None:
+    hub = SlowHub(delay=0.05)
+    layer, channel = await listen(events.conversation_group(1, 2))
+    sender = DeltaSender(hub, 1, 2, 3)
+    words = [f"w{i} " for i in range(200)]
+    for word in words:
+        sender.add(word)
+        await asyncio.sleep(0)  # a provider that yields between tokens
+    last = await sender.flush()
+
+    assert last == len(hub.writes) <= 3  # not one delta per word
+    assert [seq for seq, _ in hub.writes] == list(range(1, last + 1))
+    assert "".join(text for _, text in hub.writes) == "".join(words)
+    received = [await layer.receive(channel) for _ in range(last)]
+    assert [m["event"]["seq"] for m in received] == list(range(1, last + 1))
+
+
+@pytest.mark.asyncio
+async def test_a_failed_send_does_not_break_the_reply() -> None:
+    sender = DeltaSender(SlowHub(delay=0, fail=True), 1, 2, 3)
+    sender.add("text")
+    assert await sender.flush() == 1  # logged, numbered, not resent
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_release_reports_a_recheck_requested_while_the_lock_was_held() -> None:
+    hub: Coordination = coordination()
+    name = "replies:t1:c99"
+    token = await hub.acquire(name)
+    assert token is not None
+    assert await hub.acquire(name) is None
+    await hub.request_recheck(name)
+    assert await hub.release(name, token) is True
+    again = await hub.acquire(name)
+    assert again is not None
+    assert await hub.release(name, again) is False
+
+
+@pytest.mark.django_db
+def test_stale_streaming_replies_become_incomplete_with_their_text(tenant_a, member_a) -> None:
+    conversation = conversation_create(tenant=tenant_a, created_by=member_a)
+    question, _ = message_create(
+        conversation=conversation, role="user", content="hi", author=member_a
+    )
+    reply, _ = message_create(
+        conversation=conversation,
+        role="assistant",
+        content="",
+        answers=question,
+        status=Status.STREAMING,
+        validate=False,
+    )
+    flush_content(tenant_a.pk, reply.pk, "partial answer")
+    assert mark_stale_replies() == 0  # written to just now: still alive
+
+    with tenant_scope(tenant_a):
+        Message.objects.filter(pk=reply.pk).update(
+            updated_at=timezone.now() - timedelta(minutes=10)
+        )
+    assert mark_stale_replies() == 1
+    assert mark_stale_replies() == 0
+    with tenant_scope(tenant_a):
+        stored = Message.objects.get(pk=reply.pk)
+    assert (stored.status, stored.content, stored.error_code) == (
+        Status.INCOMPLETE,
+        "partial answer",
+        "interrupted",
+    )
