@@ -42,6 +42,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
     conversation: Conversation | None = None
     group: str = ""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Delta sequence numbers sent on this socket, per reply still streaming.
+        self._delivered: dict[int, set[int]] = {}
+
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections before every event, in a thread of its
         # own: one thread trip per frame and per broadcast event. This consumer never uses the
@@ -184,14 +189,30 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({**snapshot, "type": "resync"})
             return
         for seq, text in deltas:
-            await self.send_json(
-                {"type": "delta", "message_id": message_id, "seq": seq, "text": text}
-            )
+            if self._first_delivery(message_id, seq):
+                await self.send_json(
+                    {"type": "delta", "message_id": message_id, "seq": seq, "text": text}
+                )
         if snapshot["status"] != "streaming":
             await self.send_json({**snapshot, "type": "resync"})
 
     async def chat_event(self, message: dict[str, Any]) -> None:
-        await self.send_json(message["event"])
+        event = message["event"]
+        kind = event.get("type")
+        if kind == "delta" and not self._first_delivery(event["message_id"], event["seq"]):
+            return
+        if kind in ("done", "error"):
+            self._delivered.pop(event.get("message_id"), None)
+        await self.send_json(event)
+
+    def _first_delivery(self, message_id: int, seq: int) -> bool:
+        """True the first time delta ``seq`` of a reply goes to this socket: a resuming
+        client gets the log's deltas while live ones arrive too, and sees each once."""
+        delivered = self._delivered.setdefault(message_id, set())
+        if seq in delivered:
+            return False
+        delivered.add(seq)
+        return True
 
     async def _error(self, code: str, text: str, client_id: Any = None) -> None:
         await self.send_json(

@@ -159,6 +159,12 @@ class Message(TenantOwnedModel):
                 condition=Q(token_count__isnull=True),
                 name="message_uncounted_idx",
             ),
+            # Holds only replies being streamed: the stale-reply sweep reads it every minute.
+            models.Index(
+                fields=["tenant", "updated_at"],
+                condition=Q(status="streaming"),
+                name="message_streaming_idx",
+            ),
         ]
 
     def __str__(self) -> str:

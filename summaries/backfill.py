@@ -22,6 +22,9 @@ the conversation's policy override, else the tenant's active policy). Rows with 
   Messages still streaming are skipped (``message_finish`` counts them).
 - **Resumable and idempotent**: a stopped run loses at most its open batch; updated rows no
   longer match, so the next run continues where the work is; a second run updates 0 rows.
+- **Prompt for what an assembly met**: a turn whose history held messages without a valid
+  count (estimated on the fly) queues them (``chats.assembly.recount``); :func:`backfill_messages`
+  counts exactly those, with the conversation's policy counter, under the same rules.
 - **Cheap when there is nothing to do**: :class:`~summaries.models.TokenBackfillState` keeps,
   per tenant, the signature of the counters in force and the id up to which a full pass
   verified them; later runs only read rows without a count and rows above that id. A new
@@ -537,6 +540,50 @@ def backfill_tenant(
 def _chunks(items: list[int], size: int) -> Iterable[list[int]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+#: Most message ids one recount request handles (a turn's history and retrieved messages).
+MAX_RECOUNT_IDS = 2000
+
+
+def backfill_messages(
+    tenant_id: int, conversation_id: int, message_ids: Iterable[int]
+) -> BackfillStats:
+    """Count the messages ``message_ids`` of one conversation that have no count or a count
+    made by another counter than the conversation's policy model uses (at most
+    :data:`MAX_RECOUNT_IDS`, in one transaction).
+
+    Same rules as the tenant pass: rows changed meanwhile are left alone, ``history_tokens``
+    moves by the difference of the rows updated, streaming rows are skipped; a second run
+    updates nothing. Ids of other conversations or tenants are ignored.
+    """
+    from chats.services.conversations import policy_for
+
+    stats = BackfillStats()
+    ids = sorted({int(i) for i in message_ids})[:MAX_RECOUNT_IDS]
+    if not ids:
+        return stats
+    with tenant_scope(tenant_id):
+        conversation = Conversation.objects.filter(pk=conversation_id).first()
+        if conversation is None:
+            return stats
+        try:
+            counter = storage_counter_for(policy_for(conversation).model_profile)
+        except (CounterNotAvailable, ImportError) as exc:
+            logger.warning("recount: no counter for tenant %s (%s); skipped", tenant_id, exc)
+            stats.skipped_tenants.append(tenant_id)
+            return stats
+        rows: list[Row] = list(
+            Message.objects.filter(conversation_id=conversation_id, pk__in=ids)
+            .exclude(status=Status.STREAMING)
+            .values_list(*ROW_FIELDS)
+        )
+    updates = _plan(rows, Targets(default=counter, overrides={}))
+    with transaction.atomic():
+        updated = _apply(tenant_id, updates)
+    stats.tenants, stats.batches = 1, 1
+    stats.scanned, stats.updated = len(rows), updated
+    return stats
 
 
 def backfill_token_counts(

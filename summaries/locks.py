@@ -28,11 +28,30 @@ def lock_key(name: str) -> str:
     return f"{prefix}:{name}"
 
 
+def _current_task_id() -> str | None:
+    from celery import current_task
+
+    request = getattr(current_task, "request", None) if current_task else None
+    task_id = getattr(request, "id", None)
+    return task_id if isinstance(task_id, str) else None
+
+
 @contextmanager
 def exclusive(name: str, timeout: int) -> Iterator[bool]:
-    """Yield True if the lock ``name`` was acquired (held for at most ``timeout`` seconds)."""
-    key, token = lock_key(name), uuid.uuid4().hex
+    """Yield True if the lock ``name`` was acquired (held for at most ``timeout`` seconds).
+
+    Inside a Celery task the lock remembers the task's id: a redelivery of the same task
+    (its worker was killed with the lock held) takes the lock over instead of finding it
+    taken until it expires. The broker delivers a task to one worker at a time, so the
+    takeover cannot run beside its earlier delivery."""
+    key, owner = lock_key(name), _current_task_id()
+    token = f"{owner}:{uuid.uuid4().hex}" if owner else uuid.uuid4().hex
     acquired = bool(cache.add(key, token, timeout))
+    if not acquired and owner:
+        held = cache.get(key)
+        if isinstance(held, str) and held.startswith(f"{owner}:"):
+            cache.set(key, token, timeout)
+            acquired = True
     try:
         yield acquired
     finally:

@@ -58,6 +58,7 @@ FANOUT_WORK_SECONDS = 60
 FANOUT_BATCH = 500
 BACKFILL_SOFT_LIMIT, BACKFILL_HARD_LIMIT = 240, 270
 BACKFILL_WORK_SECONDS = 180
+RECOUNT_SOFT_LIMIT, RECOUNT_HARD_LIMIT = 60, 90
 
 DEFAULT_DEDUPE_SECONDS = {
     "refresh_periodic_summaries": 20 * 60,  # scheduled hourly
@@ -245,3 +246,19 @@ def backfill_token_counts(
             **_same_queue(self),
         )
     return {"status": "continued" if resume_from is not None else "done", **stats.as_dict()}
+
+
+@shared_task(
+    name="summaries.tasks.recount_message_tokens",
+    soft_time_limit=RECOUNT_SOFT_LIMIT,
+    time_limit=RECOUNT_HARD_LIMIT,
+    **COMMON,
+)
+def recount_message_tokens(
+    tenant_id: int, conversation_id: int, message_ids: list[int]
+) -> dict[str, Any]:
+    """Count the messages an assembly had to estimate on the fly (no count, or another
+    counter's), queued by ``chats.assembly.recount`` at most once per conversation per few
+    minutes. Idempotent: a second run updates nothing."""
+    stats = backfill_core.backfill_messages(tenant_id, conversation_id, message_ids)
+    return {"status": "done", **stats.as_dict()}

@@ -120,8 +120,8 @@ class ContextPolicy(models.Model):
     max_fact_chars = _positive(500, minimum=20, maximum=2000)
 
     # Retrieval (hybrid).
-    retrieval_max_items = _positive(8, minimum=0, maximum=200)
-    retrieval_neighbors = _positive(1, minimum=0, maximum=5)
+    retrieval_max_items = _positive(200, minimum=0, maximum=500)
+    retrieval_neighbors = _positive(0, minimum=0, maximum=5)
 
     # Prompt.
     system_prompt_template = models.TextField(default=DEFAULT_SYSTEM_PROMPT)

@@ -7,6 +7,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly.recount import recount_queue
 from chats.assembly.service import TurnContext
 from chats.models import Message, TurnRecord
 
@@ -35,7 +36,9 @@ def breakdown(turn: TurnContext) -> dict[str, Any]:
 
 def turn_record_create(*, turn: TurnContext, user_message: Message) -> TurnRecord:
     """Store the record of the turn answering ``user_message`` (one per message: a retry
-    returns the existing record)."""
+    returns the existing record), and queue the messages the assembly had to count itself
+    for the token backfill (after commit, deduplicated: :mod:`chats.assembly.recount`)."""
+    recount_queue(user_message.tenant_id, user_message.conversation_id, turn.prompt.recounted)
     data = breakdown(turn)
     with tenant_scope(user_message.tenant_id):
         try:

@@ -1,9 +1,9 @@
 """Bounded, indexed reads that fetch assembly candidates. All take the tenant's conversation
 and run inside its tenant scope; none loads a whole conversation.
 
-Query plan of one turn: (1) recent history in ONE query: an index-only walk of
+Query plan of one turn: (1) recent history in ONE query: a walk of
 ``(tenant, conversation, seq desc)`` summing ``token_count`` over at most
-``recent_message_cap`` rows, joined to the contents of the rows that can fit; (2) current
+``recent_message_cap`` rows, keeping the rows that can fit; (2) current
 summaries (bounded by kinds and ``max_summaries_in_context``); (3) the user's current facts
 (at most ``max_facts_per_user``); (4) retrieval (its own bounded queries).
 """
@@ -11,17 +11,13 @@ summaries (bounded by kinds and ``max_summaries_in_context``); (3) the user's cu
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC
 from typing import Any
 
 from django.db import connection
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.context.types import FactItem, MessageItem, SummaryItem
 from chats.models import Conversation
-from memory.models import UserFact
 from summaries.models import Summary
 
 REPLY_EXCERPT_CHARS = 120
@@ -38,58 +34,51 @@ def author_label(username: str | None, first: str | None, last: str | None) -> s
 
 
 def _message_items(rows: Iterable[tuple[Any, ...]], bot_name: str) -> list[MessageItem]:
-    """Items from rows of ``RECENT_WITHIN_BUDGET_SQL``'s columns; author labels are built once
-    per author."""
+    """Items from rows of ``RECENT_WITHIN_BUDGET_SQL``'s columns (hundreds per turn: one
+    positional construction each, author labels built once per author)."""
     labels: dict[tuple[Any, Any, Any], str] = {}
-    items = []
-    for row in rows:
-        names = (row[7], row[8], row[9])
-        label = labels.get(names)
-        if label is None:
-            label = labels[names] = author_label(*names)
-        items.append(_message_item(row, bot_name, label))
+    items: list[MessageItem] = []
+    append = items.append
+    for pk, seq, role, content, tokens, counter, username, first, last, excerpt in rows:
+        if role == "assistant":
+            author = bot_name
+        else:
+            if role != "user" and role != "tool":
+                role = "user"
+            names = (username, first, last)
+            author = labels.get(names)  # type: ignore[assignment]
+            if author is None:
+                author = labels[names] = author_label(username, first, last)
+        # MessageItem(id, seq, role, content, author, tokens, counted_by, created_at,
+        # reply_to_excerpt): history turns carry no time, so created_at is not read.
+        append(MessageItem(pk, seq, role, content, author, tokens, counter or None, None, excerpt))
     return items
 
 
-def _message_item(row: tuple[Any, ...], bot_name: str, label: str) -> MessageItem:
-    (pk, seq, role, content, tokens, counter, created_at, _u, _f, _l, excerpt) = row
-    if role not in ("user", "assistant", "tool"):
-        role = "user"
-    author = bot_name if role == "assistant" else label
-    return MessageItem(
-        id=pk,
-        seq=seq,
-        role=role,
-        content=content,
-        author=author,
-        tokens=tokens,
-        counted_by=counter or None,
-        created_at=created_at,
-        reply_to_excerpt=excerpt,
-    )
-
-
+#: One pass over the newest rows by the ``(tenant, conversation, seq)`` unique index: the
+#: window numbers them and sums ``token_count`` (plus the per-message overhead) of the newer
+#: ones, the outer filter keeps those that can fit. The index does not hold ``id``, so the
+#: walk reads the heap rows anyway; reading their other columns in the same pass is cheaper
+#: than joining the table to itself by id for the chosen rows.
 RECENT_WITHIN_BUDGET_SQL = """
-WITH walk AS (
-    SELECT id, seq,
-           row_number() OVER (ORDER BY seq DESC) AS position,
-           sum(COALESCE(token_count, 0) + %(overhead)s)
-               OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING)
+SELECT w.id, w.seq, w.role, w.content, w.token_count, w.token_counter,
+       u.username, u.first_name, u.last_name, SUBSTR(r.content, 1, %(excerpt)s)
+FROM (
+    SELECT id, seq, role, content, token_count, token_counter, author_id, reply_to_id,
+           row_number() OVER newest AS position,
+           sum(COALESCE(token_count, 0) + %(overhead)s) OVER newest
            - (COALESCE(token_count, 0) + %(overhead)s) AS before_it
     FROM chats_message
     WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s
       AND seq < %(before)s AND seq > %(after)s
+    WINDOW newest AS (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING)
     ORDER BY seq DESC
     LIMIT %(limit)s
-)
-SELECT m.id, m.seq, m.role, m.content, m.token_count, m.token_counter, m.created_at,
-       u.username, u.first_name, u.last_name, SUBSTR(r.content, 1, %(excerpt)s)
-FROM walk
-JOIN chats_message m ON m.id = walk.id
-LEFT JOIN auth_user u ON u.id = m.author_id
-LEFT JOIN chats_message r ON r.id = m.reply_to_id
-WHERE walk.position <= %(minimum)s OR walk.before_it <= %(ceiling)s
-ORDER BY m.seq DESC
+) w
+LEFT JOIN auth_user u ON u.id = w.author_id
+LEFT JOIN chats_message r ON r.id = w.reply_to_id
+WHERE w.position <= %(minimum)s OR w.before_it <= %(ceiling)s
+ORDER BY w.seq DESC
 """
 
 
@@ -108,9 +97,10 @@ def recent_messages_within(
     the ``min_messages`` newest, then every one whose newer neighbours' stored tokens (plus
     ``overhead`` each) stay within ``ceiling``; newest first, in ONE query.
 
-    The walk reads only ``(seq, token_count)`` from the covering unique index; contents are
-    joined for the chosen rows only. A legacy row (no count) weighs 0 here and is estimated by
-    the core. The tenant filter is explicit because this is raw SQL.
+    The walk reads at most ``limit`` rows of the ``(tenant, conversation, seq)`` index, newest
+    first. A legacy row (no count) weighs 0 here and is estimated by the core. Items carry no
+    ``created_at`` (history turns show no time). The tenant filter is explicit because this
+    is raw SQL.
     """
     with connection.cursor() as cursor:
         cursor.execute(
@@ -128,18 +118,7 @@ def recent_messages_within(
             },
         )
         rows = cursor.fetchall()
-    if connection.vendor == "sqlite":
-        rows = [(*row[:6], _parse_datetime(row[6]), *row[7:]) for row in rows]
     return _message_items(rows, bot_name)
-
-
-def _parse_datetime(value: Any) -> Any:
-    if isinstance(value, str):
-        parsed = parse_datetime(value)
-        if parsed is not None and timezone.is_naive(parsed):
-            parsed = timezone.make_aware(parsed, UTC)
-        return parsed
-    return value
 
 
 def current_summaries(conversation: Conversation, *, max_rolling: int) -> list[SummaryItem]:
@@ -186,12 +165,22 @@ def current_summaries(conversation: Conversation, *, max_rolling: int) -> list[S
     return items
 
 
+#: The user's current facts by the partial index ``(tenant, user, created_at)``. Raw SQL: the
+#: ORM spends several times the query's own time building it, on every turn.
+CURRENT_FACTS_SQL = """
+SELECT id, text, key FROM memory_userfact
+WHERE tenant_id = %s AND user_id = %s AND superseded_at IS NULL
+ORDER BY created_at DESC, id DESC
+LIMIT %s
+"""
+
+
 def current_facts(tenant_id: int, user_id: int | None, *, limit: int) -> list[FactItem]:
-    """The user's current facts, newest first (at most ``limit``)."""
-    if user_id is None:
+    """The user's current facts in the tenant, newest first (at most ``limit``). The tenant
+    filter is explicit because this is raw SQL."""
+    if user_id is None or limit <= 0:
         return []
-    with tenant_scope(tenant_id):
-        facts = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True).order_by(
-            "-created_at"
-        )[:limit]
-        return [FactItem(id=f.pk, text=f.text, key=f.key) for f in facts]
+    with connection.cursor() as cursor:
+        cursor.execute(CURRENT_FACTS_SQL, [tenant_id, user_id, limit])
+        rows = cursor.fetchall()
+    return [FactItem(id=pk, text=text, key=key) for pk, text, key in rows]

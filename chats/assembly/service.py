@@ -21,8 +21,14 @@ from chatplatform.counting import storage_counter_for
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.tenancy.scoping import tenant_scope
 from chatplatform.tokens import TokenCounter
+from chatplatform.tokens.calibration import CalibrationState, calibrated_margin
 from chats.assembly import selectors
-from chats.context.budget import history_fetch_ceiling
+from chats.context.budget import (
+    MAX_CALIBRATION_RATIO,
+    MIN_CALIBRATION_RATIO,
+    history_fetch_ceiling,
+    sections_within_room,
+)
 from chats.context.packing import assemble
 from chats.context.template import time_values
 from chats.context.types import (
@@ -44,23 +50,62 @@ TOOLS_DESCRIPTION = (
 )
 
 
-def margin_for(counter: TokenCounter, policy: ContextPolicy, profile: ModelProfile) -> float:
-    """The multiplier applied to counted tokens before comparing them with the budget.
+def calibration_state(profile: ModelProfile) -> CalibrationState:
+    """The model's running ratio of provider-reported to estimated prompt tokens."""
+    return CalibrationState(
+        count=profile.calibration_samples,
+        mean=profile.calibration_ratio_mean,
+        m2=profile.calibration_ratio_m2,
+    )
 
-    Exact counters: 1.0. Estimates: the estimator's calibrated margin, times the model's
-    online calibration (real/estimated ratio, once it has samples), times the policy's extra
-    safety margin.
+
+def calibration_ratio_for(counter: TokenCounter, profile: ModelProfile) -> float:
+    """The online calibration factor of ``counter``'s counts for ``profile``'s model.
+
+    1.0 for exact counters (their counts are the model's) and until the model has
+    ``MIN_SAMPLES`` reports. Then the provider's counts are the estimate times the mean ratio
+    (the estimates are scaled), and the margin on that calibrated estimate is the estimator's
+    fitted margin or the spread of the observed ratios, whichever is wider: the factor is
+    ``calibrated_margin(state, mean * fitted) / fitted``, so the total multiplier
+    ``fitted * factor`` bounds the next prompt's real size. A model that counts fewer tokens
+    than estimated (mean < 1) gets a factor below 1, i.e. a larger effective budget.
     """
     if counter.exact:
         return 1.0
-    calibrated = float(getattr(counter, "margin", 1.0))
-    return calibrated * (1.0 + policy.safety_margin_percent / 100.0)
+    state = calibration_state(profile)
+    if not state.ready:
+        return 1.0
+    fitted = max(1.0, float(getattr(counter, "margin", 1.0)))
+    factor = calibrated_margin(state, base_margin=state.mean * fitted) / fitted
+    return min(MAX_CALIBRATION_RATIO, max(MIN_CALIBRATION_RATIO, factor))
+
+
+def margin_for(counter: TokenCounter, policy: ContextPolicy, profile: ModelProfile) -> float:
+    """The multiplier applied to counted tokens before comparing them with the budget.
+
+    Exact counters: 1.0. Estimates: the estimator's calibrated margin, times the policy's
+    extra safety margin, times the model's online calibration
+    (:func:`calibration_ratio_for`).
+    """
+    if counter.exact:
+        return 1.0
+    return _safety_margin(counter, policy) * calibration_ratio_for(counter, profile)
+
+
+def _safety_margin(counter: TokenCounter, policy: ContextPolicy) -> float:
+    fitted = float(getattr(counter, "margin", 1.0))
+    return fitted * (1.0 + policy.safety_margin_percent / 100.0)
 
 
 def packing_policy_for(
-    policy: ContextPolicy, *, margin_ratio: float = 1.0, budget_override: int | None = None
+    policy: ContextPolicy,
+    *,
+    margin_ratio: float = 1.0,
+    calibration_ratio: float = 1.0,
+    budget_override: int | None = None,
 ) -> PackingPolicy:
-    """Map the stored policy onto the pure core's view of it."""
+    """Map the stored policy onto the pure core's view of it (``margin_ratio``: the safety
+    margin of inexact counts; ``calibration_ratio``: the model's online calibration)."""
     profile = policy.model_profile
     max_context = policy.max_context_tokens
     scale = 1.0
@@ -82,6 +127,7 @@ def packing_policy_for(
         max_context_tokens=max_context,
         reserved_response_tokens=policy.reserved_response_tokens,
         safety_margin_ratio=margin_ratio,
+        calibration_ratio=calibration_ratio,
         budget_unit=policy.budget_unit,  # type: ignore[arg-type]
         system_budget=section(policy.system_budget),
         facts_budget=section(policy.facts_budget) if policy.facts_enabled else 0,
@@ -165,8 +211,16 @@ def assemble_context(
     policy = policy or policy_for(conversation)
     profile = policy.model_profile
     counter = storage_counter_for(profile)
-    margin = margin_for(counter, policy, profile)
-    packing = packing_policy_for(policy, margin_ratio=margin, budget_override=budget_override)
+    packing = sections_within_room(
+        packing_policy_for(
+            policy,
+            margin_ratio=1.0 if counter.exact else _safety_margin(counter, policy),
+            calibration_ratio=calibration_ratio_for(counter, profile),
+            budget_override=budget_override,
+        ),
+        exact=counter.exact,
+        counter_overhead=counter.message_overhead,
+    )
     bot_name = policy.bot_name
     now = now or timezone.now()
 

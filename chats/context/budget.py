@@ -2,7 +2,8 @@
 
 * ``usable = min(max_context_tokens, context_window) - reserved_response_tokens`` is the
   prompt budget in real tokens (what the provider bills).
-* ``margin_ratio`` is 1.0 for an exact counter, else ``policy.safety_margin_ratio``: a counted
+* ``margin_ratio`` is 1.0 for an exact counter, else ``policy.safety_margin_ratio`` (at least
+  1) times ``policy.calibration_ratio`` (the online calibration, possibly below 1): a counted
   total ``T`` fits when ``ceil(T * margin_ratio) <= usable``; ``limit`` is the largest such ``T``
   (the budget in counted tokens).
 * ``framing`` = reply primer + overhead of the system message + overhead of the new message:
@@ -12,7 +13,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from .types import BUDGET_UNITS, STRATEGIES, PackingPolicy
@@ -22,6 +23,9 @@ MIN_NEW_MESSAGE_TOKENS = 64
 #: Smallest prompt budget a policy may leave.
 MIN_PROMPT_TOKENS = 256
 MAX_SAFETY_MARGIN = 2.0
+#: Bounds of the online calibration ratio (the calibration ignores reports outside them).
+MIN_CALIBRATION_RATIO = 0.125
+MAX_CALIBRATION_RATIO = 8.0
 MAX_RETRIEVAL_NEIGHBORS = 10
 SECTION_FIELDS = ("system_budget", "facts_budget", "summaries_budget", "retrieval_budget")
 
@@ -67,7 +71,9 @@ def usable_prompt_tokens(policy: PackingPolicy) -> int:
 
 
 def margin_ratio(policy: PackingPolicy, exact: bool) -> float:
-    return 1.0 if exact else max(1.0, float(policy.safety_margin_ratio))
+    if exact:
+        return 1.0
+    return max(1.0, float(policy.safety_margin_ratio)) * float(policy.calibration_ratio)
 
 
 def fits(counted: int, usable: int, ratio: float) -> bool:
@@ -127,6 +133,37 @@ def section_cap(policy: PackingPolicy, value: int, base: int) -> int:
     return max(0, min(value, base))
 
 
+def sections_within_room(
+    policy: PackingPolicy, *, exact: bool, counter_overhead: int = 4
+) -> PackingPolicy:
+    """``policy`` with its token section budgets scaled down together (keeping their
+    proportions) when, under this counter's margin, they would not fit the room
+    :func:`check_policy` requires; otherwise ``policy`` itself.
+
+    Why: a policy is validated with its own safety margin, but at assembly an estimator's
+    fitted margin and the online calibration can raise the margin, which shrinks the room in
+    counted tokens; a valid policy must not turn into a :class:`PolicyError` because the model
+    was found to count more tokens than estimated. Percent budgets scale by themselves.
+    """
+    if policy.budget_unit != "tokens":
+        return policy
+    sections = [max(0, getattr(policy, name)) for name in SECTION_FIELDS]
+    total = sum(sections)
+    plan = plan_budget(policy, exact=exact, counter_overhead=counter_overhead)
+    room = plan.room - MIN_NEW_MESSAGE_TOKENS
+    if total <= room or room <= 0:
+        return policy
+    scale = room / total
+    system, facts, summaries, retrieval = (int(value * scale) for value in sections)
+    return replace(
+        policy,
+        system_budget=system,
+        facts_budget=facts,
+        summaries_budget=summaries,
+        retrieval_budget=retrieval,
+    )
+
+
 def history_fetch_ceiling(
     policy: PackingPolicy, *, exact: bool, new_message_tokens: int, counter_overhead: int = 4
 ) -> int:
@@ -158,6 +195,12 @@ _RANGES: tuple[tuple[str, float, float | None, str], ...] = (
         1.0,
         MAX_SAFETY_MARGIN,
         ": use 1.0 for exact counters and about 1.05-1.15 for estimates",
+    ),
+    (
+        "calibration_ratio",
+        MIN_CALIBRATION_RATIO,
+        MAX_CALIBRATION_RATIO,
+        ": the online calibration is out of its range",
     ),
     ("reply_primer_tokens", 0, 100, ""),
     ("min_recent_messages", 0, None, ": set 0 to turn it off"),

@@ -8,6 +8,9 @@ counts where they were made by this counter.
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -20,34 +23,124 @@ if TYPE_CHECKING:
     from chatplatform.tokens.base import TokenCounter
 
 
+#: Texts longer than this are not remembered across assemblies (a pasted book would crowd out
+#: whole conversations, and it is truncated each turn anyway).
+MEMO_MAX_TEXT_CHARS = 100_000
+#: Characters of text remembered per counter (about 8-32 MB of strings).
+MEMO_MAX_TOTAL_CHARS = 8_000_000
+
+
+class CountMemo:
+    """Counts one counter made in this process, keyed by the exact text, least recently used
+    evicted first (bounded by total characters). Thread-safe.
+
+    Why: consecutive turns of a conversation send almost the same history, and a WebSocket
+    keeps a conversation in one process, so the final recount of a turn re-tokenizes texts
+    the previous turn already tokenized. Only counts *made by the counter* are remembered;
+    stored counts read from the database never are (they are claims: the final recount
+    exists to catch the ones that lie).
+    """
+
+    def __init__(self, max_chars: int = MEMO_MAX_TOTAL_CHARS) -> None:
+        self.max_chars = max_chars
+        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> int | None:
+        with self._lock:
+            n = self._counts.get(text)
+            if n is not None:
+                self._counts.move_to_end(text)
+            return n
+
+    def get_many(self, texts: Iterable[str]) -> tuple[int, list[str]]:
+        """The sum of the remembered counts among ``texts``, and the texts not remembered."""
+        total = 0
+        missing: list[str] = []
+        with self._lock:
+            counts = self._counts
+            for text in texts:
+                n = counts.get(text)
+                if n is None:
+                    missing.append(text)
+                else:
+                    counts.move_to_end(text)
+                    total += n
+        return total, missing
+
+    def put(self, text: str, n: int) -> None:
+        if len(text) > MEMO_MAX_TEXT_CHARS:
+            return
+        with self._lock:
+            if text in self._counts:
+                return
+            self._counts[text] = n
+            self._chars += len(text)
+            while self._chars > self.max_chars and self._counts:
+                old, _ = self._counts.popitem(last=False)
+                self._chars -= len(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+            self._chars = 0
+
+
+_memos: weakref.WeakKeyDictionary[TokenCounter, CountMemo] = weakref.WeakKeyDictionary()
+_memos_lock = threading.Lock()
+
+
+def count_memo(counter: TokenCounter) -> CountMemo:
+    """The process-wide memo of ``counter`` (one per counter object: two objects with the
+    same name, e.g. test doubles, never share counts)."""
+    memo = _memos.get(counter)
+    if memo is None:
+        with _memos_lock:
+            memo = _memos.get(counter)
+            if memo is None:
+                memo = _memos[counter] = CountMemo()
+    return memo
+
+
 class Meter:
-    """Counts with one counter; trusts stored counts made by it and records the others."""
+    """Counts with one counter; trusts stored counts made by it and records the others.
+
+    ``text`` tokenizes a text at most once per process (see :class:`CountMemo`), so the
+    final recount of the prompt costs tokenization only for texts new since the previous
+    turns.
+    """
 
     def __init__(self, counter: TokenCounter, overhead: int) -> None:
         self.counter = counter
         self.overhead = overhead
         self.recounted: list[Included] = []
         self._small: dict[str, int] = {}
-        # Texts tokenized during this assembly: a text is tokenized at most once. Stored
-        # counts are deliberately not entered here, so the final recount really recounts.
-        self._known: dict[str, int] = {}
+        self._memo = count_memo(counter)
 
     def text(self, text: str) -> int:
-        known = self._known.get(text)
+        known = self._memo.get(text)
         if known is not None:
             return known
         n = count_text(self.counter, text)
-        if len(self._known) < 100_000:
-            self._known[text] = n
+        self._memo.put(text, n)
         return n
+
+    def texts(self, texts: Iterable[str]) -> int:
+        """The sum of ``text`` over ``texts`` (one lock round for the memo hits)."""
+        total, missing = self._memo.get_many(texts)
+        for text in missing:
+            total += self.text(text)
+        return total
 
     def small(self, text: str) -> int:
         """Count of a short, often repeated string (prefixes, frames), cached."""
-        if text not in self._small:
+        n = self._small.get(text)
+        if n is None:
             if len(self._small) > 4096:
                 self._small.clear()
-            self._small[text] = count_text(self.counter, text)
-        return self._small[text]
+            n = self._small[text] = self.text(text)
+        return n
 
     def stored(
         self, kind: str, item_id: ItemId, text: str, tokens: int | None, counted_by: str | None
@@ -84,6 +177,8 @@ def group_units(newest_first: Sequence[MessageItem]) -> list[list[MessageItem]]:
     for i, m in enumerate(newest_first):
         if m.tool_group is not None:
             oldest_at[m.tool_group] = i
+    if not oldest_at:  # no tool groups (the common case): one message per unit
+        return [[m] for m in newest_first]
     units: list[list[MessageItem]] = []
     i = 0
     while i < len(newest_first):
@@ -121,21 +216,36 @@ class History:
         self.meter = meter
         self.multi_user = multi_user
         self.taken: list[Taken] = []
-        self._cache: dict[int, Taken] = {}
+        #: Units measured so far, in walk order (the walk only ever asks for the next one).
+        self._built: list[Taken] = []
         self.start_cost = meter.small(CONVERSATION_START) + meter.overhead
+        self._name = meter.counter.name
 
     def _unit(self, k: int) -> Taken:
-        if k not in self._cache:
-            items = self.units[k]
-            turns = [format_turn(m, self.multi_user) for m in items]
-            per = [
-                self.meter.small(t.prefix)
-                + self.meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
-                + self.meter.overhead
-                for m, t in zip(items, turns, strict=True)
-            ]
-            self._cache[k] = Taken(items, turns, sum(per), per)
-        return self._cache[k]
+        """Unit ``k`` measured (units are measured in walk order, once)."""
+        built = self._built
+        while len(built) <= k:
+            built.append(self._measure(self.units[len(built)]))
+        return built[k]
+
+    def _measure(self, items: list[MessageItem]) -> Taken:
+        meter, overhead, multi_user = self.meter, self.meter.overhead, self.multi_user
+        if len(items) == 1:  # the common case, without the per-unit list machinery
+            m = items[0]
+            turn = format_turn(m, multi_user)
+            tokens = m.tokens
+            if tokens is None or tokens < 0 or m.counted_by not in (None, self._name):
+                tokens = meter.stored("message", m.id, m.content, tokens, m.counted_by)
+            n = meter.small(turn.prefix) + tokens + overhead
+            return Taken(items, [turn], n, [n])
+        turns = [format_turn(m, multi_user) for m in items]
+        per = [
+            meter.small(t.prefix)
+            + meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
+            + overhead
+            for m, t in zip(items, turns, strict=True)
+        ]
+        return Taken(items, turns, sum(per), per)
 
     @property
     def body(self) -> int:
@@ -156,14 +266,24 @@ class History:
         """Take older units while the total stays ``<= room`` (and, if given, until
         ``max_messages`` messages are taken). Stops at the first unit that does not fit."""
         body = self.body
-        while len(self.taken) < len(self.units):
-            if max_messages is not None and self.messages >= max_messages:
+        taken, units, start_cost = self.taken, self.units, self.start_cost
+        messages = self.messages if max_messages is not None else 0
+        built, measure = self._built, self._measure
+        while len(taken) < len(units):
+            if max_messages is not None and messages >= max_messages:
                 return
-            unit = self._unit(len(self.taken))
-            if body + unit.tokens + self._start(unit) > room:
+            k = len(taken)
+            if k < len(built):
+                unit = built[k]
+            else:
+                unit = measure(units[k])
+                built.append(unit)
+            start = start_cost if unit.turns[0].role == "assistant" else 0
+            if body + unit.tokens + start > room:
                 return
-            self.taken.append(unit)
+            taken.append(unit)
             body += unit.tokens
+            messages += len(unit.items)
 
     def truncate_newest(self, room: int, min_tokens: int) -> Truncation | None:
         """When nothing fits, cut the newest unit (a single message) to the room, head and
@@ -199,10 +319,18 @@ class History:
         """Taken turns in chronological order."""
         return [t for unit in reversed(self.taken) for t in unit.turns]
 
-    def included(self) -> Iterable[Included]:
+    def included(self) -> list[Included]:
+        out: list[Included] = []
+        append = out.append
         for unit in reversed(self.taken):
-            for m, n in zip(unit.items, unit.per_item, strict=True):
-                yield Included("message", m.id, n)
+            if len(unit.items) == 1:
+                append(Included("message", unit.items[0].id, unit.tokens))
+            else:
+                out.extend(
+                    Included("message", m.id, n)
+                    for m, n in zip(unit.items, unit.per_item, strict=True)
+                )
+        return out
 
     def ids(self) -> set[ItemId]:
         return {m.id for unit in self.taken for m in unit.items}

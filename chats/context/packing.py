@@ -25,7 +25,9 @@ prompt and new message is cut further. ``trimmed_after_recount`` reports it; it 
 practice because per-item accounting is conservative.
 
 Work: counts are taken only for items that reach the walk and lack a stored count by this
-counter, for short prefixes, and once on the final output.
+counter, for short prefixes, and once on the final output; a text is tokenized at most once
+per process (:class:`~chats.context.history.CountMemo`), so the final recount of a turn
+tokenizes only what the previous turns did not already send.
 """
 
 from __future__ import annotations
@@ -127,9 +129,9 @@ class _Draft:
         return system, provider_messages([*self.history.turns(), self.new_turn]), stable
 
     def count(self, system: str, messages: list[dict[str, str]]) -> int:
-        ov, text = self.meter.overhead, self.meter.text
-        total = self.plan.framing - 2 * ov + (text(system) + ov if system else 0)
-        return total + sum(text(m["content"]) + ov for m in messages)
+        ov, meter = self.meter.overhead, self.meter
+        total = self.plan.framing - 2 * ov + (meter.text(system) + ov if system else 0)
+        return total + meter.texts(m["content"] for m in messages) + ov * len(messages)
 
     def cut_system(self, original: str, original_tokens: int, limit: int) -> None:
         cut = truncate_tail(original, limit, self.meter.counter, total_tokens=original_tokens)

@@ -8,7 +8,7 @@ recounts the final output anyway.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .formatting import (
@@ -20,7 +20,9 @@ from .formatting import (
     one_line,
     retrieved_body,
     retrieved_frame,
-    retrieved_prefix,
+    retrieved_line,
+    retrieved_speaker,
+    retrieved_stamp,
     summary_frame,
 )
 from .history import Meter, drop_incomplete_groups
@@ -150,17 +152,45 @@ def pick_summaries(
 
 @dataclass(slots=True)
 class Retrieval:
-    """Retrieved messages in the prompt (by id), the hit each belongs to, tokens each."""
+    """Retrieved messages in the prompt (by id) and the tokens accounted for them.
+
+    ``entries`` maps an id to the message and its line's own tokens (speaker label, body and
+    the joining newline). What a line costs beyond that depends on its neighbours in the
+    block: its time stamp (left out when the line above was sent in the same minute) and
+    the ``…`` line before it when messages are omitted in between. :attr:`used` charges
+    those exactly for the current entries, so accounting stays tight as entries come and go.
+    """
 
     cap: int
     frame: int
     entries: dict[ItemId, tuple[MessageItem, int]] = field(default_factory=dict)
+    #: Tokens of each stamp text (``"[2023-05-08 13:56] "``) and of one ``…`` line.
+    stamp_tokens: dict[str, int] = field(default_factory=dict)
+    gap_tokens: int = 2
 
     @property
     def used(self) -> int:
         if not self.entries:
             return 0
-        return self.frame + sum(n for _, n in self.entries.values())
+        return self.frame + sum(self._line_costs(self.entries.values()).values())
+
+    def _line_costs(self, entries: Iterable[tuple[MessageItem, int]]) -> dict[ItemId, int]:
+        """Each line's full cost (own tokens, stamp when shown, gap line before it)."""
+        costs: dict[ItemId, int] = {}
+        previous: MessageItem | None = None
+        for m, n in sorted(entries, key=lambda e: e[0].seq):
+            stamp = retrieved_stamp(m)
+            if previous is not None and m.seq > previous.seq + 1:
+                n += self.gap_tokens
+            if stamp and (previous is None or stamp != retrieved_stamp(previous)):
+                n += self.stamp_tokens.get(stamp, STAMP_TOKENS_FALLBACK)
+            costs[m.id] = n
+            previous = m
+        return costs
+
+    def used_with(self, fresh: Sequence[tuple[MessageItem, int]]) -> int:
+        """What :attr:`used` would be with ``fresh`` entries added."""
+        return self.frame + sum(self._line_costs([*self.entries.values(), *fresh]).values())
 
     def remove(self, ids: set[ItemId], excluded: list[Excluded]) -> int:
         """Drop entries whose ids are in ``ids`` (shown in history); return tokens freed."""
@@ -175,26 +205,35 @@ class Retrieval:
             return ""
         head, tail = retrieved_frame()
         lines: list[str] = []
-        last: int | None = None
+        previous: MessageItem | None = None
         for m, _ in sorted(self.entries.values(), key=lambda e: e[0].seq):
-            if last is not None and m.seq > last + 1:
+            if previous is not None and m.seq > previous.seq + 1:
                 lines.append(RETRIEVED_GAP)
-            lines.append(retrieved_prefix(m, bot_name) + retrieved_body(m))
-            last = m.seq
+            lines.append(retrieved_line(m, bot_name, previous))
+            previous = m
         return head + "\n".join(lines) + tail
 
     def included(self) -> list[Included]:
+        costs = self._line_costs(self.entries.values())
         ordered = sorted(self.entries.values(), key=lambda e: e[0].seq)
-        return [Included("retrieved", m.id, n) for m, n in ordered]
+        return [Included("retrieved", m.id, costs[m.id]) for m, _ in ordered]
+
+
+#: Charged for a stamp whose count is unknown (never the case for picked entries).
+STAMP_TOKENS_FALLBACK = 16
+#: Per line, on top of the parts' separate counts: tokenizing the joined line can differ
+#: from the sum of its parts by a token at the seams (the final recount has the last word).
+LINE_SLACK_TOKENS = 1
 
 
 def _line_tokens(m: MessageItem, meter: Meter, bot_name: str) -> int:
+    """A line's own tokens: speaker label, body, the joining newline and the seam slack."""
     body = retrieved_body(m)
     if body == m.content:
         n = meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
     else:
         n = meter.text(body)
-    return meter.text(retrieved_prefix(m, bot_name)) + n + 3  # newline and a possible gap line
+    return meter.small(retrieved_speaker(m, bot_name)) + n + 1 + LINE_SLACK_TOKENS
 
 
 def _steps(
@@ -229,7 +268,9 @@ def pick_retrieved(
     """Hits by descending score (at most ``max_items``), deduplicated against ``skip_ids``
     and each other; then, while the cap allows, up to ``neighbors`` turns on each side."""
     head, tail = retrieved_frame()
-    out = Retrieval(cap, _frame_cost(meter, (head, tail)))
+    out = Retrieval(
+        cap, _frame_cost(meter, (head, tail)), gap_tokens=meter.small(RETRIEVED_GAP) + 1
+    )
     ranked = sorted(items, key=lambda it: -it.score)
     plans: list[list[list[MessageItem]]] = []
     for it in ranked:
@@ -257,10 +298,13 @@ def _add(
     fresh = [m for m in step if m.id not in out.entries and m.id not in skip]
     if not fresh:
         return True
-    costs = [_line_tokens(m, meter, bot_name) for m in fresh]
-    base = out.used if out.entries else out.frame
-    if base + sum(costs) > out.cap:
+    lines = [(m, _line_tokens(m, meter, bot_name)) for m in fresh]
+    for m, _ in lines:
+        stamp = retrieved_stamp(m)
+        if stamp and stamp not in out.stamp_tokens:
+            out.stamp_tokens[stamp] = meter.small(stamp)
+    if out.used_with(lines) > out.cap:
         return False
-    for m, n in zip(fresh, costs, strict=True):
+    for m, n in lines:
         out.entries[m.id] = (m, n)
     return True

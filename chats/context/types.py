@@ -35,7 +35,7 @@ class PackingPolicy:
 
     ``usable prompt budget = min(max_context_tokens, context_window) - reserved_response_tokens``
     (real tokens). When the counter is not exact, counted totals are multiplied by
-    ``safety_margin_ratio`` before they are compared with that budget.
+    ``safety_margin_ratio * calibration_ratio`` before they are compared with that budget.
 
     Section budgets (``system_budget`` … ``retrieval_budget``) are caps: what a section
     leaves unused flows to the recent history. With ``budget_unit == "percent"`` they are
@@ -48,6 +48,11 @@ class PackingPolicy:
     max_context_tokens: int = 200_000
     reserved_response_tokens: int = 4_096
     safety_margin_ratio: float = 1.0
+    #: Online calibration of an inexact counter against the provider's reported prompt
+    #: tokens: real tokens expected per counted token, bounded above (1.0 = uncalibrated;
+    #: below 1 when the model counts fewer tokens than the estimate). It multiplies
+    #: ``safety_margin_ratio``; exact counters ignore both.
+    calibration_ratio: float = 1.0
     budget_unit: BudgetUnit = "tokens"
     system_budget: int = 8_000
     facts_budget: int = 2_000

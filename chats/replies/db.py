@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import connections
+from django.db import InterfaceError, OperationalError, connections
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -33,12 +33,21 @@ def _prepare_connections() -> None:
     next query, which marks it, and the next call here replaces it."""
     for connection in connections.all(initialized_only=True):
         connection.close_if_unusable_or_obsolete()
-        connection.health_check_done = True
+        connection.health_check_done = True  # type: ignore[attr-defined]
 
 
 def _in_thread(func: Callable[..., R], *args: Any, **kwargs: Any) -> R:
     _prepare_connections()
-    return func(*args, **kwargs)
+    try:
+        return func(*args, **kwargs)
+    except (OperationalError, InterfaceError):
+        if any(c.in_atomic_block for c in connections.all(initialized_only=True)):
+            raise
+        # The connection died since its last use (a database restart): the error marked it,
+        # the sweep replaces it, and the step runs once more. Each step is one idempotent
+        # transaction, so a step that failed on a dead connection did nothing to repeat.
+        _prepare_connections()
+        return func(*args, **kwargs)
 
 
 def db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
@@ -54,8 +63,7 @@ def db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
         context = contextvars.copy_context()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            _pool(), functools.partial(context.run, _in_thread, func, *args, **kwargs)
-        )
+        step: Callable[[], R] = functools.partial(_in_thread, func, *args, **kwargs)
+        return await loop.run_in_executor(_pool(), context.run, step)
 
     return call

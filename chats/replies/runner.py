@@ -97,13 +97,22 @@ async def run_replies(tenant_id: int, conversation_id: int) -> None:
         try:
             more = True
             while more:
-                tried, prepared, more = await db(turns.prepare_next_turn)(
-                    tenant_id, conversation_id, frozenset(attempted)
-                )
-                attempted.update(tried)
-                if prepared is None:
+                try:
+                    found = await db(turns.prepare_next_turn)(
+                        tenant_id, conversation_id, frozenset(attempted)
+                    )
+                except Exception:
+                    # The database is unreachable: the messages stay waiting, and the next
+                    # message (or a resend) starts a runner that answers them in order.
+                    logger.exception("the reply queue of conversation %s failed", conversation_id)
+                    return
+                attempted.update(found.tried)
+                for _message_id, reply_id in found.failures:
+                    await broadcast(tenant_id, conversation_id, _internal_error(reply_id))
+                if found.prepared is None:
                     break
-                await _answer(prepared, (lock_name, token))
+                await _answer(found.prepared, (lock_name, token))
+                more = found.more
                 if more:
                     await hub.refresh(lock_name, token)
         finally:
@@ -121,25 +130,26 @@ async def _answer(prepared: turns.PreparedTurn, lock: tuple[str, str]) -> None:
         await _reply(prepared, lock=lock)
     except Exception:
         logger.exception("reply to message %s failed unexpectedly", message_id)
-        text = "The reply could not be generated because of an internal error. Send it again."
         try:
-            reply_id = await db(turns.fail_unexpectedly)(tenant_id, message_id, text)
+            reply_id = await db(turns.fail_unexpectedly)(
+                tenant_id, message_id, turns.INTERNAL_ERROR_TEXT
+            )
         except Exception:
             logger.exception("could not mark the reply to %s failed", message_id)
             reply_id = None
-        await broadcast(
-            tenant_id,
-            conversation_id,
-            {
-                "type": "error",
-                "code": "internal_error",
-                "message": text,
-                "message_id": reply_id,
-                "status": "failed",
-                "partial": False,
-                "retryable": True,
-            },
-        )
+        await broadcast(tenant_id, conversation_id, _internal_error(reply_id))
+
+
+def _internal_error(reply_id: int | None) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "code": "internal_error",
+        "message": turns.INTERNAL_ERROR_TEXT,
+        "message_id": reply_id,
+        "status": "failed",
+        "partial": False,
+        "retryable": True,
+    }
 
 
 async def _reply(

@@ -69,20 +69,50 @@ def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
     return [pk for pk, answered in reversed(recent) if not answered]
 
 
+@dataclass
+class NextTurn:
+    """What :func:`prepare_next_turn` found: the message ids it tried, the prepared turn
+    (None when nothing is waiting), whether more messages wait after it, and the messages
+    whose preparation failed unexpectedly as ``(user message id, failed reply id)``."""
+
+    tried: list[int]
+    prepared: PreparedTurn | None
+    more: bool
+    failures: list[tuple[int, int | None]]
+
+
+#: What the user is told when their message could not be answered because of a bug of ours.
+INTERNAL_ERROR_TEXT = (
+    "The reply could not be generated because of an internal error. Send it again."
+)
+
+
 def prepare_next_turn(
     tenant_id: int, conversation_id: int, skip: frozenset[int] = frozenset()
-) -> tuple[list[int], PreparedTurn | None, bool]:
-    """Prepare the reply to the oldest waiting message not in ``skip``. Returns the message
-    ids tried (answered meanwhile, or prepared), the prepared turn (None when nothing is
-    waiting) and whether more messages wait after it."""
+) -> NextTurn:
+    """Prepare the reply to the oldest waiting message not in ``skip``. A message whose
+    preparation raises gets a failed reply (so it is never left without an outcome) and the
+    next one is tried."""
     waiting = [m for m in waiting_messages(tenant_id, conversation_id) if m not in skip]
-    tried: list[int] = []
+    found = NextTurn(tried=[], prepared=None, more=False, failures=[])
     for position, message_id in enumerate(waiting):
-        tried.append(message_id)
-        prepared = prepare_turn(tenant_id, message_id)
+        found.tried.append(message_id)
+        try:
+            prepared = prepare_turn(tenant_id, message_id)
+        except Exception:
+            logger.exception("preparing the reply to message %s failed", message_id)
+            try:
+                reply_id = fail_unexpectedly(tenant_id, message_id, INTERNAL_ERROR_TEXT)
+            except Exception:
+                logger.exception("could not mark the reply to %s failed", message_id)
+                reply_id = None
+            found.failures.append((message_id, reply_id))
+            continue
         if prepared is not None:
-            return tried, prepared, position + 1 < len(waiting)
-    return tried, None, False
+            found.prepared = prepared
+            found.more = position + 1 < len(waiting)
+            return found
+    return found
 
 
 def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:

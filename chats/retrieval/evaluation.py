@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
@@ -30,7 +30,13 @@ from chats.models import Conversation, Message, Role
 from chats.services import conversation_create, message_create
 
 from . import locomo
-from .retriever import RetrievalSettings, retrieve_messages
+from .query import build_query
+from .retriever import (
+    RetrievalSettings,
+    retrieve_messages,
+    retrieve_summaries,
+    shown_summary_ids,
+)
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
 QUESTION_AUTHOR = "Question"
@@ -140,22 +146,33 @@ def _run(
 
 
 def _retriever(options: EvalOptions) -> Retriever:
+    """The production retrieval (messages, then summaries not already shown, one ranking)
+    with the evaluation's settings."""
+
     def retriever(
         conversation: Conversation, new: MessageItem, policy: ContextPolicy, before_seq: int
     ) -> list[RetrievedItem]:
-        settings = options.retrieval
-        return retrieve_messages(
+        max_items = min(options.retrieval.max_items, policy.retrieval_max_items)
+        settings = replace(options.retrieval, max_items=max_items)
+        query = build_query(new.content)
+        messages = retrieve_messages(
             conversation,
             new.content,
             before_seq=new.seq if options.retrieve_whole_history else before_seq,
-            settings=RetrievalSettings(
-                candidates=settings.candidates,
-                neighbor_hits=settings.neighbor_hits,
-                max_items=min(settings.max_items, policy.retrieval_max_items),
-                rerank=settings.rerank,
-            ),
+            settings=settings,
+            query=query,
             bot_name=policy.bot_name,
         )
+        summaries = retrieve_summaries(
+            conversation,
+            new.content,
+            exclude_ids=shown_summary_ids(
+                conversation, max_rolling=policy.max_summaries_in_context
+            ),
+            settings=settings,
+            query=query,
+        )
+        return sorted([*messages, *summaries], key=lambda r: -r.score)[:max_items]
 
     return retriever
 

@@ -11,11 +11,12 @@ candidates identically on both backends:
   ``artwork`` is probably another word, ``paint`` → ``painting`` is not).
 * **speaker**: when the question names a participant (``What did Caroline paint?``), the name
   is left out of the lexical score (it mostly matches the *other* speaker's greetings) and that
-  participant's own turns get ``speaker_boost``.
+  participant's own turns get ``speaker_boost`` (hits and neighbours alike).
 * **neighbours**: the turns around a hit inherit a share of its lexical score
   (``neighbor_next`` / ``neighbor_prev`` per step, up to ``neighbor_depth`` steps), so they
   compete for the budget as items of their own: the answer to a question is often the next
-  turn, and the turn that names the topic the one before.
+  turn, and the turn that names the topic the one before. A turn near several hits (or a hit
+  near another) adds ``neighbor_support`` of the weaker score to the stronger one.
 
 (A "when" question favouring turns with time expressions was measured and removed: no
 effect on LoCoMo, see ``bench/retrieval.md``.)
@@ -50,11 +51,14 @@ class Candidate:
 class RerankConfig:
     k1: float = 1.2
     b: float = 0.4
-    speaker_boost: float = 0.5
+    speaker_boost: float = 1.0
     #: Share of a hit's score the turn after it (``next``) and before it (``prev``) inherit.
     neighbor_next: float = 0.6
     neighbor_prev: float = 0.6
     neighbor_depth: int = 2
+    #: A turn that is a hit and near another hit (or near two hits) adds this share of the
+    #: weaker of the two scores to the stronger: adjacent evidence supports each other.
+    neighbor_support: float = 0.3
 
 
 @dataclass(slots=True)
@@ -64,6 +68,8 @@ class Scored:
     #: The id of the hit this neighbour inherited its score from (``None`` for hits).
     via: int | str | None = None
     matched: int = field(default=0)
+    #: The lexical score before the speaker factor (what neighbours inherit a share of).
+    lexical: float = 0.0
 
 
 def speaker_terms(
@@ -144,7 +150,7 @@ def score(
         factor = 1.0
         if authors and c.author in authors:
             factor += config.speaker_boost
-        scored[c.seq] = Scored(c, value * factor, None, matched)
+        scored[c.seq] = Scored(c, value * factor, None, matched, value)
     return scored
 
 
@@ -180,19 +186,30 @@ def rerank(
     candidates, fetched without matching), best first."""
     config = config or RerankConfig()
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
-    propagate(scored, neighbors, config)
+    propagate(scored, neighbors, config, speaker_terms(query, names or {})[0])
     return ranked(scored)
 
 
 def propagate(
-    scored: dict[int, Scored], neighbors: Sequence[Candidate], config: RerankConfig
+    scored: dict[int, Scored],
+    neighbors: Sequence[Candidate],
+    config: RerankConfig,
+    named: frozenset[object] | set[object] = frozenset(),
 ) -> None:
-    """Neighbours inherit a share of each hit's own (lexical) score; a turn keeps the best of
-    its own score and what it inherits."""
+    """Neighbours inherit a share of each hit's own lexical score, times the speaker factor
+    of the *neighbour's* author (``named``: the authors the question names), since the
+    answer to a question about someone is usually in their own turn next to the one that
+    carries the words; a turn keeps the best of its own score and what it inherits."""
     if config.neighbor_next <= 0 and config.neighbor_prev <= 0:
         return
     by_seq = {n.seq: n for n in neighbors}
-    hits = [(s.candidate, s.score) for s in scored.values() if s.score > 0]
+    hits = [(s.candidate, s.lexical or s.score) for s in scored.values() if s.score > 0]
+
+    def factor(seq: int) -> float:
+        current = scored.get(seq)
+        author = current.candidate.author if current is not None else by_seq[seq].author
+        return 1.0 + config.speaker_boost if named and author in named else 1.0
+
     for hit, base in hits:
         for distance in range(1, config.neighbor_depth + 1):
             for seq, share in (
@@ -200,12 +217,16 @@ def propagate(
                 (hit.seq - distance, config.neighbor_prev),
             ):
                 inherited = base * share**distance
-                if inherited <= 0:
+                if inherited <= 0 or (seq not in scored and seq not in by_seq):
                     continue
+                inherited *= factor(seq)
                 current = scored.get(seq)
                 if current is not None:
                     if current.score < inherited:
-                        current.score, current.via = inherited, hit.id
+                        current.via = hit.id
+                    weaker = min(current.score, inherited)
+                    current.score = max(current.score, inherited)
+                    current.score += config.neighbor_support * weaker
                 elif seq in by_seq:
                     scored[seq] = Scored(by_seq[seq], inherited, hit.id)
 

@@ -1,15 +1,19 @@
-"""Older messages relevant to a new message, as ``RetrievedItem`` candidates for the assembly.
+"""Older messages and summaries relevant to a new message, as ``RetrievedItem`` candidates
+for the assembly.
 
 :func:`retrieve_messages` runs at most three bounded queries, whatever the conversation's
 length: the indexed search (:func:`~chats.retrieval.search.search_messages`), one fetch of the
 candidates' rows, and one fetch of the turns around the best candidates. Ranking happens in
-:mod:`chats.retrieval.rerank` (pure). The caller passes the conversation it already holds;
-nothing else of the conversation is loaded.
+:mod:`chats.retrieval.rerank` (pure). :func:`retrieve_summaries` adds the summaries the
+prompt does not already show (one lookup of the shown ones, the indexed search, the rows);
+merged (level-0) summaries stay searchable, since they hold the detail their merged parent
+compresses. The caller passes the conversation it already holds; nothing else of the
+conversation is loaded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,10 +22,25 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.selectors import author_label
 from chats.context.types import MessageItem, RetrievedItem
 from chats.models import Conversation, Message, Role, Status
+from summaries.models import Summary
 
 from .query import SearchQuery, build_query
-from .rerank import Candidate, RerankConfig, neighbor_seqs, propagate, ranked, score, to_retrieved
-from .search import search_messages
+from .rerank import (
+    Candidate,
+    RerankConfig,
+    bm25_scores,
+    neighbor_seqs,
+    propagate,
+    ranked,
+    score,
+    speaker_terms,
+    to_retrieved,
+)
+from .search import search_messages, search_summaries
+
+#: Prefix of the ids of retrieved summaries (``"summary:12"``): they travel as RetrievedItems
+#: next to messages, whose ids are integers, so the two can never collide.
+SUMMARY_ID_PREFIX = "summary:"
 
 #: Roles of messages retrieval may return (system prompts and the like stay out).
 RETRIEVABLE_ROLES = (Role.USER, Role.ASSISTANT, Role.TOOL)
@@ -34,13 +53,16 @@ class RetrievalSettings:
 
     ``candidates``: hits asked from the search (their rows are fetched and re-ranked);
     ``neighbor_hits``: best candidates whose surrounding turns are fetched
-    (``rerank.neighbor_depth`` on each side); ``max_items``: RetrievedItems returned.
+    (``rerank.neighbor_depth`` on each side); ``max_items``: RetrievedItems returned;
+    ``max_summaries``: summaries :func:`retrieve_summaries` returns.
     """
 
     candidates: int = 300
     neighbor_hits: int = 40
     max_items: int = 200
     rerank: RerankConfig = field(default_factory=RerankConfig)
+    #: Older summaries (not already shown) retrieved next to messages.
+    max_summaries: int = 3
 
 
 _FIELDS = (
@@ -137,7 +159,8 @@ def retrieve_messages(
     if before_seq is not None:
         near = {seq for seq in near if seq < before_seq}
     neighbor_rows = {r["seq"]: r for r in _fetch(conversation, near)}
-    propagate(scored, [_candidate(r) for r in neighbor_rows.values()], config)
+    named = speaker_terms(query, names)[0]
+    propagate(scored, [_candidate(r) for r in neighbor_rows.values()], config, named)
     rows.update(neighbor_rows)
     items = {seq: _item(r, bot_name) for seq, r in rows.items()}
     return to_retrieved(
@@ -149,17 +172,126 @@ def _candidate(row: dict[str, Any]) -> Candidate:
     return Candidate(row["id"], row["seq"], row["content"], row["author_id"])
 
 
+def shown_summary_ids(conversation: Conversation, *, max_rolling: int) -> set[int]:
+    """Ids of the summaries the assembly shows anyway (one query): the newest ``max_rolling``
+    current rolling summaries and the newest current 7-day and 30-day ones, as
+    ``chats.assembly.selectors.current_summaries`` picks them. Current summaries are few
+    (older ones are merged into higher levels or superseded), so the rows are bounded."""
+    with tenant_scope(conversation.tenant_id):
+        rows = list(
+            Summary.objects.filter(
+                tenant_id=conversation.tenant_id,
+                conversation_id=conversation.pk,
+                merged_into__isnull=True,
+                superseded_at__isnull=True,
+            ).values_list("id", "kind", "last_seq", "created_at")
+        )
+    rolling = sorted((r for r in rows if r[1] == "rolling"), key=lambda r: -r[2])
+    shown = {r[0] for r in rolling[: max(0, max_rolling)]}
+    for kind in ("recent", "long"):
+        newest = max((r for r in rows if r[1] == kind), key=lambda r: r[3], default=None)
+        if newest is not None:
+            shown.add(newest[0])
+    return shown
+
+
+def retrieve_summaries(
+    conversation: Conversation,
+    text: str,
+    *,
+    exclude_ids: Iterable[int] = (),
+    settings: RetrievalSettings | None = None,
+    query: SearchQuery | None = None,
+) -> list[RetrievedItem]:
+    """Summaries of ``conversation`` relevant to ``text`` that are not superseded nor in
+    ``exclude_ids`` (those already in the prompt), best first, at most
+    ``settings.max_summaries``: two bounded queries (the indexed search, the rows).
+
+    Each comes as a RetrievedItem whose message has the id ``"summary:<pk>"``, the seq of
+    the last message it covers (so the block shows it where its range ends), the end of its
+    period as its time and ``summary of messages A-B`` as its speaker. Its score is BM25 of
+    the same terms, IDF over the conversation's length, so it competes with messages on the
+    same scale."""
+    settings = settings or RetrievalSettings()
+    query = query if query is not None else build_query(text)
+    if query.is_empty or settings.max_summaries <= 0:
+        return []
+    hits = search_summaries(
+        tenant_id=conversation.tenant_id,
+        conversation_id=conversation.pk,
+        query=query,
+        limit=settings.max_summaries,
+        exclude_ids=exclude_ids,
+    )
+    if not hits:
+        return []
+    with tenant_scope(conversation.tenant_id):
+        rows = list(
+            Summary.objects.filter(
+                tenant_id=conversation.tenant_id, pk__in=[h.summary_id for h in hits]
+            ).values(
+                "id",
+                "text",
+                "first_seq",
+                "last_seq",
+                "token_count",
+                "token_counter",
+                "period_end",
+                "created_at",
+            )
+        )
+    config = settings.rerank
+    scores = bm25_scores(
+        query.terms,
+        [r["text"] for r in rows],
+        total_docs=max(conversation.message_count, conversation.last_seq, len(rows)),
+        k1=config.k1,
+        b=config.b,
+    )
+    out = [
+        RetrievedItem(_summary_item(row), value)
+        for row, (value, matched) in zip(rows, scores, strict=True)
+        if matched
+    ]
+    return sorted(out, key=lambda r: (-r.score, -r.message.seq))
+
+
+def _summary_item(row: Mapping[str, Any]) -> MessageItem:
+    return MessageItem(
+        id=f"{SUMMARY_ID_PREFIX}{row['id']}",
+        seq=row["last_seq"],
+        role="user",
+        content=row["text"],
+        author=f"summary of messages {row['first_seq']}-{row['last_seq']}",
+        tokens=row["token_count"],
+        counted_by=row["token_counter"] or None,
+        created_at=row["period_end"] or row["created_at"],
+    )
+
+
 def retrieve_for_assembly(
     conversation: Conversation, new_message: MessageItem, policy: ContextPolicy, before_seq: int
 ) -> list[RetrievedItem]:
     """The assembly service's retriever (``chats.assembly.service.Retriever``): candidates
-    for ``new_message`` among messages with ``seq < before_seq``, at most the policy's
-    ``retrieval_max_items``."""
+    for ``new_message`` among messages with ``seq < before_seq`` and among the summaries the
+    assembly does not already show, at most the policy's ``retrieval_max_items`` in all.
+    Messages and summaries are ranked on one scale (BM25); the packer takes them by score."""
     settings = RetrievalSettings(max_items=policy.retrieval_max_items)
-    return retrieve_messages(
+    query = build_query(new_message.content)
+    messages = retrieve_messages(
         conversation,
         new_message.content,
         before_seq=before_seq,
         settings=settings,
+        query=query,
         bot_name=policy.bot_name,
     )
+    summaries = retrieve_summaries(
+        conversation,
+        new_message.content,
+        exclude_ids=shown_summary_ids(conversation, max_rolling=policy.max_summaries_in_context),
+        settings=settings,
+        query=query,
+    )
+    merged = sorted([*messages, *summaries], key=lambda r: -r.score)
+    return merged[: max(0, policy.retrieval_max_items)]

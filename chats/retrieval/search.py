@@ -1,4 +1,5 @@
-"""Full-text search over one conversation's messages: one bounded, indexed query.
+"""Full-text search over one conversation's messages and summaries: one bounded, indexed
+query each.
 
 The index lives in migration ``chats.0002_message_search``:
 
@@ -14,12 +15,17 @@ The index lives in migration ``chats.0002_message_search``:
   query with CJK bigrams instead scans the conversation's newest :data:`SQLITE_SCAN_WINDOW`
   messages (bounded, via the ``(tenant, conversation, seq)`` index).
 
+Summaries (:func:`search_summaries`) have the same index design over their ``text``
+(migration ``summaries.0004_summary_search``: ``summaries_summary.search_vector`` + GIN, or
+``summaries_summary_fts``); PostgreSQL ranks them with ``ts_rank_cd``.
+
 Every query names the tenant and the conversation; callers never see another tenant's rows
 whatever the text matches.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from django.db import connections
@@ -183,3 +189,77 @@ def _sqlite_scan_sql(
         LIMIT %s
     """  # noqa: S608 - only generated fragments and numbers are interpolated
     return sql, params
+
+
+#: Most summaries one search returns (a conversation has one per few dozen messages).
+MAX_SUMMARY_LIMIT = 100
+#: Newest summaries the SQLite CJK fallback looks at.
+SQLITE_SUMMARY_SCAN_WINDOW = 500
+
+
+class SummaryHit(NamedTuple):
+    """A matching summary; ``score`` is higher for better matches (within one search)."""
+
+    summary_id: int
+    score: float
+
+
+def search_summaries(
+    *,
+    tenant_id: int,
+    conversation_id: int,
+    query: SearchQuery,
+    limit: int,
+    exclude_ids: Iterable[int] = (),
+    using: str = "default",
+) -> list[SummaryHit]:
+    """The best ``limit`` summaries of the conversation matching ``query`` (OR of its terms),
+    best first, leaving out superseded summaries and ``exclude_ids`` (those the prompt
+    already shows). One query (PostgreSQL ``ts_rank_cd`` over the GIN-indexed
+    ``search_vector``; SQLite FTS5 ``bm25()``); an empty query or a zero limit runs none."""
+    limit = max(0, min(int(limit), MAX_SUMMARY_LIMIT))
+    if query.is_empty or limit == 0:
+        return []
+    excluded = sorted({int(i) for i in exclude_ids})
+    connection = connections[using]
+    params: list[Any]
+    if connection.vendor == "postgresql":
+        params = [query.tsquery(), tenant_id, conversation_id]
+        sql = """
+            SELECT s.id, ts_rank_cd(s.search_vector, q.qall) AS score
+            FROM summaries_summary s, (SELECT to_tsquery('simple', %s) AS qall) q
+            WHERE s.tenant_id = %s AND s.conversation_id = %s
+              AND s.superseded_at IS NULL AND s.search_vector @@ q.qall"""
+    elif connection.vendor == "sqlite" and any(t.bigram for t in query.terms):
+        parts = [f"coalesce((CASE WHEN instr(lower(s.text), %s) > 0 THEN {_weight(t)} END), 0)"
+                 for t in query.terms]  # fmt: skip
+        params = [t.text for t in query.terms]
+        params += [tenant_id, conversation_id, SQLITE_SUMMARY_SCAN_WINDOW]
+        sql = f"""
+            SELECT id, score FROM (
+                SELECT s.id, ({" + ".join(parts)}) AS score, s.superseded_at
+                FROM summaries_summary s
+                WHERE s.tenant_id = %s AND s.conversation_id = %s
+                ORDER BY s.last_seq DESC LIMIT %s
+            ) s
+            WHERE s.score > 0 AND s.superseded_at IS NULL"""  # noqa: S608 - generated fragments
+    elif connection.vendor == "sqlite":
+        match = f'scope : "{_scope(tenant_id, conversation_id)}" AND body : ({query.fts5()})'
+        params = [match, tenant_id, conversation_id]
+        sql = """
+            SELECT s.id, -bm25(summaries_summary_fts, 0.0, 1.0) AS score
+            FROM summaries_summary_fts
+            JOIN summaries_summary s ON s.id = summaries_summary_fts.rowid
+            WHERE summaries_summary_fts MATCH %s
+              AND s.tenant_id = %s AND s.conversation_id = %s AND s.superseded_at IS NULL"""
+    else:  # pragma: no cover - other backends have no index
+        raise NotImplementedError(f"no summary search for {connection.vendor}")
+    if excluded:
+        sql += f" AND s.id NOT IN ({', '.join(['%s'] * len(excluded))})"
+        params += excluded
+    sql += " ORDER BY score DESC, s.id DESC LIMIT %s"
+    params.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [SummaryHit(int(r[0]), float(r[1] or 0.0)) for r in rows]

@@ -71,9 +71,12 @@ def test_preview_of_a_policy_that_does_not_fit_is_a_clear_400(client_a, conversa
         )
         ContextPolicy.objects.bulk_create([policy])
         policy = ContextPolicy.objects.get(name="Too big")
+    with all_tenants():
+        # The model's window shrank after the policy was written: the reserve alone fills it.
+        ModelProfile.objects.filter(pk=small.pk).update(context_window=100, max_output_tokens=50)
     response = client_a.get(preview_url(conversation_a), {"policy": policy.pk})
     error = error_of(response, 400, "policy_invalid")
-    assert "system budget" in error["message"]
+    assert "context window" in error["message"] and "at most 100" in error["message"]
 
 
 def test_turn_record_of_a_past_turn(client_a, conversation_a, member_a):

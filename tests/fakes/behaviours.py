@@ -129,3 +129,12 @@ def server_error(status: int = 500) -> HttpError:
 
 def invalid_request(message: str = "messages: field required") -> HttpError:
     return HttpError(400, "invalid_request_error", message)
+
+
+# OpenAI-compatible servers' errors (vLLM, llama.cpp, OpenAI), by name.
+def context_length_exceeded(requested: int = 9000, maximum: int = 8192) -> HttpError:
+    message = (
+        f"This model's maximum context length is {maximum} tokens. However, you requested "
+        f"{requested} tokens. Please reduce the length of the messages."
+    )
+    return HttpError(400, "invalid_request_error", message, code="context_length_exceeded")

@@ -50,7 +50,7 @@ def test_redis_url_moves_layer_broker_and_cache_to_redis():
     result = run_settings({"DEBUG": "1", "REDIS_URL": "redis://127.0.0.1:6379/3"})
     assert result.returncode == 0, result.stderr
     values = json.loads(result.stdout)
-    assert values["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert values["layer"] == "channels_redis.pubsub.RedisPubSubChannelLayer"
     assert values["broker"] == "redis://127.0.0.1:6379/3"
     assert values["cache"].endswith("RedisCache")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from chats.context.types import MessageItem
 from chats.retrieval.query import build_query
 from chats.retrieval.rerank import (
@@ -82,3 +84,35 @@ def test_to_retrieved_keeps_order_and_attaches_fetched_neighbors():
     out = to_retrieved(ranked, items, neighbors=1, max_items=2)
     assert [r.message.seq for r in out] == [3, 4]
     assert {n.seq for n in out[0].neighbors} == {2, 4}
+
+
+def test_neighbours_by_the_named_speaker_get_the_speaker_boost():
+    q = build_query("What did Caroline cook?")
+    candidates = cands("Did you cook anything nice?", authors=["mel"])
+    neighbours = [Candidate(2, 2, "A big paella!", "caro"), Candidate(0, 0, "Hi", "mel")]
+    ranked_ = rerank(
+        q,
+        candidates,
+        total_docs=20,
+        names={"caro": ["Caroline"], "mel": ["Melanie"]},
+        neighbors=neighbours,
+        config=RerankConfig(neighbor_depth=1, neighbor_next=0.6, neighbor_prev=0.6),
+    )
+    by_seq = {s.candidate.seq: s.score for s in ranked_}
+    assert by_seq[2] > by_seq[0] and by_seq[2] > by_seq[1] * 0.6
+
+
+def test_a_turn_between_two_hits_outranks_one_next_to_a_single_hit():
+    q = build_query("pelican")
+    hits = [Candidate(1, 1, "pelican one"), Candidate(3, 3, "pelican two")]
+    neighbours = [Candidate(2, 2, "filler"), Candidate(4, 4, "filler")]
+    config = RerankConfig(
+        neighbor_depth=1, neighbor_next=0.6, neighbor_prev=0.6, neighbor_support=0.3
+    )
+    by_seq = {
+        s.candidate.seq: s.score
+        for s in rerank(q, hits, total_docs=50, neighbors=neighbours, config=config)
+    }
+    assert by_seq[1] == by_seq[3]
+    assert by_seq[4] == pytest.approx(0.6 * by_seq[3])
+    assert by_seq[2] == pytest.approx(0.6 * by_seq[1] * 1.3)

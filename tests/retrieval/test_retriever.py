@@ -113,3 +113,9 @@ def test_retrieve_for_assembly_honours_policy_and_before_seq(conversation, membe
     item = MessageItem("new", newer[0].seq + 1, "user", "Where is the key? flowerpot")
     items = retrieve_for_assembly(fresh(conversation), item, policy, newer[0].seq)
     assert [i.message.id for i in items] == [old[0].pk]
+
+
+def test_hybrid_preset_retrieves_up_to_200_items_with_ranked_neighbours():
+    with all_tenants():
+        preset = ContextPolicy.objects.get(tenant__isnull=True, name="Hybrid")
+    assert preset.retrieval_max_items == 200 and preset.retrieval_neighbors == 0

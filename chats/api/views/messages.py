@@ -31,7 +31,7 @@ from chats.api.serializers.messages import (
 )
 from chats.api.streaming import reply_events
 from chats.api.views.base import TenantAPIView, valid_id
-from chats.models import Conversation, Message
+from chats.models import Conversation, Message, Status
 from chats.replies.coordination import coordination
 from chats.replies.intake import accept_user_message, rate_limit_for
 from chats.services.messages import MessageRejected
@@ -186,7 +186,8 @@ class MessageListView(TenantAPIView):
     def _answer(self, message: Message, created: bool) -> Response:
         tenant_id = message.tenant_id
         reply = selectors.reply_to(tenant_id, message.pk)
-        if not is_final(reply):
+        # A failed reply is final for readers, but a send of its message again is a retry.
+        if not is_final(reply) or (reply is not None and reply.status == Status.FAILED):
             wait = float(settings.API_REPLY_WAIT_SECONDS)
             try:
                 reply = run_async(
