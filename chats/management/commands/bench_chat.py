@@ -58,6 +58,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--clients", type=int, default=100)
         parser.add_argument("--turns", type=int, default=10)
+        parser.add_argument(
+            "--duration",
+            type=float,
+            default=0.0,
+            help="soak: seconds to keep every client sending turns (then --turns is ignored)",
+        )
         parser.add_argument("--workers", type=int, default=2, help="ASGI server processes")
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per turn")
         parser.add_argument("--json", action="store_true")
@@ -74,6 +80,7 @@ class Command(BaseCommand):
                     port,
                     clients,
                     options["turns"],
+                    options["duration"],
                     options["timeout"],
                     lambda: _tree_cpu_seconds(server.pid),
                 )
@@ -171,7 +178,13 @@ class Command(BaseCommand):
         raise CommandError("the ASGI server did not start")
 
     async def _run(
-        self, port: int, clients: list[tuple[int, str]], turns: int, timeout: float, cpu: Any
+        self,
+        port: int,
+        clients: list[tuple[int, str]],
+        turns: int,
+        duration: float,
+        timeout: float,
+        cpu: Any,
     ) -> dict[str, Any]:
         import websockets
 
@@ -199,7 +212,9 @@ class Command(BaseCommand):
                         all_connected.set()
                     # Turns start together once every socket is open: connecting is not a turn.
                     await go.wait()
-                    for turn in range(turns):
+                    turn = 0
+                    while (time.perf_counter() < soak_until) if duration else turn < turns:
+                        turn += 1
                         client_id = f"{conversation_id}-{turn}"
                         sent.append((conversation_id, client_id))
                         started = time.perf_counter()
@@ -232,6 +247,7 @@ class Command(BaseCommand):
         await asyncio.wait_for(all_connected.wait(), 120)
         cpu_before = cpu()
         started = time.perf_counter()
+        soak_until = started + duration
         go.set()
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - started
@@ -252,16 +268,19 @@ class Command(BaseCommand):
     def _lost(self, sent: list[tuple[int, str]]) -> int:
         """Turns whose user message or complete reply is missing from the database."""
         connection.close()
-        lost = 0
         tenant = bench_tenant()
+        conversations = {conversation_id for conversation_id, _ in sent}
         with tenant_scope(tenant):
-            for conversation_id, client_id in sent:
-                user_message = Message.objects.filter(
-                    conversation_id=conversation_id, client_id=client_id
-                ).first()
-                if (
-                    user_message is None
-                    or not Message.objects.filter(answers=user_message, status="complete").exists()
-                ):
-                    lost += 1
-        return lost
+            answered = set(
+                Message.objects.filter(
+                    conversation_id__in=conversations, status="complete", answers__isnull=False
+                ).values_list("answers_id", flat=True)
+            )
+            stored = {
+                (conversation_id, client_id)
+                for pk, conversation_id, client_id in Message.objects.filter(
+                    conversation_id__in=conversations, client_id__isnull=False
+                ).values_list("pk", "conversation_id", "client_id")
+                if pk in answered
+            }
+        return sum(1 for turn in sent if turn not in stored)
