@@ -222,7 +222,7 @@ def backfill_token_counts(
     name = "backfill_token_counts"
     if not continuation and tenant_id is None and not claim_run(name, dedupe_seconds(name)):
         return {"status": "duplicate"}
-    scope = "all" if tenant_id is None else str(tenant_id)
+    scope = "all" if tenant_id is None else f"t{tenant_id}"
     with exclusive(f"backfill:{scope}", BACKFILL_HARD_LIMIT + 30) as acquired:
         if not acquired:
             return {"status": "locked"}

@@ -1,4 +1,10 @@
 """The tenant-scoped Django admin. Registrations live in ``registrations.py``."""
 
+from django.contrib import admin as _admin
+
 from . import policies as _policies  # noqa: F401  (registers the model admins)
 from . import registrations as _registrations  # noqa: F401
+from .global_models import hide_global_objects
+
+# auth and django_celery_beat come before this app in INSTALLED_APPS: their admins exist now.
+hide_global_objects(_admin.site)

@@ -90,6 +90,27 @@ POLICY_FIELDSETS: Any = (
 )
 
 
+class PolicyRulesAfterFieldsMixin:
+    """Mixed into the admin's ContextPolicy form."""
+
+    _errors: Any
+    instance: Any
+
+    def _post_clean(self) -> None:
+        # A number that is missing or not a number is left blank on the instance: the
+        # cross-field budget rules (the model's clean()) cannot be evaluated on a blank and
+        # raised a TypeError (a server error instead of the form). The field errors are shown
+        # first; the rules run once every field is valid.
+        if not self._errors:
+            super()._post_clean()  # type: ignore[misc]
+            return
+        self.instance.clean = lambda: None
+        try:
+            super()._post_clean()  # type: ignore[misc]
+        finally:
+            del self.instance.clean
+
+
 @admin.register(ContextPolicy)
 class ContextPolicyAdmin(TenantScopedAdmin):
     list_display = (
@@ -108,6 +129,10 @@ class ContextPolicyAdmin(TenantScopedAdmin):
     class Media:
         css = {"all": ("admin-extras/admin-extras.css",)}
         js = ("admin-extras/policy-bar.js",)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (PolicyRulesAfterFieldsMixin, form), {})
 
     def render_change_form(
         self,

@@ -1,6 +1,12 @@
 """Request throttles per API key and per user (DRF throttles on the default cache, which is
 Redis when ``REDIS_URL`` is set). Rates come from ``REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]``
-(``api_key``, ``api_user``) and are read on every request, so a settings change applies."""
+(``api_key``, ``api_user``) and are read on every request, so a settings change applies.
+
+Counting is atomic: one counter per identity and window (the window starts with its first
+request and lasts the rate's period), created with ``add`` and counted with ``incr`` (Redis
+INCR, which keeps the expiry; a lock in the local-memory cache). DRF's own throttle reads
+the request history, appends and writes it back, so concurrent requests each saw the same
+history and a burst got through far beyond the rate."""
 
 from __future__ import annotations
 
@@ -12,8 +18,46 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from chats.api.principal import ApiPrincipal
 
+try:  # incr on a value that is not a number: TypeError locally, ResponseError from Redis
+    from redis.exceptions import ResponseError
+
+    _NOT_A_COUNTER: tuple[type[Exception], ...] = (TypeError, ResponseError)
+except ImportError:  # pragma: no cover
+    _NOT_A_COUNTER = (TypeError,)
+
 
 class _PrincipalThrottle(SimpleRateThrottle):
+    # Set by SimpleRateThrottle.__init__ from the rate (the stubs do not declare them).
+    num_requests: int
+    duration: int
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        self.now = self.timer()
+        count = None
+        for _attempt in range(3):
+            # The window starts with its first request and ends when the counter expires.
+            if self.cache.add(self.key, 0, self.duration):
+                self.cache.set(f"{self.key}:start", self.now, self.duration)
+            try:
+                count = self.cache.incr(self.key)
+                break
+            except ValueError:  # expired between add and incr: start a new window
+                continue
+            except _NOT_A_COUNTER:  # a value of another format (DRF's history list): replace it
+                self.cache.delete(self.key)
+        return count is not None and count <= self.num_requests
+
+    def wait(self) -> float:
+        started = self.cache.get(f"{self.key}:start") if self.key else None
+        if not isinstance(started, (int, float)):
+            return float(self.duration)
+        return max(started + self.duration - self.timer(), 1.0)
+
     def get_rate(self) -> str | None:
         rates: dict[str, Any] = api_settings.DEFAULT_THROTTLE_RATES
         rate = rates.get(self.scope or "")

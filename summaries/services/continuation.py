@@ -47,7 +47,9 @@ def continuation_summary_ensure(
     if not needs_continuation_summary(conversation):
         return Result(status="not_due")
     policy = policy_for(conversation)
-    with exclusive(f"rolling:{conversation.pk}", LOCK_SECONDS) as acquired:
+    with exclusive(
+        f"rolling:t{conversation.tenant_id}:c{conversation.pk}", LOCK_SECONDS
+    ) as acquired:
         if not acquired:
             return Result(status="locked", more=True)
         engine = summarizer or summarizer_for(policy)

@@ -104,7 +104,9 @@ def periodic_summary_refresh(
         return PeriodicResult(status="disabled")
     now = now or timezone.now()
     result = PeriodicResult(status="ok")
-    with exclusive(f"periodic:{conversation.pk}", LOCK_SECONDS) as acquired:
+    with exclusive(
+        f"periodic:t{conversation.tenant_id}:c{conversation.pk}", LOCK_SECONDS
+    ) as acquired:
         if not acquired:
             return PeriodicResult(status="locked")
         engine = summarizer

@@ -110,8 +110,8 @@ def uses_summaries(policy: ContextPolicy) -> bool:
     return policy.strategy != "sliding_window" and policy.summaries_budget > 0
 
 
-def _failure_key(conversation_id: int, first_seq: int) -> str:
-    return f"rolling-failed:{conversation_id}:{first_seq}"
+def _failure_key(conversation: Conversation, first_seq: int) -> str:
+    return f"rolling-failed:t{conversation.tenant_id}:c{conversation.pk}:{first_seq}"
 
 
 def summary_refresh(
@@ -130,7 +130,9 @@ def summary_refresh(
     policy = policy_for(conversation)
     if not uses_summaries(policy):
         return Result(status="disabled", detail="the policy's strategy uses no summaries")
-    with exclusive(f"rolling:{conversation.pk}", LOCK_SECONDS) as acquired:
+    with exclusive(
+        f"rolling:t{conversation.tenant_id}:c{conversation.pk}", LOCK_SECONDS
+    ) as acquired:
         if not acquired:
             return Result(status="locked")
         engine = summarizer or summarizer_for(policy)
@@ -177,7 +179,7 @@ def advance_rolling(
             result.more = True
             break
         first = state.covered_upto + 1
-        if in_cooldown(_failure_key(conversation.pk, first)):
+        if in_cooldown(_failure_key(conversation, first)):
             result.status, result.detail = "cooling_down", "the last attempt failed"
             break
         size = chunk_size if state.pending >= chunk_size else state.pending
@@ -203,7 +205,7 @@ def advance_rolling(
                 fetched.last_seq,
                 failed.message,
             )
-            cooldown(_failure_key(conversation.pk, first), FAILURE_COOLDOWN_SECONDS)
+            cooldown(_failure_key(conversation, first), FAILURE_COOLDOWN_SECONDS)
             result.status, result.detail = "failed", failed.code
             break
         with transaction.atomic():
@@ -316,9 +318,9 @@ def schedule_summary_if_needed(conversation: Conversation) -> bool:
     if fresh is None:
         return False
     state = rolling_state(fresh, policy)
-    if not state.due or in_cooldown(_failure_key(fresh.pk, state.covered_upto + 1)):
+    if not state.due or in_cooldown(_failure_key(fresh, state.covered_upto + 1)):
         return False
-    if not cache.add(lock_key(f"rolling-scheduled:{fresh.pk}"), 1, 30):
+    if not cache.add(lock_key(f"rolling-scheduled:t{fresh.tenant_id}:c{fresh.pk}"), 1, 30):
         return False
     tenant_id, conversation_id = fresh.tenant_id, fresh.pk
 
