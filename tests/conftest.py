@@ -36,6 +36,33 @@ def _fresh_redis_keys():
 
 
 @pytest.fixture(autouse=True)
+def _fresh_coordination():
+    """Every test starts with fresh reply coordination and the default model providers."""
+    from chats.replies import runner
+    from chats.replies.coordination import reset_coordination
+
+    reset_coordination()
+    runner.set_provider_factory(None)
+    yield
+    runner.set_provider_factory(None)
+    reset_coordination()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_api_loop(django_db_setup, django_db_blocker):
+    """Stop the API's background event loop before the test database is dropped (its worker
+    threads hold connections to it)."""
+    yield
+    import gc
+
+    from chats.api.bridge import stop_background_loop
+
+    with django_db_blocker.unblock():
+        stop_background_loop()
+    gc.collect()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_policy_cache():
     from chats.services.conversations import clear_policy_cache
 

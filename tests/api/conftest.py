@@ -9,8 +9,6 @@ from rest_framework.test import APIClient
 
 from chatplatform.models import Role
 from chatplatform.services import api_key_create
-from chats.replies import runner
-from chats.replies.coordination import reset_coordination
 from chats.services import conversation_create
 from tests.fakes.fixtures import (  # noqa: F401  (fixtures of the fake model server)
     fake_anthropic,
@@ -18,15 +16,6 @@ from tests.fakes.fixtures import (  # noqa: F401  (fixtures of the fake model se
 )
 
 API = "/api/v1"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_coordination():
-    reset_coordination()
-    runner.set_provider_factory(None)
-    yield
-    runner.set_provider_factory(None)
-    reset_coordination()
 
 
 def key_client(raw_key: str) -> APIClient:
@@ -94,17 +83,3 @@ def _body(response: Any) -> Any:
         return response.json()
     except Exception:
         return getattr(response, "content", b"")[:500]
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _stop_api_loop(django_db_setup, django_db_blocker):
-    """Stop the API's background event loop before the test database is dropped (its worker
-    threads hold connections to it)."""
-    yield
-    import gc
-
-    from chats.api.bridge import stop_background_loop
-
-    with django_db_blocker.unblock():
-        stop_background_loop()
-    gc.collect()

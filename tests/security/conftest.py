@@ -22,8 +22,6 @@ from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile,
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.models import Message, Participant, TurnRecord
-from chats.replies import runner
-from chats.replies.coordination import reset_coordination
 from chats.services import conversation_create
 from chats.services.messages import message_create
 from memory.services import fact_save
@@ -35,15 +33,6 @@ from tests.factories import make_admin, make_member, make_tenant
 MARKER = "alphasecret"
 #: Base of ids that exist nowhere (each world key gets its own, so they can be told apart).
 MISSING_BASE = 987_650_000
-
-
-@pytest.fixture(autouse=True)
-def _fresh_coordination():
-    reset_coordination()
-    runner.set_provider_factory(None)
-    yield
-    runner.set_provider_factory(None)
-    reset_coordination()
 
 
 @dataclass

@@ -119,10 +119,12 @@ async def joined_groups() -> set[str]:
 
 
 async def ws_turn(conversation: Any, user: Any) -> set[str]:
-    """One full turn over a socket; returns the channel-layer groups joined meanwhile."""
+    """One full turn over a socket; returns the channel-layer groups joined meanwhile (the
+    in-memory layer keeps groups of earlier tests' sockets: only new ones count)."""
+    before = await joined_groups()
     ws, connected = await open_socket(conversation, user)
     assert connected
-    groups = await joined_groups()
+    groups = await joined_groups() - before
     await ws.send_json_to({"type": "message", "content": "Hello", "client_id": "turn-1"})
     assert (await until(ws, "done"))[-1]["status"] == "complete"
     await ws.send_json_to({"type": "stop"})

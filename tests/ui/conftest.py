@@ -5,19 +5,8 @@ import pytest
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
 from chats.models import Role, TurnRecord
-from chats.replies import runner
-from chats.replies.coordination import reset_coordination
 from chats.replies.intake import accept_user_message
 from chats.services import conversation_create, message_create
-
-
-@pytest.fixture(autouse=True)
-def _fresh_coordination():
-    reset_coordination()
-    runner.set_provider_factory(None)
-    yield
-    runner.set_provider_factory(None)
-    reset_coordination()
 
 
 @pytest.fixture
