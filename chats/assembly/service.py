@@ -245,8 +245,10 @@ def assemble_context(
         rolling = [s for s in summaries if s.kind == "rolling"]
         after_seq = max((s.last_seq for s in rolling), default=0)
         window = min(window, policy.raw_history_limit)
-    recent = _recent_messages(
+    recent, facts = selectors.recent_messages_and_facts(
         conversation,
+        user_id=getattr(author, "pk", None),
+        max_facts=policy.max_facts_per_user if policy.facts_enabled else 0,
         before_seq=new_message.seq,
         after_seq=after_seq,
         limit=window,
@@ -254,12 +256,6 @@ def assemble_context(
         min_messages=packing.min_recent_messages,
         overhead=counter.message_overhead,
         bot_name=bot_name,
-    )
-    author_id = getattr(author, "pk", None)
-    facts = (
-        selectors.current_facts(conversation.tenant_id, author_id, limit=policy.max_facts_per_user)
-        if policy.facts_enabled
-        else []
     )
     retrieved: list[RetrievedItem] = []
     if policy.strategy == "hybrid" and policy.retrieval_max_items > 0:
@@ -300,30 +296,6 @@ def assemble_context(
         assembly_ms=(time.perf_counter() - started) * 1000,
         facts=facts,
         retrieved_ids=[r.message.id for r in retrieved],
-    )
-
-
-def _recent_messages(
-    conversation: Conversation,
-    *,
-    before_seq: int,
-    after_seq: int,
-    limit: int,
-    ceiling: int,
-    min_messages: int,
-    overhead: int,
-    bot_name: str,
-) -> list[MessageItem]:
-    """The newest messages that can fit (one bounded query, see the selector)."""
-    return selectors.recent_messages_within(
-        conversation,
-        before_seq=before_seq,
-        after_seq=after_seq,
-        limit=limit,
-        ceiling=ceiling,
-        min_messages=min_messages,
-        overhead=overhead,
-        bot_name=bot_name,
     )
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import threading
 import weakref
+from bisect import bisect_right
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from itertools import accumulate
+from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING, NamedTuple
 
 from .formatting import CONVERSATION_START, TURN_SEPARATOR, TurnText, format_turn
 from .truncate import count_text, truncate_middle
@@ -28,6 +30,9 @@ if TYPE_CHECKING:
 MEMO_MAX_TEXT_CHARS = 100_000
 #: Characters of text remembered per counter (about 8-32 MB of strings).
 MEMO_MAX_TOTAL_CHARS = 8_000_000
+#: Characters of message contents whose measured units are remembered, per counter, chat
+#: kind and overhead (the turns share the content strings with the messages they hold).
+UNIT_MEMO_MAX_CHARS = 4_000_000
 
 
 class CountMemo:
@@ -56,10 +61,18 @@ class CountMemo:
 
     def get_many(self, texts: Iterable[str]) -> tuple[int, list[str]]:
         """The sum of the remembered counts among ``texts``, and the texts not remembered."""
+        texts = list(texts)
         total = 0
         missing: list[str] = []
         with self._lock:
             counts = self._counts
+            # All remembered (every turn but the first of a conversation in this process):
+            # look up and refresh in C-level passes rather than one Python step per text.
+            found = list(map(counts.get, texts))
+            if None not in found:
+                for _ in map(counts.move_to_end, texts):
+                    pass
+                return sum(found), missing  # type: ignore[arg-type]  # no None in found
             for text in texts:
                 n = counts.get(text)
                 if n is None:
@@ -100,6 +113,60 @@ def count_memo(counter: TokenCounter) -> CountMemo:
             memo = _memos.get(counter)
             if memo is None:
                 memo = _memos[counter] = CountMemo()
+    return memo
+
+
+class UnitMemo:
+    """Measured one-message units (:class:`Taken`) made in this process under one counter,
+    for one chat kind (``multi_user``) and per-message overhead, keyed by the message item;
+    cleared when the remembered contents pass ``max_chars``. Thread-safe.
+
+    Why: consecutive turns of a conversation walk almost the same messages, and measuring a
+    unit (formatting its turn, building its records) is most of the per-message work of a
+    turn; a hit costs one hash of the item. Only units whose stored count this counter
+    made are remembered: a measurement is then a pure function of the item (the prefix
+    counts come from the same counter), and a recount, which must be reported, is never
+    skipped.
+    """
+
+    def __init__(self, max_chars: int = UNIT_MEMO_MAX_CHARS) -> None:
+        self.max_chars = max_chars
+        self._units: dict[MessageItem, Taken] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+        #: One atomic dict read (no lock needed), bound once: the walk calls it per message.
+        self.get: Callable[[MessageItem], Taken | None] = self._units.get
+
+    def put(self, item: MessageItem, unit: Taken) -> None:
+        chars = len(item.content)
+        if chars > MEMO_MAX_TEXT_CHARS:
+            return
+        with self._lock:
+            if self._chars + chars > self.max_chars:
+                # Dropping everything is cheaper than LRU bookkeeping on every hit; the next
+                # turns refill what they use.
+                self._units.clear()
+                self._chars = 0
+            self._units[item] = unit
+            self._chars += chars
+
+
+_unit_memos: weakref.WeakKeyDictionary[TokenCounter, dict[tuple[bool, int], UnitMemo]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def unit_memo(counter: TokenCounter, multi_user: bool, overhead: int) -> UnitMemo:
+    """The process-wide unit memo of ``counter`` (one per counter object) for one chat kind
+    and per-message overhead."""
+    shape = (multi_user, overhead)
+    memo = _unit_memos.get(counter, {}).get(shape)
+    if memo is None:
+        with _memos_lock:
+            shapes = _unit_memos.setdefault(counter, {})
+            memo = shapes.get(shape)
+            if memo is None:
+                memo = shapes[shape] = UnitMemo()
     return memo
 
 
@@ -157,6 +224,8 @@ def drop_incomplete_groups(
     messages: Sequence[MessageItem], excluded: list[Excluded], kind: str = "message"
 ) -> list[MessageItem]:
     """Messages whose tool group lacks its call (assistant) or its result (tool) are left out."""
+    if all(m.tool_group is None for m in messages):  # the common case: no tool groups
+        return list(messages)
     roles: dict[str, set[str]] = {}
     for m in messages:
         if m.tool_group is not None:
@@ -170,7 +239,7 @@ def drop_incomplete_groups(
     return [m for m in messages if m.tool_group not in bad]
 
 
-def group_units(newest_first: Sequence[MessageItem]) -> list[list[MessageItem]]:
+def group_units(newest_first: Sequence[MessageItem]) -> list[Sequence[MessageItem]]:
     """Split into units (newest first); each unit's messages are chronological. A unit spans
     from a group's newest to its oldest message, with whatever lies between."""
     oldest_at: dict[str, int] = {}
@@ -178,8 +247,8 @@ def group_units(newest_first: Sequence[MessageItem]) -> list[list[MessageItem]]:
         if m.tool_group is not None:
             oldest_at[m.tool_group] = i
     if not oldest_at:  # no tool groups (the common case): one message per unit
-        return [[m] for m in newest_first]
-    units: list[list[MessageItem]] = []
+        return list(zip(newest_first))  # 1-tuples, built in C
+    units: list[Sequence[MessageItem]] = []
     i = 0
     while i < len(newest_first):
         end = j = i
@@ -193,33 +262,47 @@ def group_units(newest_first: Sequence[MessageItem]) -> list[list[MessageItem]]:
     return units
 
 
-@dataclass(slots=True)
-class Taken:
-    """A unit in the prompt: its messages, rendered turns and accounted tokens."""
+class Taken(NamedTuple):
+    """A unit in the prompt: its messages (chronological), their rendered turns, the tokens
+    accounted for the unit and for each of its messages (``per_item``, same order).
 
-    items: list[MessageItem]
-    turns: list[TurnText]
+    A named tuple: the walk needs one per history message on every turn."""
+
+    items: Sequence[MessageItem]
+    turns: Sequence[TurnText]
     tokens: int
-    per_item: list[int] = field(default_factory=list)
+    per_item: Sequence[int]
+    #: ``Included`` records of the messages (same order), built once with the unit.
+    records: Sequence[Included]
 
     @property
     def first_role(self) -> str:
         return self.turns[0].role
 
 
+_tokens_of = attrgetter("tokens")
+_first_of = itemgetter(0)
+_items_of = attrgetter("items")
+
+
 class History:
     """The walk over units, newest first. ``used`` includes overheads and, when the oldest
     taken turn is the assistant's, the synthetic first user turn."""
 
-    def __init__(self, units: list[list[MessageItem]], meter: Meter, multi_user: bool) -> None:
+    def __init__(self, units: list[Sequence[MessageItem]], meter: Meter, multi_user: bool) -> None:
         self.units = units
         self.meter = meter
         self.multi_user = multi_user
         self.taken: list[Taken] = []
-        #: Units measured so far, in walk order (the walk only ever asks for the next one).
+        #: Units measured so far, in walk order (the walk only ever asks for the next one,
+        #: so a unit it never reaches is never counted nor reported as recounted).
         self._built: list[Taken] = []
         self.start_cost = meter.small(CONVERSATION_START) + meter.overhead
         self._name = meter.counter.name
+        #: Every unit is one message (no tool groups), so a unit's first message is the unit.
+        self._all_single = sum(map(len, units)) == len(units)
+        self._memo = unit_memo(meter.counter, multi_user, meter.overhead)
+        self._remembered = self._memo.get
 
     def _unit(self, k: int) -> Taken:
         """Unit ``k`` measured (units are measured in walk order, once)."""
@@ -228,16 +311,24 @@ class History:
             built.append(self._measure(self.units[len(built)]))
         return built[k]
 
-    def _measure(self, items: list[MessageItem]) -> Taken:
+    def _measure(self, items: Sequence[MessageItem]) -> Taken:
         meter, overhead, multi_user = self.meter, self.meter.overhead, self.multi_user
         if len(items) == 1:  # the common case, without the per-unit list machinery
             m = items[0]
-            turn = format_turn(m, multi_user)
             tokens = m.tokens
-            if tokens is None or tokens < 0 or m.counted_by not in (None, self._name):
-                tokens = meter.stored("message", m.id, m.content, tokens, m.counted_by)
-            n = meter.small(turn.prefix) + tokens + overhead
-            return Taken(items, [turn], n, [n])
+            counted_by = m.counted_by
+            if (
+                tokens is not None
+                and tokens >= 0
+                and (counted_by is None or counted_by == self._name)
+            ):
+                unit = self._remembered(m)
+                if unit is None:
+                    turn = format_turn(m, multi_user)
+                    n = meter.small(turn.prefix) + tokens + overhead
+                    unit = Taken((m,), (turn,), n, (n,), (Included("message", m.id, n),))
+                    self._memo.put(m, unit)
+                return unit
         turns = [format_turn(m, multi_user) for m in items]
         per = [
             meter.small(t.prefix)
@@ -245,11 +336,26 @@ class History:
             + overhead
             for m, t in zip(items, turns, strict=True)
         ]
-        return Taken(items, turns, sum(per), per)
+        records = [Included("message", m.id, n) for m, n in zip(items, per, strict=True)]
+        return Taken(items, turns, sum(per), per, records)
+
+    def _recall(self) -> None:
+        """Append to the measured units the next ones an earlier turn already measured (memo
+        hits, up to the first miss) in one pass: cheaper than one lookup per walk step.
+        Looking up units the walk will not reach is harmless (lookups have no effects)."""
+        built, remembered = self._built, self._remembered
+        rest = self.units[len(built) :]
+        if self._all_single:  # the common case: C-level passes
+            hits = list(map(remembered, map(_first_of, rest)))
+        else:
+            hits = [remembered(unit[0]) if len(unit) == 1 else None for unit in rest]
+        if None in hits:
+            del hits[hits.index(None) :]
+        built += hits  # type: ignore[arg-type]  # the misses are cut off
 
     @property
     def body(self) -> int:
-        return sum(t.tokens for t in self.taken)
+        return sum(map(_tokens_of, self.taken))
 
     def _start(self, oldest: Taken | None) -> int:
         return self.start_cost if oldest is not None and oldest.first_role == "assistant" else 0
@@ -260,30 +366,59 @@ class History:
 
     @property
     def messages(self) -> int:
-        return sum(len(t.items) for t in self.taken)
+        return sum(map(len, map(_items_of, self.taken)))
 
     def extend(self, room: int, max_messages: int | None = None) -> None:
         """Take older units while the total stays ``<= room`` (and, if given, until
-        ``max_messages`` messages are taken). Stops at the first unit that does not fit."""
-        body = self.body
-        taken, units, start_cost = self.taken, self.units, self.start_cost
-        messages = self.messages if max_messages is not None else 0
-        built, measure = self._built, self._measure
-        while len(taken) < len(units):
-            if max_messages is not None and messages >= max_messages:
-                return
-            k = len(taken)
-            if k < len(built):
-                unit = built[k]
-            else:
-                unit = measure(units[k])
-                built.append(unit)
+        ``max_messages`` messages are taken). Stops at the first unit that does not fit.
+        Units are measured only as the walk reaches them."""
+        taken, units, built = self.taken, self.units, self._built
+        if max_messages is None:
+            while len(taken) < len(units):
+                if len(taken) == len(built):
+                    self._measure_next()
+                if not self._take_measured(room):
+                    return
+            return
+        body, messages, start_cost = self.body, self.messages, self.start_cost
+        while len(taken) < len(units) and messages < max_messages:
+            if len(taken) == len(built):
+                self._measure_next()
+            unit = built[len(taken)]
             start = start_cost if unit.turns[0].role == "assistant" else 0
             if body + unit.tokens + start > room:
                 return
             taken.append(unit)
             body += unit.tokens
             messages += len(unit.items)
+
+    def _measure_next(self) -> None:
+        """Measure the next unit: recalled with the ones after it when an earlier turn
+        measured them, else measured afresh (one, as the walk only needs the next)."""
+        self._recall()
+        if len(self._built) == len(self.taken):
+            self._built.append(self._measure(self.units[len(self._built)]))
+
+    def _take_measured(self, room: int) -> bool:
+        """Take the measured, not yet taken units while the total stays ``<= room``; True
+        when all of them fit (the walk goes on), False when one did not (the walk ends).
+
+        The same rule as one unit at a time, found by bisection instead: the running totals
+        only grow, a unit fits when its total plus its start cost (the synthetic first user
+        turn, charged when the unit starts with the assistant) is within ``room``, so only
+        the units between the two bisection points need a look at their first role."""
+        taken, built = self.taken, self._built
+        k = len(taken)
+        totals = list(accumulate(map(_tokens_of, built[k:]), initial=self.body))
+        del totals[0]
+        fits_any = bisect_right(totals, room - self.start_cost)
+        fits_none = bisect_right(totals, room)
+        stop = next(
+            (i for i in range(fits_any, fits_none) if built[k + i].turns[0].role == "assistant"),
+            fits_none,
+        )
+        taken += built[k : k + stop]
+        return stop == len(totals)
 
     def truncate_newest(self, room: int, min_tokens: int) -> Truncation | None:
         """When nothing fits, cut the newest unit (a single message) to the room, head and
@@ -300,7 +435,8 @@ class History:
         cut = truncate_middle(turn.content, room - fixed, self.meter.counter, total_tokens=original)
         new_turn = TurnText(turn.role, turn.prefix, cut.text)
         tokens = prefix + cut.tokens + self.meter.overhead + 1
-        self.taken.append(Taken(unit.items, [new_turn], tokens, [tokens]))
+        record = Included("message", item.id, tokens)
+        self.taken.append(Taken(unit.items, [new_turn], tokens, [tokens], [record]))
         return Truncation("message", item.id, original, cut.tokens)
 
     def drop_oldest(self, tokens: int) -> list[Taken]:
@@ -320,17 +456,8 @@ class History:
         return [t for unit in reversed(self.taken) for t in unit.turns]
 
     def included(self) -> list[Included]:
-        out: list[Included] = []
-        append = out.append
-        for unit in reversed(self.taken):
-            if len(unit.items) == 1:
-                append(Included("message", unit.items[0].id, unit.tokens))
-            else:
-                out.extend(
-                    Included("message", m.id, n)
-                    for m, n in zip(unit.items, unit.per_item, strict=True)
-                )
-        return out
+        """Taken messages in chronological order, with the tokens accounted for each."""
+        return [record for unit in reversed(self.taken) for record in unit.records]
 
     def ids(self) -> set[ItemId]:
         return {m.id for unit in self.taken for m in unit.items}
@@ -342,9 +469,12 @@ def provider_messages(turns: list[TurnText]) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     if turns and turns[0].role != "user":
         out.append({"role": "user", "content": CONVERSATION_START})
-    for turn in turns:
-        if out and out[-1]["role"] == turn.role:
-            out[-1]["content"] += TURN_SEPARATOR + turn.text
+    last: dict[str, str] | None = out[-1] if out else None
+    for role, prefix, content in turns:
+        text = prefix + content if prefix else content
+        if last is not None and last["role"] == role:
+            last["content"] += TURN_SEPARATOR + text
         else:
-            out.append({"role": turn.role, "content": turn.text})
+            last = {"role": role, "content": text}
+            out.append(last)
     return out

@@ -32,6 +32,8 @@ tokenizes only what the previous turns did not already send.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from .budget import BudgetPlan, check_policy, plan_budget, section_cap, system_cap
@@ -54,6 +56,9 @@ from .types import (
 
 if TYPE_CHECKING:
     from chatplatform.tokens.base import TokenCounter
+
+_seq = attrgetter("seq")
+_content = attrgetter("content")
 
 #: Smallest room worth cutting a summary or history message into.
 MIN_CUT_TOKENS = 48
@@ -87,18 +92,29 @@ def _history_candidates(
         shown = policy.max_summaries_in_context > 0 and policy.summaries_budget > 0
         covered = [s.last_seq for s in inputs.summaries if s.kind != "carried" and shown]
         after = max(covered) if covered else None
+    newest_first = sorted(inputs.recent, key=_seq, reverse=True)
+    new_id = new.id
+    if after is None:
+        # The common case, hundreds of messages per turn: when none is outside the window,
+        # over the cap or empty, keep them all (C-level passes instead of a Python loop).
+        kept = [m for m in newest_first if m.id != new_id]
+        if len(kept) <= limit:
+            contents = list(map(_content, kept))
+            if all(contents) and not any(map(str.isspace, contents)):
+                return drop_incomplete_groups(kept, excluded)
     out: list[MessageItem] = []
-    for m in sorted(inputs.recent, key=lambda m: -m.seq):
-        if m.id == new.id:
+    append = out.append
+    for m in newest_first:
+        if m.id == new_id:
             continue
         if after is not None and m.seq <= after:
             excluded.append(Excluded("message", m.id, m.tokens, "outside_window"))
         elif len(out) >= limit:
             excluded.append(Excluded("message", m.id, m.tokens, "cap"))
-        elif not m.content.strip():
+        elif not m.content or m.content.isspace():
             excluded.append(Excluded("message", m.id, m.tokens, "empty"))
         else:
-            out.append(m)
+            append(m)
     return drop_incomplete_groups(out, excluded)
 
 
@@ -231,7 +247,8 @@ def assemble(
     fixed = d.facts.used + d.summaries.used
     while True:
         d.history.extend(rest - fixed - d.retrieval.used)
-        if not d.retrieval.remove(d.history.ids(), excluded):
+        # Without retrieved entries there is nothing to deduplicate (and no id set to build).
+        if not d.retrieval.entries or not d.retrieval.remove(d.history.ids(), excluded):
             break
     history_room = rest - fixed - d.retrieval.used
     if not d.history.taken:
@@ -282,9 +299,16 @@ def _stable_prefix(inputs: AssemblyInputs, stable: str, meter: Meter) -> StableP
     """Empty when the template uses a per-turn variable ({timestamp}, {time}): marking a
     prefix that changes every turn cacheable would only pay cache writes."""
     template = inputs.system_template if inputs.system is None else None
-    if not stable or (template and uses_variables(template) & PER_TURN_VARIABLES):
+    if not stable or (template and _uses_per_turn_variables(template)):
         return StablePrefix(0, 0)
     return StablePrefix(len(stable), meter.text(stable))
+
+
+@lru_cache(maxsize=256)
+def _uses_per_turn_variables(template: str) -> bool:
+    """Whether ``template`` uses a per-turn variable (a tenant's template is scanned once per
+    process, not on every turn)."""
+    return bool(uses_variables(template) & PER_TURN_VARIABLES)
 
 
 def _fit(d: _Draft, excluded: list[Excluded]) -> tuple[str, list[dict[str, str]], str, int, int]:

@@ -112,14 +112,17 @@ class SummaryItem:
     last_at: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MessageItem:
-    """One stored message.
+class MessageItem(NamedTuple):
+    """One stored message (immutable).
 
     ``author`` is the display label: ``"Full Name (@username)"`` for people, the bot's name
     for assistant turns. ``tokens`` counts ``content`` only (``None`` = unknown/legacy).
     Messages sharing a ``tool_group`` (a tool call and its results) are kept or dropped
     together; a group missing its call or its result is left out.
+
+    A named tuple rather than a frozen dataclass: a turn builds hundreds of them, and a
+    tuple is built four times faster (a frozen dataclass sets each field through
+    ``object.__setattr__``). Compare items by ``id``, not by ``==``.
     """
 
     id: ItemId
