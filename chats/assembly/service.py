@@ -43,7 +43,10 @@ from chats.services.conversations import policy_for
 
 #: A retriever returns candidates relevant to the new message among messages older than
 #: ``before_seq`` (those the recent window will not show).
-Retriever = Callable[[Conversation, MessageItem, ContextPolicy, int], list[RetrievedItem]]
+#: ``(conversation, new message, policy, before_seq, ids of the summaries the prompt shows)``.
+Retriever = Callable[
+    [Conversation, MessageItem, ContextPolicy, int, frozenset[int]], list[RetrievedItem]
+]
 
 TOOLS_DESCRIPTION = (
     "save_user_fact(text, key?) stores a fact about the user; get_user_facts() lists them."
@@ -263,7 +266,8 @@ def assemble_context(
         # Everything before the new message is a candidate: history shows only what retrieval
         # leaves, and the core drops retrieved turns that history already shows.
         if retriever is not None and new_message.seq > 1:
-            retrieved = retriever(conversation, new_message, policy, new_message.seq)
+            shown = frozenset(int(s.id) for s in summaries if s.kind != "carried")
+            retrieved = retriever(conversation, new_message, policy, new_message.seq, shown)
 
     members = conversation.participants.count() if conversation.is_group else 1
     variables = _system_variables(conversation, author, policy, now, members)

@@ -12,7 +12,7 @@ are never stored, and everything the run creates is rolled back at the end.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,13 +30,7 @@ from chats.models import Conversation, Message, Role
 from chats.services import conversation_create, message_create
 
 from . import locomo
-from .query import build_query
-from .retriever import (
-    RetrievalSettings,
-    retrieve_messages,
-    retrieve_summaries,
-    shown_summary_ids,
-)
+from .retriever import RetrievalSettings, retrieve_ranked
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
 QUESTION_AUTHOR = "Question"
@@ -150,29 +144,21 @@ def _retriever(options: EvalOptions) -> Retriever:
     with the evaluation's settings."""
 
     def retriever(
-        conversation: Conversation, new: MessageItem, policy: ContextPolicy, before_seq: int
+        conversation: Conversation,
+        new: MessageItem,
+        policy: ContextPolicy,
+        before_seq: int,
+        shown_summaries: Iterable[int],
     ) -> list[RetrievedItem]:
         max_items = min(options.retrieval.max_items, policy.retrieval_max_items)
-        settings = replace(options.retrieval, max_items=max_items)
-        query = build_query(new.content)
-        messages = retrieve_messages(
+        return retrieve_ranked(
             conversation,
             new.content,
             before_seq=new.seq if options.retrieve_whole_history else before_seq,
-            settings=settings,
-            query=query,
+            settings=replace(options.retrieval, max_items=max_items),
+            shown_summaries=shown_summaries,
             bot_name=policy.bot_name,
         )
-        summaries = retrieve_summaries(
-            conversation,
-            new.content,
-            exclude_ids=shown_summary_ids(
-                conversation, max_rolling=policy.max_summaries_in_context
-            ),
-            settings=settings,
-            query=query,
-        )
-        return sorted([*messages, *summaries], key=lambda r: -r.score)[:max_items]
 
     return retriever
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from chatplatform.models import ContextPolicy
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.assembly.selectors import author_label
+from chats.assembly.selectors import author_label, current_summaries
 from chats.context.types import MessageItem, RetrievedItem
 from chats.models import Conversation, Message, Role, Status
 from summaries.models import Summary
@@ -173,26 +173,14 @@ def _candidate(row: dict[str, Any]) -> Candidate:
 
 
 def shown_summary_ids(conversation: Conversation, *, max_rolling: int) -> set[int]:
-    """Ids of the summaries the assembly shows anyway (one query): the newest ``max_rolling``
-    current rolling summaries and the newest current 7-day and 30-day ones, as
-    ``chats.assembly.selectors.current_summaries`` picks them. Current summaries are few
-    (older ones are merged into higher levels or superseded), so the rows are bounded."""
-    with tenant_scope(conversation.tenant_id):
-        rows = list(
-            Summary.objects.filter(
-                tenant_id=conversation.tenant_id,
-                conversation_id=conversation.pk,
-                merged_into__isnull=True,
-                superseded_at__isnull=True,
-            ).values_list("id", "kind", "last_seq", "created_at")
-        )
-    rolling = sorted((r for r in rows if r[1] == "rolling"), key=lambda r: -r[2])
-    shown = {r[0] for r in rolling[: max(0, max_rolling)]}
-    for kind in ("recent", "long"):
-        newest = max((r for r in rows if r[1] == kind), key=lambda r: r[3], default=None)
-        if newest is not None:
-            shown.add(newest[0])
-    return shown
+    """Ids of this conversation's summaries the assembly shows anyway: those
+    ``chats.assembly.selectors.current_summaries`` picks (one query), less any carried over
+    from an earlier conversation (they are never search results here)."""
+    return {
+        int(item.id)
+        for item in current_summaries(conversation, max_rolling=max_rolling)
+        if item.kind != "carried"
+    }
 
 
 def retrieve_summaries(
@@ -269,29 +257,53 @@ def _summary_item(row: Mapping[str, Any]) -> MessageItem:
     )
 
 
-def retrieve_for_assembly(
-    conversation: Conversation, new_message: MessageItem, policy: ContextPolicy, before_seq: int
+def retrieve_ranked(
+    conversation: Conversation,
+    text: str,
+    *,
+    before_seq: int,
+    settings: RetrievalSettings,
+    shown_summaries: Iterable[int],
+    bot_name: str = "Assistant",
 ) -> list[RetrievedItem]:
-    """The assembly service's retriever (``chats.assembly.service.Retriever``): candidates
-    for ``new_message`` among messages with ``seq < before_seq`` and among the summaries the
-    assembly does not already show, at most the policy's ``retrieval_max_items`` in all.
-    Messages and summaries are ranked on one scale (BM25); the packer takes them by score."""
-    settings = RetrievalSettings(max_items=policy.retrieval_max_items)
-    query = build_query(new_message.content)
+    """Messages older than ``before_seq`` and summaries not in ``shown_summaries`` relevant
+    to ``text``, ranked together on one scale (BM25), at most ``settings.max_items``."""
+    query = build_query(text)
     messages = retrieve_messages(
         conversation,
-        new_message.content,
+        text,
         before_seq=before_seq,
         settings=settings,
         query=query,
-        bot_name=policy.bot_name,
+        bot_name=bot_name,
     )
     summaries = retrieve_summaries(
-        conversation,
-        new_message.content,
-        exclude_ids=shown_summary_ids(conversation, max_rolling=policy.max_summaries_in_context),
-        settings=settings,
-        query=query,
+        conversation, text, exclude_ids=shown_summaries, settings=settings, query=query
     )
     merged = sorted([*messages, *summaries], key=lambda r: -r.score)
-    return merged[: max(0, policy.retrieval_max_items)]
+    return merged[: max(0, settings.max_items)]
+
+
+def retrieve_for_assembly(
+    conversation: Conversation,
+    new_message: MessageItem,
+    policy: ContextPolicy,
+    before_seq: int,
+    shown_summaries: Iterable[int] | None = None,
+) -> list[RetrievedItem]:
+    """The assembly service's retriever (``chats.assembly.service.Retriever``): candidates
+    for ``new_message`` among messages with ``seq < before_seq`` and among the summaries the
+    assembly does not already show (``shown_summaries``; looked up when not given), at most
+    the policy's ``retrieval_max_items`` in all. The packer takes them by score."""
+    if shown_summaries is None:
+        shown_summaries = shown_summary_ids(
+            conversation, max_rolling=policy.max_summaries_in_context
+        )
+    return retrieve_ranked(
+        conversation,
+        new_message.content,
+        before_seq=before_seq,
+        settings=RetrievalSettings(max_items=policy.retrieval_max_items),
+        shown_summaries=shown_summaries,
+        bot_name=policy.bot_name,
+    )
