@@ -130,13 +130,7 @@ async def _answer(prepared: turns.PreparedTurn, lock: tuple[str, str]) -> None:
         await _reply(prepared, lock=lock)
     except Exception:
         logger.exception("reply to message %s failed unexpectedly", message_id)
-        try:
-            reply_id = await db(turns.fail_unexpectedly)(
-                tenant_id, message_id, turns.INTERNAL_ERROR_TEXT
-            )
-        except Exception:
-            logger.exception("could not mark the reply to %s failed", message_id)
-            reply_id = None
+        reply_id = await db(turns.record_internal_error)(tenant_id, message_id)
         await broadcast(tenant_id, conversation_id, _internal_error(reply_id))
 
 

@@ -101,18 +101,23 @@ def prepare_next_turn(
             prepared = prepare_turn(tenant_id, message_id)
         except Exception:
             logger.exception("preparing the reply to message %s failed", message_id)
-            try:
-                reply_id = fail_unexpectedly(tenant_id, message_id, INTERNAL_ERROR_TEXT)
-            except Exception:
-                logger.exception("could not mark the reply to %s failed", message_id)
-                reply_id = None
-            found.failures.append((message_id, reply_id))
+            found.failures.append((message_id, record_internal_error(tenant_id, message_id)))
             continue
         if prepared is not None:
             found.prepared = prepared
             found.more = position + 1 < len(waiting)
             return found
     return found
+
+
+def record_internal_error(tenant_id: int, user_message_id: int) -> int | None:
+    """Give ``user_message_id`` a failed reply saying an internal error happened; returns the
+    reply's id, or None when even that could not be stored (logged, never raised)."""
+    try:
+        return fail_unexpectedly(tenant_id, user_message_id, INTERNAL_ERROR_TEXT)
+    except Exception:
+        logger.exception("could not mark the reply to %s failed", user_message_id)
+        return None
 
 
 def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:
