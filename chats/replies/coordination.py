@@ -68,6 +68,7 @@ class LocalCoordination(Coordination):
         self._deltas: dict[str, list[tuple[int, str]]] = defaultdict(list)
         self._locks: dict[str, tuple[str, float]] = {}
         self._stops: set[str] = set()
+        self._rechecks: set[str] = set()
         self._hits: dict[str, tuple[int, float]] = {}
 
     async def append_delta(self, tenant_id: int, message_id: int, seq: int, text: str) -> None:
@@ -101,14 +102,13 @@ class LocalCoordination(Coordination):
         held = self._locks.get(name)
         if held is not None and held[0] == token:
             del self._locks[name]
-        key = f"recheck:{name}"
-        if key in self._stops:
-            self._stops.discard(key)
+        if name in self._rechecks:
+            self._rechecks.discard(name)
             return True
         return False
 
     async def request_recheck(self, name: str) -> None:
-        self._stops.add(f"recheck:{name}")
+        self._rechecks.add(name)
 
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         self._stops.add(_key("stop", tenant_id, conversation_id))
