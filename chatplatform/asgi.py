@@ -15,7 +15,10 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chatplatform.routing import websocket_urlpatterns  # noqa: E402
+from chatplatform.startup import require_secret_key  # noqa: E402
 from chatplatform.tokens import get_counter  # noqa: E402
+
+require_secret_key()
 
 # The vocabularies load once per process, here, rather than inside the first user's turn.
 for _counter_name in ("o200k_base", "estimator"):

@@ -12,12 +12,28 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import beat_init, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.settings")
 
 app = Celery("chatplatform")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+@beat_init.connect
+def _require_secret_key(**_: object) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from chatplatform.startup import require_secret_key
+
+    try:
+        require_secret_key()
+    except ImproperlyConfigured as exc:
+        # Celery logs and swallows a receiver's exceptions; SystemExit stops the process.
+        raise SystemExit(str(exc)) from exc
+
 
 _visibility = os.environ.get("CELERY_VISIBILITY_TIMEOUT")
 if _visibility:

@@ -55,10 +55,41 @@ def test_redis_url_moves_layer_broker_and_cache_to_redis():
     assert values["cache"].endswith("RedisCache")
 
 
-def test_secret_key_is_required_when_debug_is_off():
-    result = run_settings({"DEBUG": "0"}, unset=("SECRET_KEY",))
+def run_code(code: str, env_overrides: dict[str, str], unset: tuple[str, ...] = ()):
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env.update(env_overrides)
+    env["DJANGO_SETTINGS_MODULE"] = "chatplatform.settings"
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize("entry_point", ["chatplatform.asgi", "chatplatform.wsgi"])
+def test_servers_refuse_to_start_without_a_secret_key_when_debug_is_off(entry_point):
+    result = run_code(f"import {entry_point}", {"DEBUG": "0"}, unset=("SECRET_KEY",))
     assert result.returncode != 0
     assert "SECRET_KEY is required" in result.stderr
+
+
+def test_celery_worker_refuses_to_start_without_a_secret_key():
+    code = (
+        "from chatplatform.celery import app; from celery.signals import worker_init; "
+        "worker_init.send(sender=None)"
+    )
+    result = run_code(code, {"DEBUG": "0"}, unset=("SECRET_KEY",))
+    assert result.returncode != 0
+    assert "SECRET_KEY is required" in result.stderr
+
+
+def test_command_line_tools_run_without_a_secret_key_but_nothing_can_sign():
+    code = (
+        "import django; django.setup(); from django.core import signing\n"
+        "from django.core.management import call_command; call_command('check')\n"
+        "try:\n    signing.dumps('x')\nexcept Exception as exc:\n    print('refused:', exc)"
+    )
+    result = run_code(code, {"DEBUG": "0"}, unset=("SECRET_KEY",))
+    assert result.returncode == 0, result.stderr
+    assert "refused: The SECRET_KEY setting must not be empty." in result.stdout
 
 
 @pytest.mark.django_db

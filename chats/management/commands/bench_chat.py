@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import socket
 import statistics
 import subprocess
@@ -147,6 +148,8 @@ class Command(BaseCommand):
 
     def _start_server(self, port: int, workers: int) -> subprocess.Popen[bytes]:
         env = {**os.environ, "LOG_LEVEL": "WARNING"}
+        # A server the benchmark owns needs a key even where the command-line does not.
+        env.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
         command = [
             sys.executable,
             "-m",
