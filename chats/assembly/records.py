@@ -34,15 +34,21 @@ def breakdown(turn: TurnContext) -> dict[str, Any]:
     }
 
 
-def turn_record_create(*, turn: TurnContext, user_message: Message) -> TurnRecord:
+def turn_record_create(
+    *, turn: TurnContext, user_message: Message, savepoint: bool = True
+) -> TurnRecord:
     """Store the record of the turn answering ``user_message`` (one per message: a retry
     returns the existing record), and queue the messages the assembly had to count itself
-    for the token backfill (after commit, deduplicated: :mod:`chats.assembly.recount`)."""
+    for the token backfill (after commit, deduplicated: :mod:`chats.assembly.recount`).
+
+    ``savepoint=False``: the caller's transaction holds the insert; a record that already
+    exists then raises IntegrityError (the caller's transaction must roll back).
+    """
     recount_queue(user_message.tenant_id, user_message.conversation_id, turn.prompt.recounted)
     data = breakdown(turn)
     with tenant_scope(user_message.tenant_id):
         try:
-            with transaction.atomic():
+            with transaction.atomic(savepoint=savepoint):
                 return TurnRecord.objects.create(
                     tenant_id=user_message.tenant_id,
                     conversation_id=user_message.conversation_id,
@@ -64,4 +70,6 @@ def turn_record_create(*, turn: TurnContext, user_message: Message) -> TurnRecor
                     assembly_ms=turn.assembly_ms,
                 )
         except IntegrityError:
+            if not savepoint:
+                raise
             return TurnRecord.objects.get(user_message=user_message)

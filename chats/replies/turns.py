@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection, ImagePart, TextPart
@@ -24,7 +25,8 @@ from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, image_tokens, inspect_image
 from chats.models import Conversation, Message, Role, Status, TurnRecord
 from chats.services.conversations import policy_for
-from chats.services.messages import message_create, message_finish
+from chats.services.message_rows import finish_reply_row, message_for_reply
+from chats.services.messages import final_token_count, message_create, message_finish
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,7 @@ class PreparedTurn:
     #: The turn's model (its prices give the cost; its calibration learns from the usage).
     profile: ModelProfile
     hypothetical_tokens: int
+    conversation: Conversation
 
 
 def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
@@ -238,13 +241,10 @@ def prepare_turn(
     Returns None when the message already has a live reply (another runner answered it).
     """
     with tenant_scope(tenant_id):
-        user_message = Message.objects.select_related("author", "conversation").get(
-            pk=user_message_id
-        )
+        user_message, reply_id, reply_status = _message_and_reply(tenant_id, user_message_id)
         conversation = user_message.conversation
-        reply = Message.objects.filter(answers=user_message).first()
-        if reply is not None and reply.status != Status.FAILED and budget_override is None:
-            if reply.status != Status.STREAMING:
+        if reply_id is not None and reply_status != Status.FAILED and budget_override is None:
+            if reply_status != Status.STREAMING:
                 return None
         image = attached_image(user_message, policy_for(conversation))
         if image is not None and image.tokens:
@@ -269,26 +269,31 @@ def prepare_turn(
                 conversation_is_fresh=True,
                 content_note=image.note if image is not None else "",
             )
-        retrying = reply is not None
-        with transaction.atomic():
-            if reply is None:
-                reply, created = message_create(
-                    conversation=conversation,
-                    role=Role.ASSISTANT,
-                    content="",
-                    answers=user_message,
-                    status=Status.STREAMING,
-                    validate=False,
-                )
-                if not created and reply.status not in (Status.FAILED, Status.STREAMING):
-                    return None
-            if reply.status == Status.FAILED:
-                Message.objects.filter(pk=reply.pk).update(
-                    status=Status.STREAMING, content="", error_code="", error_message=""
-                )
-            if retrying or budget_override is not None:
-                TurnRecord.objects.filter(user_message=user_message).delete()
-            turn_record_create(turn=turn, user_message=user_message)
+        retrying = reply_id is not None
+        try:
+            with transaction.atomic():
+                if reply_id is None:
+                    reply, _ = message_create(
+                        conversation=conversation,
+                        role=Role.ASSISTANT,
+                        content="",
+                        answers=user_message,
+                        status=Status.STREAMING,
+                        validate=False,
+                        in_caller_transaction=True,
+                    )
+                    reply_id = reply.pk
+                elif reply_status == Status.FAILED:
+                    Message.objects.filter(pk=reply_id).update(
+                        status=Status.STREAMING, content="", error_code="", error_message=""
+                    )
+                if retrying or budget_override is not None:
+                    TurnRecord.objects.filter(user_message=user_message).delete()
+                turn_record_create(turn=turn, user_message=user_message, savepoint=False)
+        except IntegrityError:
+            # The database's one-reply-per-message rule: another runner created the reply
+            # since we looked, and answers it. Nothing of ours was stored.
+            return None
     profile = turn.profile
     tools = bool(
         turn.policy.tools_enabled and profile.supports_tools and profile.provider != "offline"
@@ -297,7 +302,7 @@ def prepare_turn(
         tenant_id=tenant_id,
         conversation_id=conversation.pk,
         user_message_id=user_message.pk,
-        assistant_message_id=reply.pk,
+        assistant_message_id=reply_id,
         user_id=user_message.author_id,
         provider_name=profile.provider,
         base_url=profile.base_url,
@@ -306,7 +311,21 @@ def prepare_turn(
         tools=tools,
         profile=profile,
         hypothetical_tokens=turn.hypothetical_tokens,
+        conversation=conversation,
     )
+
+
+def _message_and_reply(tenant_id: int, user_message_id: int) -> tuple[Message, int | None, str]:
+    """The user message (conversation and author loaded) and its reply's id and status.
+    Raises Message.DoesNotExist."""
+    if connection.vendor == "postgresql":
+        found = message_for_reply(tenant_id, user_message_id)
+        if found is None:
+            raise Message.DoesNotExist(f"message {user_message_id} does not exist")
+        return found
+    user_message = Message.objects.select_related("author", "conversation").get(pk=user_message_id)
+    reply = Message.objects.filter(answers=user_message).only("pk", "status").first()
+    return user_message, (reply.pk if reply else None), (reply.status if reply else "")
 
 
 #: The estimate is checked with the provider's count when it is within this share of the budget.
@@ -398,25 +417,47 @@ def finish_turn(
                 cache_write_tokens=usage.cache_write_tokens,
             ).quantize(COST_QUANTUM),
         )
-    with tenant_scope(prepared.tenant_id), transaction.atomic():
-        message = Message.objects.select_related("conversation").get(
-            pk=prepared.assistant_message_id
-        )
-        message_finish(
-            message=message,
-            content=content,
-            status=status,
-            error_code=error_code,
-            error_message=error_message,
-        )
-        recorded = TurnRecord.objects.filter(user_message_id=prepared.user_message_id).update(
-            **fields
-        )
-        if usage is not None and profile.provider != "offline":
+    conversation = prepared.conversation
+    calibrate = usage is not None and profile.provider != "offline"
+    one_statement = connection.vendor == "postgresql"
+    # One statement is its own transaction; the calibration joins it in a transaction.
+    atomic = transaction.atomic() if calibrate or not one_statement else contextlib.nullcontext()
+    with tenant_scope(prepared.tenant_id), atomic:
+        if one_statement:
+            # The reply, its conversation's token total and the turn's usage, together.
+            token_count, counter = final_token_count(conversation, content)
+            recorded = finish_reply_row(
+                tenant_id=prepared.tenant_id,
+                message_id=prepared.assistant_message_id,
+                user_message_id=prepared.user_message_id,
+                content=content,
+                status=status,
+                token_count=token_count,
+                token_counter=counter.name,
+                tokens_added=token_count + counter.message_overhead,
+                error_code=error_code,
+                error_message=error_message,
+                turn=fields,
+                now=timezone.now(),
+            )
+        else:
+            message = Message.objects.select_related("conversation").get(
+                pk=prepared.assistant_message_id
+            )
+            message_finish(
+                message=message,
+                content=content,
+                status=status,
+                error_code=error_code,
+                error_message=error_message,
+            )
+            recorded = bool(
+                TurnRecord.objects.filter(user_message_id=prepared.user_message_id).update(**fields)
+            )
+        if calibrate:
             calibration_record(
                 profile.pk, prepared.estimated_prompt_tokens, fields["prompt_tokens_reported"]
             )
-        conversation = message.conversation
         transaction.on_commit(lambda: _after_reply(conversation))
     summary: dict[str, Any] = {"prompt_tokens_estimated": prepared.estimated_prompt_tokens}
     if recorded:

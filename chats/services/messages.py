@@ -13,9 +13,11 @@ from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
 from chatplatform.tenancy.scoping import tenant_scope
+from chatplatform.tokens.base import TokenCounter
 from chats.images import ImageInfo
 from chats.models import Conversation, Message, Role, Status
 from chats.services.conversations import policy_for
+from chats.services.message_rows import insert_message_row
 
 
 @dataclass
@@ -63,6 +65,7 @@ def message_create(
     status: str = Status.COMPLETE,
     validate: bool = True,
     image: tuple[bytes, ImageInfo] | None = None,
+    in_caller_transaction: bool = False,
 ) -> tuple[Message, bool]:
     """Store a message; return ``(message, created)``.
 
@@ -71,6 +74,10 @@ def message_create(
     constraints decide, so concurrent duplicates also yield one row. The sequence number is
     allocated under a row lock on the conversation. The token count is computed here, once,
     with the counter of the conversation's policy model, and stored with the counter's name.
+
+    ``in_caller_transaction``: the caller's open transaction holds the insert, with no
+    savepoint of its own; a duplicate then raises IntegrityError (and leaves the caller's
+    transaction to roll back) instead of returning the first message.
     """
     policy = policy_for(conversation)
     if validate and role == Role.USER:
@@ -81,34 +88,51 @@ def message_create(
     counter = storage_counter_for(policy.model_profile)
     token_count = counter.count(content) if status == Status.COMPLETE else None
     tokens_added = (token_count or 0) + (counter.message_overhead if token_count is not None else 0)
+    fields: dict[str, Any] = dict(
+        tenant_id=conversation.tenant_id,
+        conversation=conversation,
+        role=role,
+        content=content,
+        author=author,
+        client_id=client_id,
+        reply_to=reply_to,
+        answers=answers,
+        status=status,
+        token_count=token_count,
+        token_counter=counter.name if token_count is not None else "",
+    )
     with tenant_scope(conversation.tenant_id):
+        if in_caller_transaction:
+            return _insert(fields, tokens_added, image), True
         try:
-            with transaction.atomic():
-                # Taking the next sequence number locks the conversation's row until commit;
-                # a duplicate (same client_id, or a second reply to one message) fails the
-                # insert and rolls the increment back with it.
-                seq = _next_seq(conversation, tokens_added)
-                message = Message.objects.create(
-                    tenant_id=conversation.tenant_id,
-                    conversation=conversation,
-                    seq=seq,
-                    role=role,
-                    content=content,
-                    author=author,
-                    client_id=client_id,
-                    reply_to=reply_to,
-                    answers=answers,
-                    status=status,
-                    token_count=token_count,
-                    token_counter=counter.name if token_count is not None else "",
-                    **_attachment_fields(image),
-                )
+            one_statement = image is None and connection.vendor == "postgresql"
+            if one_statement and not connection.in_atomic_block:
+                # The statement is its own transaction: no BEGIN and COMMIT round trips.
+                message = _insert(fields, tokens_added, image)
+            else:
+                with transaction.atomic():
+                    message = _insert(fields, tokens_added, image)
         except IntegrityError:
             existing = _existing(conversation, client_id, answers)
             if existing is None:
                 raise
             return existing, False
     return message, True
+
+
+def _insert(
+    fields: dict[str, Any], tokens_added: int, image: tuple[bytes, ImageInfo] | None
+) -> Message:
+    """Allocate the sequence number and insert the row (the caller provides atomicity).
+
+    Taking the next sequence number locks the conversation's row until commit; a duplicate
+    (same client_id, or a second reply to one message) fails the insert and rolls the
+    increment back with it. On PostgreSQL both happen in one statement.
+    """
+    if image is None and connection.vendor == "postgresql":
+        return insert_message_row(fields, tokens_added, timezone.now())
+    seq = _next_seq(fields["conversation"], tokens_added)
+    return Message.objects.create(seq=seq, **fields, **_attachment_fields(image))
 
 
 def _next_seq(conversation: Conversation, tokens_added: int) -> int:
@@ -158,13 +182,18 @@ def _existing(
     return None
 
 
+def final_token_count(conversation: Conversation, content: str) -> tuple[int, TokenCounter]:
+    """The stored token count of a finished reply, and the counter that made it (the
+    storage counter of the conversation's policy model)."""
+    counter = storage_counter_for(policy_for(conversation).model_profile)
+    return counter.count(content), counter
+
+
 def message_finish(
     *, message: Message, content: str, status: str, error_code: str = "", error_message: str = ""
 ) -> Message:
     """Finalise a streamed reply: store its content, status and token count (once)."""
-    policy = policy_for(message.conversation)
-    counter = storage_counter_for(policy.model_profile)
-    token_count = counter.count(content)
+    token_count, counter = final_token_count(message.conversation, content)
     # No savepoint: nothing here recovers from an error, so the caller's transaction (or
     # this one) is all that is needed.
     with tenant_scope(message.tenant_id), transaction.atomic(savepoint=False):
