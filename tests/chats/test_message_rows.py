@@ -1,0 +1,234 @@
+"""The single-statement message writes of the reply pipeline (PostgreSQL), against the ORM."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.models import Conversation, Message, TurnRecord
+from chats.services import conversation_create, message_create
+from chats.services.message_rows import finish_reply_row, insert_message_row, message_for_reply
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.postgres,
+]
+
+
+@pytest.fixture
+def conversation(tenant_a, member_a):
+    return conversation_create(tenant=tenant_a, created_by=member_a, title="rows")
+
+
+def _fields(conversation, author, **overrides):
+    fields = dict(
+        tenant_id=conversation.tenant_id,
+        conversation=conversation,
+        role="user",
+        content="hello",
+        author=author,
+        client_id=None,
+        reply_to=None,
+        answers=None,
+        status="complete",
+        token_count=3,
+        token_counter="o200k_base",
+    )
+    fields.update(overrides)
+    return fields
+
+
+def _conversation(conversation):
+    with tenant_scope(conversation.tenant_id):
+        return Conversation.objects.get(pk=conversation.pk)
+
+
+def test_insert_matches_what_the_orm_stores(conversation, member_a):
+    with tenant_scope(conversation.tenant_id):
+        inserted = insert_message_row(
+            _fields(conversation, member_a, client_id="c1"), 7, timezone.now()
+        )
+        stored = Message.objects.get(pk=inserted.pk)
+    assert (stored.seq, stored.content, stored.client_id, stored.author_id) == (
+        1,
+        "hello",
+        "c1",
+        member_a.pk,
+    )
+    assert (inserted.seq, inserted.created_at) == (stored.seq, stored.created_at)
+    assert not inserted._state.adding
+    after = _conversation(conversation)
+    assert (after.last_seq, after.message_count, after.history_tokens) == (1, 1, 7)
+
+
+def test_a_duplicate_changes_nothing(conversation, member_a):
+    fields = _fields(conversation, member_a, client_id="same")
+    insert_message_row(fields, 5, timezone.now())
+    with pytest.raises(IntegrityError):
+        insert_message_row(fields, 5, timezone.now())
+    after = _conversation(conversation)
+    assert (after.last_seq, after.message_count, after.history_tokens) == (1, 1, 5)
+    # and through the service: the first message again, not created
+    first, created = message_create(
+        conversation=conversation, role="user", content="other", author=member_a, client_id="same"
+    )
+    assert not created and first.content == "hello"
+
+
+def test_a_duplicate_in_the_callers_transaction_raises(conversation, member_a):
+    user_message, _ = message_create(
+        conversation=conversation, role="user", content="q", author=member_a
+    )
+    message_create(conversation=conversation, role="assistant", content="", answers=user_message)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        message_create(
+            conversation=conversation,
+            role="assistant",
+            content="",
+            answers=user_message,
+            validate=False,
+            in_caller_transaction=True,
+        )
+    assert _conversation(conversation).last_seq == 2
+
+
+def test_message_for_reply_loads_conversation_author_and_reply(conversation, member_a):
+    user_message, _ = message_create(
+        conversation=conversation, role="user", content="q", author=member_a
+    )
+    message, reply_id, status = message_for_reply(conversation.tenant_id, user_message.pk)
+    assert (message.pk, message.content, reply_id, status) == (user_message.pk, "q", None, "")
+    with django_assert_no_queries():
+        assert message.conversation.pk == conversation.pk
+        assert message.author.username == member_a.username
+    reply, _ = message_create(
+        conversation=conversation,
+        role="assistant",
+        content="",
+        answers=user_message,
+        status="streaming",
+    )
+    assert message_for_reply(conversation.tenant_id, user_message.pk)[1:] == (
+        reply.pk,
+        "streaming",
+    )
+
+
+def test_message_for_reply_is_tenant_scoped(conversation, member_a, tenant_b):
+    user_message, _ = message_create(
+        conversation=conversation, role="user", content="q", author=member_a
+    )
+    assert message_for_reply(tenant_b.pk, user_message.pk) is None
+
+
+def test_finish_reply_row_writes_reply_total_and_record_together(conversation, member_a):
+    user_message, _ = message_create(
+        conversation=conversation, role="user", content="q", author=member_a
+    )
+    reply, _ = message_create(
+        conversation=conversation,
+        role="assistant",
+        content="",
+        answers=user_message,
+        status="streaming",
+    )
+    with tenant_scope(conversation.tenant_id):
+        TurnRecord.objects.create(
+            tenant_id=conversation.tenant_id,
+            conversation=conversation,
+            user_message=user_message,
+            strategy="sliding_window",
+            counter="o200k_base",
+            budget_tokens=100,
+            prompt_tokens_estimated=30,
+            hypothetical_tokens=30,
+        )
+    before = _conversation(conversation).history_tokens
+    usage = dict(
+        assistant_message_id=reply.pk,
+        time_to_first_token_ms=5,
+        duration_ms=9,
+        prompt_tokens_reported=40,
+        completion_tokens=2,
+        cache_read_tokens=0,
+        cache_write_tokens=0,
+        cost_usd=0,
+    )
+    common = dict(
+        message_id=reply.pk,
+        user_message_id=user_message.pk,
+        content="done",
+        status="complete",
+        token_count=1,
+        token_counter="o200k_base",
+        tokens_added=5,
+        error_code="",
+        error_message="",
+        turn=usage,
+        now=timezone.now(),
+    )
+    assert finish_reply_row(tenant_id=conversation.tenant_id, **common)
+    with tenant_scope(conversation.tenant_id):
+        stored = Message.objects.get(pk=reply.pk)
+        record = TurnRecord.objects.get(user_message=user_message)
+    assert (stored.content, stored.status, stored.token_count) == ("done", "complete", 1)
+    assert (record.completion_tokens, record.duration_ms) == (2, 9)
+    assert _conversation(conversation).history_tokens == before + 5
+
+
+def test_finish_reply_row_of_another_tenant_changes_nothing(conversation, member_a, tenant_b):
+    user_message, _ = message_create(
+        conversation=conversation, role="user", content="q", author=member_a
+    )
+    reply, _ = message_create(
+        conversation=conversation,
+        role="assistant",
+        content="",
+        answers=user_message,
+        status="streaming",
+    )
+    before = _conversation(conversation).history_tokens
+    recorded = finish_reply_row(
+        tenant_id=tenant_b.pk,
+        message_id=reply.pk,
+        user_message_id=user_message.pk,
+        content="stolen",
+        status="complete",
+        token_count=1,
+        token_counter="x",
+        tokens_added=5,
+        error_code="",
+        error_message="",
+        turn=dict.fromkeys(
+            (
+                "assistant_message_id",
+                "time_to_first_token_ms",
+                "duration_ms",
+                "prompt_tokens_reported",
+                "completion_tokens",
+                "cache_read_tokens",
+                "cache_write_tokens",
+                "cost_usd",
+            ),
+            0,
+        ),
+        now=timezone.now(),
+    )
+    assert not recorded
+    with tenant_scope(conversation.tenant_id):
+        assert Message.objects.get(pk=reply.pk).status == "streaming"
+    assert _conversation(conversation).history_tokens == before
+
+
+class django_assert_no_queries:
+    def __enter__(self):
+        from django.test.utils import CaptureQueriesContext
+
+        self._capture = CaptureQueriesContext(connection)
+        self._capture.__enter__()
+
+    def __exit__(self, *exc):
+        self._capture.__exit__(*exc)
+        assert len(self._capture.captured_queries) == 0
