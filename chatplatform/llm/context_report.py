@@ -34,6 +34,8 @@ class ContextReport:
     budget_tokens: int | None = None
     counter: str = ""
     strategy: str = ""
+    #: The whole prompt's tokens as the platform counted them with ``counter``.
+    prompt_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:

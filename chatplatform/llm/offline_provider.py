@@ -37,7 +37,8 @@ class OfflineProvider(Provider):
     """Deterministic word-by-word reply; ``delay`` seconds between words (0 in tests).
 
     Usage is computed with ``counter`` (input: system plus messages with per-message overhead;
-    output: the reply). Never fails, never calls tools.
+    output: the reply); the input is the request's ``context_report.prompt_tokens`` when the
+    platform counted the prompt with the same counter. Never fails, never calls tools.
     """
 
     name = "offline"
@@ -66,6 +67,11 @@ class OfflineProvider(Provider):
         yield Done("end_turn", usage)
 
     def input_tokens(self, request: ChatRequest) -> int:
+        report = request.context_report
+        if report is not None and report.prompt_tokens is not None:
+            if report.counter == self.counter.name:
+                # The platform counted this very prompt with this tokenizer while packing it.
+                return report.prompt_tokens
         system = sum(self.counter.count(block) for block in request.system_blocks())
         history = sum(self.counter.count_message(m.role, message_text(m)) for m in request.messages)
         return system + history

@@ -10,6 +10,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.recount import recount_queue
 from chats.assembly.service import TurnContext
 from chats.models import Message, TurnRecord
+from chats.services.message_rows import insert_instance
 
 
 def breakdown(turn: TurnContext) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def turn_record_create(
     with tenant_scope(user_message.tenant_id):
         try:
             with transaction.atomic(savepoint=savepoint):
-                return TurnRecord.objects.create(
+                record = TurnRecord(
                     tenant_id=user_message.tenant_id,
                     conversation_id=user_message.conversation_id,
                     user_message=user_message,
@@ -69,6 +70,9 @@ def turn_record_create(
                     hypothetical_tokens=turn.hypothetical_tokens,
                     assembly_ms=turn.assembly_ms,
                 )
+                # Every turn writes one: the ORM's insert building costs more than the insert.
+                insert_instance(record)
+                return record
         except IntegrityError:
             if not savepoint:
                 raise

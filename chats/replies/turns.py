@@ -168,6 +168,7 @@ def _context_report(turn: TurnContext) -> ContextReport:
         budget_tokens=prompt.budget,
         counter=prompt.counter_name,
         strategy=prompt.strategy,
+        prompt_tokens=prompt.prompt_tokens,
     )
 
 

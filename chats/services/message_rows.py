@@ -188,3 +188,27 @@ def message_for_reply(tenant_id: int, message_id: int) -> tuple[Message, int | N
     Message.author.field.set_cached_value(message, author)  # type: ignore[attr-defined]
     reply_id, reply_status = row[-2], row[-1]
     return message, reply_id, reply_status or ""
+
+
+@functools.cache
+def _insert_statement(model: type[Model]) -> tuple[str, tuple[Any, ...]]:
+    quote = connection.ops.quote_name
+    fields = tuple(f for f in model._meta.concrete_fields if not f.primary_key)
+    columns = ", ".join(quote(f.column) for f in fields)
+    placeholders = ", ".join(["%s"] * len(fields))
+    table = quote(model._meta.db_table)
+    pk = quote(model._meta.pk.column)  # type: ignore[union-attr]
+    return f"INSERT INTO {table} ({columns}) VALUES ({placeholders}) RETURNING {pk}", fields  # noqa: S608
+
+
+def insert_instance(instance: Model) -> None:
+    """Insert an unsaved ``instance`` (auto primary key) with the values the ORM would write
+    (each field's ``pre_save`` and ``get_db_prep_save``), skipping the ORM's query building;
+    sets its primary key. Raises IntegrityError as ``save()`` would. No signals are sent."""
+    sql, fields = _insert_statement(type(instance))
+    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        instance.pk = cursor.fetchone()[0]
+    instance._state.adding = False
+    instance._state.db = connection.alias

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -98,11 +100,13 @@ def test_message_for_reply_loads_conversation_author_and_reply(conversation, mem
     user_message, _ = message_create(
         conversation=conversation, role="user", content="q", author=member_a
     )
-    message, reply_id, status = message_for_reply(conversation.tenant_id, user_message.pk)
+    found = message_for_reply(conversation.tenant_id, user_message.pk)
+    assert found is not None
+    message, reply_id, status = found
     assert (message.pk, message.content, reply_id, status) == (user_message.pk, "q", None, "")
     with django_assert_no_queries():
         assert message.conversation.pk == conversation.pk
-        assert message.author.username == member_a.username
+        assert message.author is not None and message.author.username == member_a.username
     reply, _ = message_create(
         conversation=conversation,
         role="assistant",
@@ -110,7 +114,7 @@ def test_message_for_reply_loads_conversation_author_and_reply(conversation, mem
         answers=user_message,
         status="streaming",
     )
-    assert message_for_reply(conversation.tenant_id, user_message.pk)[1:] == (
+    assert (message_for_reply(conversation.tenant_id, user_message.pk) or ())[1:] == (
         reply.pk,
         "streaming",
     )
@@ -156,7 +160,7 @@ def test_finish_reply_row_writes_reply_total_and_record_together(conversation, m
         cache_write_tokens=0,
         cost_usd=0,
     )
-    common = dict(
+    common: dict[str, Any] = dict(
         message_id=reply.pk,
         user_message_id=user_message.pk,
         content="done",

@@ -115,3 +115,17 @@ async def test_delay_between_words_is_configurable(counter: BpeCounter) -> None:
 
     assert provider.offline is True
     assert isinstance(events[-1], Done)
+
+
+async def test_input_usage_is_the_platforms_count_when_made_with_the_same_counter(
+    counter: BpeCounter,
+) -> None:
+    from dataclasses import replace
+
+    same = replace(REPORT, counter=counter.name, prompt_tokens=777)
+    other = replace(REPORT, counter="estimator-v1", prompt_tokens=777)
+    usage_same = (await collect(OfflineProvider(counter).stream(request("Hi", same))))[-2]
+    usage_other = (await collect(OfflineProvider(counter).stream(request("Hi", other))))[-2]
+    assert isinstance(usage_same, Usage) and isinstance(usage_other, Usage)
+    assert usage_same.input_tokens == 777
+    assert usage_other.input_tokens != 777  # counted itself: another tokenizer's figure
