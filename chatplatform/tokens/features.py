@@ -9,24 +9,33 @@ per-character Python loop:
   words are measured by script, length and case.
 - Per-character properties become *bit planes*: ``bytes.translate`` maps every character
   (its UTF-8 lead byte; continuation bytes are deleted) to a digit whose bits are the
-  properties, and ``int(digits, base)`` packs them (base 32 for the letters of unknown
-  words, base 8 for the shape of the whole text). Runs, pairs and "followed by" relations
+  properties, and ``int(digits, 32)`` packs them (five bits a character, for the letters
+  of unknown words and for the shape of the whole text). Runs, pairs and "followed by" relations
   are then a few shifts, ands and ``int.bit_count()`` calls on one big integer. The first
   character is the most significant digit, so with ``b`` bits per character ``x << b``
   aligns each character with its successor and ``x >> b`` with its predecessor.
 - Scripts are told apart by UTF-8 lead byte (by second byte where scripts share one), and
   only the classes present in a text are visited.
 
-Speed, for a sense of scale: about 22-27 MB/s of chat-sized mixed text on one core, 1.5-2x
-the native BPE of ``bpe-openai`` (which does not speed up on repeated text: the same texts
-and never-seen ones time alike). Splitting into words and looking them up costs 60-200 ns a
-word, depending on machine load: measured against the reference on the same texts, the
-split is about 10 % of the reference's own time and the set lookups about 15 %, mostly
-cache misses: only a set of a few thousand words stays cheap, and that loses the accuracy;
-picking out the long words first (bit-plane mask, regex) costs as much as the lookups it
-saves. So no pure-Python estimator that looks every word up reaches 3x the reference; the
-lexicon stays for accuracy (cross-validated MAPE 4.2 % with it, 8-9 % without, 12-18 % for
-English, Russian and code).
+Speed, for a sense of scale: about 22-32 MB/s of chat-sized mixed text on one core, about
+1.6x the native BPE of ``bpe-openai`` (which does not speed up on repeated text: the same
+texts and never-seen ones time alike). Measured on the dev corpus (657 texts of ~1.2 KB, 20
+languages) against the reference in the same run, as shares of the reference's time:
+encoding, the word split and its translate take ~10 %; looking every word up in the lexicon
+frozenset (~104,000 words) another ~16 % (~75 ns a word: hashing, and ~35 ns of cache misses,
+since a 3,000-word set costs ~19 % in all), so split, lookups and joining the unknown words
+are ~25 % before any feature is computed, and 3x the reference would leave ~8 % (~5 us a
+text) for every feature. The shape bit planes alone cost ~13 % (``int(digits, 32)`` ~1 us a
+KB, each ``bit_count`` or shift of a text-sized integer 0.15-0.4 us), the features of unknown
+words ~15-20 %. What was tried and dropped (cross-validated corpus MAPE, 4.2-4.3 % with the
+full lexicon): looking up every second word and scaling (5.1-5.5 %); the 5,000 / 20,000 /
+40,000 lowest-ranked BPE words as lexicon (6.0 / 5.5 / 4.9 %); features from counts and word
+lengths only, no bit planes (5.8 %, Russian 8.7 %); without the lexicon 8-9 %. Cheaper
+lookups did not exist at C speed: a dict of per-word corrections (``sum(filter(None,
+map(dict.get, words)))``) costs more than the frozenset filter, ``set.intersection`` loses
+repeated words, a regex picking out long words costs more than the split, and a hashed bitmap
+read with ``operator.itemgetter`` more than the set. So no pure-Python estimator with this
+lexicon reaches 3x the reference; the lexicon stays for accuracy.
 """
 
 from __future__ import annotations
@@ -245,8 +254,18 @@ _CYRILLIC_TABLE = bytes(
     for byte in range(256)
 )
 _PERCENT_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
-_KANA_PREFIXES = (b"\xe3\x81", b"\xe3\x82", b"\xe3\x83")
-_CJK_PUNCT_PREFIX = b"\xe3\x80"
+# U+3000-30FF by second byte: lead E3 -> "E", 80 (CJK punctuation) -> "p", 81-83 (kana) -> "k",
+# so that two counts of byte pairs find them (one 2-byte count costs as much as a translate)
+_KANA_TABLE = bytes(
+    ord("E")
+    if byte == 0xE3
+    else ord("p")
+    if byte == 0x80
+    else ord("k")
+    if 0x81 <= byte <= 0x83
+    else 32
+    for byte in range(256)
+)
 
 
 def extract_features(text: str, lexicon: Collection[bytes]) -> list[float]:
@@ -399,8 +418,9 @@ def _script_features(oov: bytes, variant: _Variant, features: list[float]) -> No
         elif code in b"kz":
             others = others.translate(None, b"kz")
             cjk = classes.count(b"k") + classes.count(b"z")
-            kana = sum(map(oov.count, _KANA_PREFIXES))
-            cjk_punct = oov.count(_CJK_PUNCT_PREFIX)
+            marks = oov.translate(_KANA_TABLE)
+            kana = marks.count(b"Ek")
+            cjk_punct = marks.count(b"Ep")
             features[_CJK] = cjk - kana - cjk_punct
             features[_CJK + 1] = kana
             features[_CJK + 2] = runs.count(b" K") + runs.startswith(b"K")
@@ -462,8 +482,8 @@ def _shape_features(raw: bytes, variant: _Variant, delete: bytes, features: list
         features[_DIGITS] = starts.bit_count()
         features[_DIGITS + 1] = (starts & fours).bit_count() + (starts & sevens).bit_count()
         features[_DIGITS + 2] = (starts & sevens & (fours << 30)).bit_count()
-    if b"gg" in shape:
-        pairs = (planes >> 4) & (planes << 1) & ones  # a blank followed by a blank
+    pairs = (planes >> 4) & (planes << 1) & ones  # a blank followed by a blank
+    if pairs:  # (cheaper than searching the text for two blanks)
         features[_SPACES] = pairs.bit_count() - (pairs & (planes >> 9)).bit_count()
         if b"\t" in raw:
             features[_SPACES + 3] = raw.count(b"\t")

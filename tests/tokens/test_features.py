@@ -89,6 +89,20 @@ def test_symbols_and_emoji():
     assert found["astral_chars"] == 1
 
 
+def test_kana_and_cjk_punctuation_by_second_byte():
+    found = features("ひらがな、カタカナ。漢字")
+    assert found["kana_chars"] == 8
+    assert found["cjk_punct"] == 2
+    assert found["han_chars"] == 2
+
+
+def test_blank_runs_and_tabs():
+    assert "space_runs_ge2" not in features("a b\tc")
+    found = features("a  b\t\tc   d")
+    assert found["space_runs_ge2"] == 3
+    assert found["tabs"] == 2
+
+
 def test_lone_surrogates_do_not_crash():
     assert all(value >= 0 for value in extract_features("a\ud800b", LEXICON))
 
