@@ -1,10 +1,15 @@
 """Offline LoCoMo recall harness: the retrieval pipeline and the pure assembly, no database.
 
 The database's candidate search is emulated in Python (every turn matching an OR term,
-ranked by BM25, at most ``--candidates``), so ranking ideas can be measured in seconds.
-``manage.py eval_recall`` runs the real pipeline (FTS index, ORM); its figures should match.
+best ``--candidates`` by BM25), then the production re-ranking
+(:func:`chats.retrieval.rerank.rank_candidates`) and packing run unchanged, so ranking ideas
+can be measured in seconds. ``manage.py eval_recall`` runs the real pipeline (FTS index,
+ORM); its figures match on the dev set.
 
     .venv/bin/python bench/locomo_offline.py --dataset FILE.json --budget 4000 [--set k=v ...]
+        [--dump FILE.jsonl]   # per question: evidence found, rank of each evidence turn
+
+``--set`` overrides a :class:`~chats.retrieval.rerank.RerankConfig` field.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -21,37 +27,42 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from chatplatform.tokens import get_counter
 from chats.context import AssemblyInputs, MessageItem, SystemPart, assemble
 from chats.retrieval import locomo
-from chats.retrieval.query import build_query
+from chats.retrieval.query import build_query, words_of
 from chats.retrieval.rerank import (
     Candidate,
     RerankConfig,
     bm25_scores,
-    neighbor_seqs,
-    propagate,
-    ranked,
-    score,
+    rank_candidates,
     to_retrieved,
 )
 
 
+def _config(overrides: Sequence[str]) -> RerankConfig:
+    config = RerankConfig()
+    pairs = dict(kv.split("=", 1) for kv in overrides)
+    unknown = [k for k in pairs if not hasattr(config, k)]
+    if unknown:
+        raise SystemExit(f"unknown RerankConfig field(s): {unknown}")
+    return replace(config, **{k: type(getattr(config, k))(v) for k, v in pairs.items()})
+
+
 def run(args: argparse.Namespace) -> dict[str, object]:
     counter = get_counter("o200k_base")
-    overrides = dict(kv.split("=", 1) for kv in args.set)
-    config = RerankConfig()
-    config = replace(
-        config,
-        **{k: type(getattr(config, k))(v) for k, v in overrides.items() if hasattr(config, k)},
-    )
+    config = _config(args.set)
     policy = locomo.eval_packing_policy(
         args.strategy, args.budget, recent=args.recent, history_reserve=args.reserve
     )
     tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
     prompt_tokens: list[int] = []
-    for sample in locomo.load_samples(args.dataset):
+    dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
+    for index, sample in enumerate(locomo.load_samples(args.dataset)):
         items: list[MessageItem] = []
         text_of: dict[str, str] = {}
+        seq_of: dict[str, int] = {}
         for session in sample.sessions:
             for turn in session.turns:
+                if not turn.text.strip():
+                    continue
                 seq = len(items) + 1
                 items.append(
                     MessageItem(
@@ -59,21 +70,31 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                         seq,
                         "user",
                         turn.text,
-                        turn.speaker,
+                        f"@{turn.speaker}",  # the label of a user named after the speaker
                         counter.count(turn.text),
                         counter.name,
                         session.when,
                     )
                 )
                 text_of[turn.dia_id] = turn.text
+                seq_of[turn.dia_id] = seq
         by_seq = {m.seq: m for m in items}
-        names = {s: [s] for s in sample.speakers}
+        tokens = {m.seq: set(words_of(m.content)) for m in items}
+        names = {f"@{s}": [s] for s in sample.speakers}
         newest = list(reversed(items))
         system = SystemPart(
-            f"You are Assistant. Answer the question about the conversation "
-            f"between {' and '.join(sample.speakers)} from the older messages "
-            "and the recent history below."
+            locomo.EVAL_SYSTEM_PROMPT.replace("{botname}", "Assistant").replace(
+                "{chatname}", f"LoCoMo {sample.sample_id or index}"
+            )
         )
+
+        def fetch(seqs: set[int], by_seq: dict[int, MessageItem] = by_seq) -> list[Candidate]:
+            return [
+                Candidate(by_seq[n].id, n, by_seq[n].content, by_seq[n].author)
+                for n in sorted(seqs)
+                if n in by_seq
+            ]
+
         for q in sample.questions:
             if q.category not in locomo.CATEGORIES:
                 continue
@@ -85,38 +106,53 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 len(items) + 1,
                 "user",
                 q.question,
-                "Question",
+                "User",
                 created_at=sample.sessions[-1].when + timedelta(days=1),
             )
             retrieved = []
+            order: list[int] = []
             if args.strategy == "hybrid":
                 query = build_query(q.question)
+                plain = [t for t in query.terms if not t.bigram]
                 matching = [
-                    m
-                    for m in items
-                    if bm25_scores(query.terms, [m.content], total_docs=1, k1=1.2, b=0.4)[0][1]
+                    m for m in items if any(t.matches(w) for t in plain for w in tokens[m.seq])
                 ]
+                if len(matching) > args.candidates:  # the database's own top by BM25
+                    db = bm25_scores(
+                        query.terms,
+                        [m.content for m in matching],
+                        total_docs=len(items),
+                        k1=1.2,
+                        b=0.75,
+                    )
+                    best = sorted(
+                        zip(matching, db, strict=True), key=lambda p: (-p[1][0], -p[0].seq)
+                    )
+                    matching = [m for m, _ in best[: args.candidates]]
                 cands = [Candidate(m.id, m.seq, m.content, m.author) for m in matching]
-                scored = score(query, cands, total_docs=len(items), names=names, config=config)
-                near = neighbor_seqs(scored, hits=args.neighbor_hits, depth=config.neighbor_depth)
-                propagate(
-                    scored,
-                    [
-                        Candidate(by_seq[n].id, n, by_seq[n].content, by_seq[n].author)
-                        for n in near
-                        if n in by_seq
-                    ],
-                    config,
+                ranked_items = rank_candidates(
+                    query,
+                    cands,
+                    total_docs=len(items),
+                    names=names,
+                    config=config,
+                    neighbor_hits=args.neighbor_hits,
+                    fetch=fetch,
                 )
-                ranked_items = ranked(scored)[: args.candidates]
-                retrieved = to_retrieved(ranked_items, by_seq, neighbors=config.neighbor_depth)
+                order = [s.candidate.seq for s in ranked_items]
+                retrieved = to_retrieved(
+                    ranked_items,
+                    by_seq,
+                    neighbors=config.neighbor_depth,
+                    max_items=policy.retrieval_max_items,
+                )
             out = assemble(
                 policy,
                 AssemblyInputs(
                     new_message=new,
                     system=system,
                     retrieved=retrieved,
-                    recent=newest[:200],
+                    recent=newest[:500],
                     multi_user=True,
                 ),
                 counter,
@@ -125,6 +161,23 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             found = locomo.evidence_present(text, evidence)
             tallies[q.category].add(found)
             prompt_tokens.append(out.prompt_tokens)
+            if dump is not None:
+                ev = [e for e in q.evidence if e in text_of]
+                line = {
+                    "sample_id": sample.sample_id,
+                    "category": q.category,
+                    "question": q.question,
+                    "evidence": ev,
+                    "found": found,
+                    "rank": [order.index(seq_of[e]) if seq_of[e] in order else None for e in ev],
+                    "seq": [seq_of[e] for e in ev],
+                    "texts": evidence,
+                    "terms": [t.text for t in build_query(q.question).terms],
+                    "context": text if args.context else "",
+                }
+                dump.write(json.dumps(line, ensure_ascii=False) + "\n")
+    if dump is not None:
+        dump.close()
     return {
         "strategy": args.strategy,
         "budget": args.budget,
@@ -138,11 +191,13 @@ def main() -> None:
     parser.add_argument("--dataset", default="/work/shared/datasets/locomo/locomo-dev.json")
     parser.add_argument("--budget", type=int, default=4000)
     parser.add_argument("--strategy", default="hybrid")
-    parser.add_argument("--recent", type=int, default=6)
+    parser.add_argument("--recent", type=int, default=4)
     parser.add_argument("--candidates", type=int, default=300)
-    parser.add_argument("--neighbor-hits", type=int, default=60)
+    parser.add_argument("--neighbor-hits", type=int, default=40)
     parser.add_argument("--reserve", type=int, default=400)
     parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--dump", help="JSON lines: per question evidence found and ranks")
+    parser.add_argument("--context", action="store_true", help="--dump: include the prompt")
     result = run(parser.parse_args())
     cats = result["categories"]
     assert isinstance(cats, dict)

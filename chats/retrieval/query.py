@@ -13,7 +13,10 @@ database (IDF-weighted term presence on PostgreSQL, ``bm25()`` on SQLite) and th
   Japanese and particle-glued Korean match by shared bigrams;
 * stop words of en, ru, uk, de, fr, es, pt, it: Cyrillic lists always apply; among the
   Latin-script lists only those of the language(s) the query looks like (most stop-word hits)
-  apply, so English ``son``/``war``/``die`` stay searchable in an English query;
+  apply, so English ``son``/``war``/``die`` stay searchable in an English query. The English
+  list also holds the verbs that frame reported speech (``say``, ``tell``, ``think``): in
+  "What does Jon tell Gina he won't do?" they name the act of saying, which every message of
+  a chat is, not its content (measured in ``bench/retrieval.md``);
 * light stemming: a known inflectional suffix is stripped (leaving a stem of at least
   :data:`MIN_STEM` characters) and the stem is searched as a prefix (``paint:*`` /
   ``"paint"*``), which finds ``paints``, ``painted``, ``painting``.
@@ -97,7 +100,8 @@ _STOP_WORDS_RAW: dict[str, str] = {
         really same shall she should so some such than that thats the their theirs them
         themselves then there these they this those through to too under until up upon us ve
         very was wasn we were weren what whats when where which while who whom whose why will
-        with won would wouldn yeah yes yet you your yours yourself yourselves""",
+        with won would wouldn yeah yes yet you your yours yourself yourselves
+        say says said tell tells told think thinks thought""",
     "de": """aber alle als am an auch auf aus bei bin bis bist da dann das dass dein deine dem
         den denn der des dich die dir doch du durch ein eine einem einen einer eines er es
         euch euer für hab habe haben hat hatte ich ihm ihn ihr im in ist ja jetzt kann kein

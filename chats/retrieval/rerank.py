@@ -25,7 +25,7 @@ effect on LoCoMo, see ``bench/retrieval.md``.)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,6 +187,28 @@ def rerank(
     config = config or RerankConfig()
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
     propagate(scored, neighbors, config, speaker_terms(query, names or {})[0])
+    return ranked(scored)
+
+
+def rank_candidates(
+    query: SearchQuery,
+    candidates: Sequence[Candidate],
+    *,
+    total_docs: int,
+    names: Mapping[Any, Iterable[str]],
+    config: RerankConfig,
+    neighbor_hits: int,
+    fetch: Callable[[set[int]], Sequence[Candidate]],
+) -> list[Scored]:
+    """The whole re-ranking of one retrieval, best first: :func:`score` the search's
+    ``candidates``, ``fetch`` the turns around the best ``neighbor_hits`` of them (one call,
+    with the wanted seqs; it returns those that exist and may be retrieved), and
+    :func:`propagate` to them. The retriever fetches from the database; the offline
+    harness (``bench/locomo_offline.py``) from memory."""
+    scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
+    near = neighbor_seqs(scored, hits=neighbor_hits, depth=config.neighbor_depth)
+    neighbors = fetch(near) if near else []
+    propagate(scored, neighbors, config, speaker_terms(query, names)[0])
     return ranked(scored)
 
 

@@ -25,17 +25,7 @@ from chats.models import Conversation, Message, Role, Status
 from summaries.models import Summary
 
 from .query import SearchQuery, build_query
-from .rerank import (
-    Candidate,
-    RerankConfig,
-    bm25_scores,
-    neighbor_seqs,
-    propagate,
-    ranked,
-    score,
-    speaker_terms,
-    to_retrieved,
-)
+from .rerank import Candidate, RerankConfig, bm25_scores, rank_candidates, to_retrieved
 from .search import search_messages, search_summaries
 
 #: Prefix of the ids of retrieved summaries (``"summary:12"``): they travel as RetrievedItems
@@ -152,20 +142,26 @@ def retrieve_messages(
         return []
     rows = {r["seq"]: r for r in _fetch(conversation, (h.seq for h in hits))}
     names = {r["author_id"]: _names(r) for r in rows.values() if r["author_id"] is not None}
-    candidates = [_candidate(r) for r in rows.values()]
-    total = max(conversation.message_count, conversation.last_seq, len(candidates))
-    scored = score(query, candidates, total_docs=total, names=names, config=config)
-    near = neighbor_seqs(scored, hits=settings.neighbor_hits, depth=config.neighbor_depth)
-    if before_seq is not None:
-        near = {seq for seq in near if seq < before_seq}
-    neighbor_rows = {r["seq"]: r for r in _fetch(conversation, near)}
-    named = speaker_terms(query, names)[0]
-    propagate(scored, [_candidate(r) for r in neighbor_rows.values()], config, named)
-    rows.update(neighbor_rows)
-    items = {seq: _item(r, bot_name) for seq, r in rows.items()}
-    return to_retrieved(
-        ranked(scored), items, neighbors=config.neighbor_depth, max_items=settings.max_items
+    total = max(conversation.message_count, conversation.last_seq, len(rows))
+
+    def fetch_neighbors(seqs: set[int]) -> list[Candidate]:
+        if before_seq is not None:
+            seqs = {seq for seq in seqs if seq < before_seq}
+        fetched = _fetch(conversation, seqs)
+        rows.update((r["seq"], r) for r in fetched)
+        return [_candidate(r) for r in fetched]
+
+    order = rank_candidates(
+        query,
+        [_candidate(r) for r in rows.values()],
+        total_docs=total,
+        names=names,
+        config=config,
+        neighbor_hits=settings.neighbor_hits,
+        fetch=fetch_neighbors,
     )
+    items = {seq: _item(r, bot_name) for seq, r in rows.items()}
+    return to_retrieved(order, items, neighbors=config.neighbor_depth, max_items=settings.max_items)
 
 
 def _candidate(row: dict[str, Any]) -> Candidate:

@@ -32,6 +32,22 @@ def test_english_question_keeps_content_words_as_prefix_stems():
 
 
 @pytest.mark.parametrize(
+    ("question", "terms"),
+    [
+        ("What does Jon tell Gina he won't do?", ["jon", "gina"]),
+        ("What does Melanie think about Caroline's decision to adopt?",
+         ["melani", "carolin", "decis", "adopt"]),
+        ("What did Gina say about the dancers?", ["gina", "danc"]),
+        ("He told me what he thought", []),
+    ],
+)  # fmt: skip
+def test_verbs_of_reported_speech_are_not_searched(question, terms):
+    """Every message is something someone said: "say", "tell", "think" name the act, not
+    its content (bench/retrieval.md: +1-2 single-hop questions at both budgets)."""
+    assert texts(build_query(question)) == terms
+
+
+@pytest.mark.parametrize(
     ("word", "root"),
     [
         ("painting", "paint"),

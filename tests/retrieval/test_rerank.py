@@ -11,6 +11,7 @@ from chats.retrieval.rerank import (
     RerankConfig,
     bm25_scores,
     neighbor_seqs,
+    rank_candidates,
     rerank,
     score,
     to_retrieved,
@@ -116,3 +117,38 @@ def test_a_turn_between_two_hits_outranks_one_next_to_a_single_hit():
     assert by_seq[1] == by_seq[3]
     assert by_seq[4] == pytest.approx(0.6 * by_seq[3])
     assert by_seq[2] == pytest.approx(0.6 * by_seq[1] * 1.3)
+
+
+def test_rank_candidates_fetches_the_neighbours_of_the_best_hits_once():
+    q = build_query("pelican")
+    hits = [Candidate(5, 5, "a pelican"), Candidate(20, 20, "pelican again, a pelican")]
+    turns = {i: Candidate(i, i, f"filler {i}") for i in range(1, 30)}
+    calls: list[set[int]] = []
+
+    def fetch(seqs):
+        calls.append(set(seqs))
+        return [turns[s] for s in sorted(seqs) if s != 21]  # 21 is not retrievable
+
+    config = RerankConfig(neighbor_depth=1, neighbor_next=0.6, neighbor_prev=0.6)
+    ranked_ = rank_candidates(
+        q, hits, total_docs=30, names={}, config=config, neighbor_hits=1, fetch=fetch
+    )
+    assert calls == [{19, 21}]  # only around the best hit, and in one call
+    assert [s.candidate.seq for s in ranked_] == [20, 5, 19]
+    assert ranked_[2].via == 20
+
+
+def test_rank_candidates_without_neighbours_fetches_nothing():
+    def fetch(seqs):
+        raise AssertionError("no fetch expected")
+
+    ranked_ = rank_candidates(
+        build_query("pelican"),
+        [Candidate(1, 1, "pelican")],
+        total_docs=3,
+        names={},
+        config=RerankConfig(neighbor_depth=0),
+        neighbor_hits=5,
+        fetch=fetch,
+    )
+    assert [s.candidate.seq for s in ranked_] == [1]
