@@ -163,6 +163,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 conversation.tenant_id,
                 conversation.pk,
                 message_event(message, getattr(self.user, "username", "")),
+                origin=self.channel_name,  # this socket has its ack
             )
         if not created:
             snapshot = await db(reply_snapshot)(conversation.tenant_id, message)
@@ -197,6 +198,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({**snapshot, "type": "resync"})
 
     async def chat_event(self, message: dict[str, Any]) -> None:
+        if message.get("origin") == self.channel_name:
+            return
         event = message["event"]
         kind = event.get("type")
         if kind == "delta" and not self._first_delivery(event["message_id"], event["seq"]):

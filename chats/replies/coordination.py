@@ -19,6 +19,14 @@ LOCK_TTL_SECONDS = 30
 REDIS_POOL_SIZE = 64
 
 
+#: Count one event in a fixed window; the first event of the window sets its expiry.
+_COUNT_HIT = (
+    "local count = redis.call('incr', KEYS[1]) "
+    "if count == 1 then redis.call('expire', KEYS[1], ARGV[1]) end "
+    "return count"
+)
+
+
 def _key(kind: str, tenant_id: int, object_id: int) -> str:
     return f"chatplatform:{kind}:t{tenant_id}:{object_id}"
 
@@ -139,6 +147,7 @@ class RedisCoordination(Coordination):
 
         self._url = url
         self._clients: dict[int, Any] = {}
+        self._scripts: dict[int, Any] = {}
         self._redis = redis
 
     @property
@@ -213,11 +222,16 @@ class RedisCoordination(Coordination):
     async def hit(self, key: str, window_seconds: int) -> int:
         bucket = int(time.time() // window_seconds)
         full_key = f"chatplatform:rate:{key}:{bucket}"
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.incr(full_key)
-            pipe.expire(full_key, window_seconds * 2)
-            count, _ = await pipe.execute()
-        return int(count)
+        # One atomic command (EVALSHA after the first call) instead of MULTI/INCR/EXPIRE/EXEC.
+        return int(await self._count_hit(keys=[full_key], args=[window_seconds * 2]))
+
+    @property
+    def _count_hit(self) -> Any:
+        script = self._scripts.get(id(self.client))
+        if script is None:
+            script = self.client.register_script(_COUNT_HIT)
+            self._scripts[id(self.client)] = script
+        return script
 
 
 _instance: Coordination | None = None

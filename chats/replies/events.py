@@ -15,15 +15,19 @@ def conversation_group(tenant_id: int, conversation_id: int) -> str:
     return f"conv.t{tenant_id}.c{conversation_id}"
 
 
-async def broadcast(tenant_id: int, conversation_id: int, event: dict[str, Any]) -> None:
-    """Send ``event`` to every socket of the conversation. Call it only after the data the
+async def broadcast(
+    tenant_id: int, conversation_id: int, event: dict[str, Any], *, origin: str = ""
+) -> None:
+    """Send ``event`` to every socket of the conversation but the ``origin`` channel (the
+    socket the event answers, which has been told already). Call it only after the data the
     event describes is committed."""
     layer = get_channel_layer()
     if layer is None:  # pragma: no cover - a channel layer is always configured
         return
-    await layer.group_send(
-        conversation_group(tenant_id, conversation_id), {"type": "chat.event", "event": event}
-    )
+    message: dict[str, Any] = {"type": "chat.event", "event": event}
+    if origin:
+        message["origin"] = origin
+    await layer.group_send(conversation_group(tenant_id, conversation_id), message)
 
 
 def broadcast_on_commit(tenant_id: int, conversation_id: int, event: dict[str, Any]) -> None:

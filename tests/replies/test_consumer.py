@@ -84,6 +84,21 @@ async def test_message_streams_a_reply_and_stores_both(conversation, member_a, t
     assert record.completion_tokens > 0 and record.assistant_message_id is not None
 
 
+async def test_other_tabs_see_the_message_and_the_sending_tab_only_its_ack(conversation, member_a):
+    headers = await database_sync_to_async(session_headers)(member_a)
+    sender, _, _ = await connect(conversation, headers)
+    other_tab, _, _ = await connect(conversation, headers)
+    await sender.send_json_to({"type": "message", "client_id": "tab1", "content": "From tab 1"})
+    sent = [e["type"] for e in await receive_until(sender, "done")]
+    seen = await receive_until(other_tab, "done")
+    assert "message" not in sent and sent[0] == "ack"
+    echoed = [e for e in seen if e["type"] == "message"]
+    assert [(e["content"], e["client_id"]) for e in echoed] == [("From tab 1", "tab1")]
+    assert [e["type"] for e in seen if e["type"] in ("reply", "done")] == ["reply", "done"]
+    await sender.disconnect()
+    await other_tab.disconnect()
+
+
 async def test_same_client_id_yields_one_message_and_the_same_answer(
     conversation, member_a, tenant_a
 ):
