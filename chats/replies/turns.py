@@ -25,7 +25,12 @@ from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, image_tokens, inspect_image
 from chats.models import Conversation, Message, Role, Status, TurnRecord
 from chats.services.conversations import policy_for
-from chats.services.message_rows import finish_reply_row, message_for_reply
+from chats.services.message_rows import (
+    MessageAndReply,
+    finish_reply_row,
+    message_for_reply,
+    waiting_with_first,
+)
 from chats.services.messages import final_token_count, message_create, message_finish
 
 logger = logging.getLogger(__name__)
@@ -96,12 +101,25 @@ def prepare_next_turn(
     """Prepare the reply to the oldest waiting message not in ``skip``. A message whose
     preparation raises gets a failed reply (so it is never left without an outcome) and the
     next one is tried."""
-    waiting = [m for m in waiting_messages(tenant_id, conversation_id) if m not in skip]
+    first: MessageAndReply | None = None
+    if connection.vendor == "postgresql":
+        # The queue and its first message in one query (it runs on every turn).
+        with tenant_scope(tenant_id):
+            waiting, first = waiting_with_first(
+                tenant_id,
+                conversation_id,
+                skip=sorted(skip),
+                window=QUEUE_WINDOW,
+                failed_status=Status.FAILED,
+                user_role=Role.USER,
+            )
+    else:
+        waiting = [m for m in waiting_messages(tenant_id, conversation_id) if m not in skip]
     found = NextTurn(tried=[], prepared=None, more=False, failures=[])
     for position, message_id in enumerate(waiting):
         found.tried.append(message_id)
         try:
-            prepared = prepare_turn(tenant_id, message_id)
+            prepared = prepare_turn(tenant_id, message_id, loaded=first if position == 0 else None)
         except Exception:
             logger.exception("preparing the reply to message %s failed", message_id)
             found.failures.append((message_id, record_internal_error(tenant_id, message_id)))
@@ -235,14 +253,21 @@ def _request(turn: TurnContext, tools: bool, image: AttachedImage | None = None)
 
 
 def prepare_turn(
-    tenant_id: int, user_message_id: int, *, budget_override: int | None = None
+    tenant_id: int,
+    user_message_id: int,
+    *,
+    budget_override: int | None = None,
+    loaded: MessageAndReply | None = None,
 ) -> PreparedTurn | None:
     """Create (or reuse a failed) streaming assistant row, assemble, record the turn.
+    ``loaded``: the message and its reply's id and status, already read by the caller.
 
     Returns None when the message already has a live reply (another runner answered it).
     """
     with tenant_scope(tenant_id):
-        user_message, reply_id, reply_status = _message_and_reply(tenant_id, user_message_id)
+        user_message, reply_id, reply_status = loaded or _message_and_reply(
+            tenant_id, user_message_id
+        )
         conversation = user_message.conversation
         if reply_id is not None and reply_status != Status.FAILED and budget_override is None:
             if reply_status != Status.STREAMING:
@@ -316,7 +341,7 @@ def prepare_turn(
     )
 
 
-def _message_and_reply(tenant_id: int, user_message_id: int) -> tuple[Message, int | None, str]:
+def _message_and_reply(tenant_id: int, user_message_id: int) -> MessageAndReply:
     """The user message (conversation and author loaded) and its reply's id and status.
     Raises Message.DoesNotExist."""
     if connection.vendor == "postgresql":

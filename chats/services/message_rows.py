@@ -156,21 +156,81 @@ def _instance(model: type[Model], values: Sequence[Any]) -> Any:
     return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
+MessageAndReply = tuple[Message, int | None, str]
+
+
+@functools.cache
+def _message_and_reply_columns() -> tuple[str, str]:
+    """The select list and joins of a message with its conversation, author and reply
+    (the message is ``m``, its tenant the statement's first-bound ``%s`` after the list)."""
+    user = get_user_model()
+    columns = (
+        f"{_select_list(Message, 'm')}, {_select_list(Conversation, 'c')}, "
+        f"{_select_list(user, 'u')}, r.id, r.status"
+    )
+    joins = (
+        f"JOIN {_CONVERSATIONS} c ON c.tenant_id = m.tenant_id AND c.id = m.conversation_id "
+        f"LEFT JOIN {user._meta.db_table} u ON u.id = m.author_id "
+        f"LEFT JOIN {_MESSAGES} r ON r.tenant_id = m.tenant_id AND r.answers_id = m.id"
+    )
+    return columns, joins
+
+
 @functools.cache
 def _message_for_reply_sql() -> str:
-    user = get_user_model()
+    columns, joins = _message_and_reply_columns()
+    return f"SELECT {columns} FROM {_MESSAGES} m {joins} WHERE m.tenant_id = %s AND m.id = %s"  # noqa: S608
+
+
+@functools.cache
+def _waiting_sql() -> str:
+    columns, joins = _message_and_reply_columns()
     return (
-        f"SELECT {_select_list(Message, 'm')}, {_select_list(Conversation, 'c')}, "  # noqa: S608
-        f"{_select_list(user, 'u')}, r.id, r.status "
-        f"FROM {_MESSAGES} m JOIN {_CONVERSATIONS} c "
-        "ON c.tenant_id = m.tenant_id AND c.id = m.conversation_id "
-        f"LEFT JOIN {user._meta.db_table} u ON u.id = m.author_id "
-        f"LEFT JOIN {_MESSAGES} r ON r.tenant_id = m.tenant_id AND r.answers_id = m.id "
-        "WHERE m.tenant_id = %s AND m.id = %s"
+        "WITH recent AS ("  # noqa: S608
+        f"SELECT q.id, q.seq, EXISTS (SELECT 1 FROM {_MESSAGES} a WHERE a.tenant_id = q.tenant_id "
+        "AND a.answers_id = q.id AND a.status <> %s) AS answered "
+        f"FROM {_MESSAGES} q WHERE q.tenant_id = %s AND q.conversation_id = %s AND q.role = %s "
+        "ORDER BY q.seq DESC LIMIT %s), "
+        "waiting AS (SELECT array_agg(id ORDER BY seq) AS ids FROM recent "
+        "WHERE NOT answered AND NOT (id = ANY(%s::bigint[]))) "
+        f"SELECT waiting.ids, {columns} FROM waiting "
+        f"LEFT JOIN ({_MESSAGES} m {joins}) ON m.tenant_id = %s AND m.id = waiting.ids[1]"
     )
 
 
-def message_for_reply(tenant_id: int, message_id: int) -> tuple[Message, int | None, str] | None:
+def waiting_with_first(
+    tenant_id: int,
+    conversation_id: int,
+    *,
+    skip: Sequence[int],
+    window: int,
+    failed_status: str,
+    user_role: str,
+) -> tuple[list[int], MessageAndReply | None]:
+    """The conversation's queue in one query: the ids of the user messages among its newest
+    ``window`` that have no reply but a ``failed_status`` one, oldest first, without
+    ``skip``; and the first of them loaded as :func:`message_for_reply` loads it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _waiting_sql(),
+            [
+                failed_status,
+                tenant_id,
+                conversation_id,
+                user_role,
+                window,
+                list(skip),
+                tenant_id,
+            ],
+        )
+        row = cursor.fetchone()
+    ids = list(row[0] or []) if row else []
+    if not ids or row[1] is None:
+        return ids, None
+    return ids, _message_and_reply(row[1:])
+
+
+def message_for_reply(tenant_id: int, message_id: int) -> MessageAndReply | None:
     """The user message ``message_id`` of the tenant with its conversation and author loaded,
     and its reply's id and status (None and "" without one), in one query without the ORM's
     query building (it runs on every turn). None when there is no such message."""
@@ -179,6 +239,10 @@ def message_for_reply(tenant_id: int, message_id: int) -> tuple[Message, int | N
         row = cursor.fetchone()
     if row is None:
         return None
+    return _message_and_reply(row)
+
+
+def _message_and_reply(row: Sequence[Any]) -> MessageAndReply:
     sizes = [len(m._meta.concrete_fields) for m in (Message, Conversation, get_user_model())]
     message = _instance(Message, row[: sizes[0]])
     conversation = _instance(Conversation, row[sizes[0] : sizes[0] + sizes[1]])
