@@ -29,7 +29,6 @@ from chats.services.message_rows import (
     MessageAndReply,
     finish_reply_row,
     message_for_reply,
-    waiting_with_first,
 )
 from chats.services.messages import final_token_count, message_create, message_finish
 
@@ -101,25 +100,12 @@ def prepare_next_turn(
     """Prepare the reply to the oldest waiting message not in ``skip``. A message whose
     preparation raises gets a failed reply (so it is never left without an outcome) and the
     next one is tried."""
-    first: MessageAndReply | None = None
-    if connection.vendor == "postgresql":
-        # The queue and its first message in one query (it runs on every turn).
-        with tenant_scope(tenant_id):
-            waiting, first = waiting_with_first(
-                tenant_id,
-                conversation_id,
-                skip=sorted(skip),
-                window=QUEUE_WINDOW,
-                failed_status=Status.FAILED,
-                user_role=Role.USER,
-            )
-    else:
-        waiting = [m for m in waiting_messages(tenant_id, conversation_id) if m not in skip]
+    waiting = [m for m in waiting_messages(tenant_id, conversation_id) if m not in skip]
     found = NextTurn(tried=[], prepared=None, more=False, failures=[])
     for position, message_id in enumerate(waiting):
         found.tried.append(message_id)
         try:
-            prepared = prepare_turn(tenant_id, message_id, loaded=first if position == 0 else None)
+            prepared = prepare_turn(tenant_id, message_id)
         except Exception:
             logger.exception("preparing the reply to message %s failed", message_id)
             found.failures.append((message_id, record_internal_error(tenant_id, message_id)))
@@ -257,17 +243,13 @@ def prepare_turn(
     user_message_id: int,
     *,
     budget_override: int | None = None,
-    loaded: MessageAndReply | None = None,
 ) -> PreparedTurn | None:
     """Create (or reuse a failed) streaming assistant row, assemble, record the turn.
-    ``loaded``: the message and its reply's id and status, already read by the caller.
 
     Returns None when the message already has a live reply (another runner answered it).
     """
     with tenant_scope(tenant_id):
-        user_message, reply_id, reply_status = loaded or _message_and_reply(
-            tenant_id, user_message_id
-        )
+        user_message, reply_id, reply_status = _message_and_reply(tenant_id, user_message_id)
         conversation = user_message.conversation
         if reply_id is not None and reply_status != Status.FAILED and budget_override is None:
             if reply_status != Status.STREAMING:

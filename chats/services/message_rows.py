@@ -182,54 +182,6 @@ def _message_for_reply_sql() -> str:
     return f"SELECT {columns} FROM {_MESSAGES} m {joins} WHERE m.tenant_id = %s AND m.id = %s"  # noqa: S608
 
 
-@functools.cache
-def _waiting_sql() -> str:
-    columns, joins = _message_and_reply_columns()
-    return (
-        "WITH recent AS ("  # noqa: S608
-        f"SELECT q.id, q.seq, EXISTS (SELECT 1 FROM {_MESSAGES} a WHERE a.tenant_id = q.tenant_id "
-        "AND a.answers_id = q.id AND a.status <> %s) AS answered "
-        f"FROM {_MESSAGES} q WHERE q.tenant_id = %s AND q.conversation_id = %s AND q.role = %s "
-        "ORDER BY q.seq DESC LIMIT %s), "
-        "waiting AS (SELECT array_agg(id ORDER BY seq) AS ids FROM recent "
-        "WHERE NOT answered AND NOT (id = ANY(%s::bigint[]))) "
-        f"SELECT waiting.ids, {columns} FROM waiting "
-        f"LEFT JOIN ({_MESSAGES} m {joins}) ON m.tenant_id = %s AND m.id = waiting.ids[1]"
-    )
-
-
-def waiting_with_first(
-    tenant_id: int,
-    conversation_id: int,
-    *,
-    skip: Sequence[int],
-    window: int,
-    failed_status: str,
-    user_role: str,
-) -> tuple[list[int], MessageAndReply | None]:
-    """The conversation's queue in one query: the ids of the user messages among its newest
-    ``window`` that have no reply but a ``failed_status`` one, oldest first, without
-    ``skip``; and the first of them loaded as :func:`message_for_reply` loads it."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _waiting_sql(),
-            [
-                failed_status,
-                tenant_id,
-                conversation_id,
-                user_role,
-                window,
-                list(skip),
-                tenant_id,
-            ],
-        )
-        row = cursor.fetchone()
-    ids = list(row[0] or []) if row else []
-    if not ids or row[1] is None:
-        return ids, None
-    return ids, _message_and_reply(row[1:])
-
-
 def message_for_reply(tenant_id: int, message_id: int) -> MessageAndReply | None:
     """The user message ``message_id`` of the tenant with its conversation and author loaded,
     and its reply's id and status (None and "" without one), in one query without the ORM's

@@ -15,7 +15,6 @@ from chats.services.message_rows import (
     finish_reply_row,
     insert_message_row,
     message_for_reply,
-    waiting_with_first,
 )
 
 pytestmark = [
@@ -241,48 +240,3 @@ class django_assert_no_queries:
     def __exit__(self, *exc):
         self._capture.__exit__(*exc)
         assert len(self._capture.captured_queries) == 0
-
-
-def test_the_queue_and_its_first_message_in_one_query(conversation, member_a, tenant_b):
-    first, _ = message_create(conversation=conversation, role="user", content="1", author=member_a)
-    answered, _ = message_create(
-        conversation=conversation, role="user", content="2", author=member_a
-    )
-    message_create(conversation=conversation, role="assistant", content="ok", answers=answered)
-    retried, _ = message_create(
-        conversation=conversation, role="user", content="3", author=member_a
-    )
-    message_create(
-        conversation=conversation, role="assistant", content="", answers=retried, status="failed"
-    )
-    last, _ = message_create(conversation=conversation, role="user", content="4", author=member_a)
-    options: dict[str, Any] = dict(window=50, failed_status="failed", user_role="user")
-
-    with django_assert_num_queries(1):
-        ids, loaded = waiting_with_first(
-            conversation.tenant_id, conversation.pk, skip=[], **options
-        )
-    assert ids == [first.pk, retried.pk, last.pk]  # oldest first; a failed reply is none
-    assert loaded is not None and loaded[0].pk == first.pk and loaded[1:] == (None, "")
-
-    ids, loaded = waiting_with_first(
-        conversation.tenant_id, conversation.pk, skip=[first.pk], **options
-    )
-    assert ids == [retried.pk, last.pk]
-    assert loaded is not None and loaded[0].content == "3" and loaded[2] == "failed"
-
-    ids, _ = waiting_with_first(
-        conversation.tenant_id, conversation.pk, skip=[], **{**options, "window": 2}
-    )
-    assert ids == [retried.pk, last.pk]  # only the newest two user messages are the queue
-
-    assert waiting_with_first(tenant_b.pk, conversation.pk, skip=[], **options) == ([], None)
-
-
-class django_assert_num_queries(django_assert_no_queries):
-    def __init__(self, expected: int) -> None:
-        self.expected = expected
-
-    def __exit__(self, *exc):
-        self._capture.__exit__(*exc)
-        assert len(self._capture.captured_queries) == self.expected
