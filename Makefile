@@ -16,7 +16,7 @@ $(VENV)/.base-installed: requirements/base.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements/base.txt
 	touch $@
 
-$(VENV)/.dev-installed: requirements/base.txt requirements/dev.txt | $(BIN)/python
+$(VENV)/.dev-installed: requirements/base.txt requirements/dev.txt requirements/embeddings.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements/dev.txt
 	touch $(VENV)/.base-installed $@
 

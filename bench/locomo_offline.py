@@ -8,6 +8,8 @@ ORM); its figures match on the dev set.
 
     .venv/bin/python bench/locomo_offline.py --dataset FILE.json --budget 4000 [--set k=v ...]
         [--dump FILE.jsonl]   # per question: evidence found, rank of each evidence turn
+        [--no-dense]          # full-text only (default: with retrieval by meaning when the
+                              # embeddings requirements are installed, as eval_recall)
 
 ``--set`` overrides a :class:`~chats.retrieval.rerank.RerankConfig` field.
 """
@@ -22,13 +24,17 @@ from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chatplatform.tokens import get_counter
 from chats.context import AssemblyInputs, MessageItem, SystemPart, assemble
-from chats.retrieval import locomo
+from chats.retrieval import embeddings, locomo
 from chats.retrieval.query import build_query, words_of
 from chats.retrieval.rerank import (
+    DENSE_TOP_K,
+    DENSE_WEIGHT,
     Candidate,
     RerankConfig,
     bm25_scores,
@@ -54,6 +60,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     )
     tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
     prompt_tokens: list[int] = []
+    dense = args.dense and args.strategy == "hybrid" and embeddings.available()
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
     for index, sample in enumerate(locomo.load_samples(args.dataset)):
         items: list[MessageItem] = []
@@ -79,6 +86,10 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 text_of[turn.dia_id] = turn.text
                 seq_of[turn.dia_id] = seq
         by_seq = {m.seq: m for m in items}
+        if dense:  # stored as the platform stores them (float16), compared the same way
+            seqs = np.arange(1, len(items) + 1, dtype=np.int64)
+            blobs = [embeddings.to_bytes(v) for v in embeddings.embed([m.content for m in items])]
+            vectors = embeddings.from_bytes(blobs)
         tokens = {m.seq: set(words_of(m.content)) for m in items}
         names = {f"@{s}": [s] for s in sample.speakers}
         newest = list(reversed(items))
@@ -129,6 +140,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                         zip(matching, db, strict=True), key=lambda p: (-p[1][0], -p[0].seq)
                     )
                     matching = [m for m, _ in best[: args.candidates]]
+                near: dict[int, float] = {}
+                if dense:
+                    question = embeddings.embed([q.question])[0]
+                    near = embeddings.top_by_cosine(seqs, vectors, question, args.dense_top_k)
+                    have = {m.seq for m in matching}
+                    matching += [by_seq[n] for n in sorted(near) if n not in have]
                 cands = [Candidate(m.id, m.seq, m.content, m.author) for m in matching]
                 ranked_items = rank_candidates(
                     query,
@@ -138,6 +155,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     config=config,
                     neighbor_hits=args.neighbor_hits,
                     fetch=fetch,
+                    dense=near,
+                    dense_weight=args.dense_weight,
                 )
                 order = [s.candidate.seq for s in ranked_items]
                 retrieved = to_retrieved(
@@ -183,6 +202,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
         "budget": args.budget,
         "categories": {str(c): t.as_dict() for c, t in tallies.items()},
         "mean_prompt_tokens": round(sum(prompt_tokens) / max(1, len(prompt_tokens)), 1),
+        "dense_retrieval": "on" if dense else "off",
     }
 
 
@@ -196,6 +216,9 @@ def main() -> None:
     parser.add_argument("--neighbor-hits", type=int, default=40)
     parser.add_argument("--reserve", type=int, default=400)
     parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--no-dense", dest="dense", action="store_false")
+    parser.add_argument("--dense-top-k", type=int, default=DENSE_TOP_K)
+    parser.add_argument("--dense-weight", type=float, default=DENSE_WEIGHT)
     parser.add_argument("--dump", help="JSON lines: per question evidence found and ranks")
     parser.add_argument("--context", action="store_true", help="--dump: include the prompt")
     result = run(parser.parse_args())

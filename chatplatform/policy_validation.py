@@ -51,6 +51,12 @@ def policy_errors(policy: ContextPolicy) -> dict[str, list[str]]:
             f"the recent summary ({policy.recent_summary_days} days) must cover fewer days than "
             f"the long one ({policy.long_summary_days} days)",
         )
+    if policy.retrieval_dense and policy.strategy != "hybrid":
+        add(
+            "retrieval_dense",
+            "retrieval by meaning only works with the hybrid strategy: choose Hybrid or "
+            "turn it off",
+        )
     packing = replace(
         packing_policy_for(policy),
         min_recent_messages=policy.min_recent_messages,

@@ -215,3 +215,33 @@ class TurnRecord(TenantOwnedModel):
             models.Index(fields=["tenant", "conversation", "-created_at"], name="turn_conv_idx"),
             models.Index(fields=["tenant", "created_at"], name="turn_usage_idx"),
         ]
+
+
+class MessageEmbedding(TenantOwnedModel):
+    """A message's sentence embedding for dense retrieval (``chats.retrieval.dense``).
+
+    ``vector``: float16 little-endian, unit length (384 values, 768 bytes for MiniLM), made by
+    the model named in ``model`` (vectors of another model are never compared with it);
+    ``seq`` repeats the message's, so the retriever reads a conversation's newest vectors
+    through one index range without joining messages. Written in the background (Celery), once
+    per message and model.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="embeddings")
+    seq = models.PositiveBigIntegerField()
+    model = models.CharField(max_length=64)
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # One vector per message and model; also the retriever's index (newest first).
+            models.UniqueConstraint(
+                fields=["tenant", "conversation", "model", "seq"],
+                name="embedding_unique_seq",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.model}"

@@ -76,7 +76,7 @@ POLICY_FIELDSETS: Any = (
         },
     ),
     ("User facts", {"fields": ("facts_enabled", "max_facts_per_user", "max_fact_chars")}),
-    ("Retrieval", {"fields": ("retrieval_max_items", "retrieval_neighbors")}),
+    ("Retrieval", {"fields": ("retrieval_max_items", "retrieval_neighbors", "retrieval_dense")}),
     (
         "Prompt",
         {

@@ -122,6 +122,15 @@ class ContextPolicy(models.Model):
     # Retrieval (hybrid).
     retrieval_max_items = _positive(200, minimum=0, maximum=500)
     retrieval_neighbors = _positive(0, minimum=0, maximum=5)
+    retrieval_dense = models.BooleanField(
+        "retrieval by meaning",
+        default=False,
+        help_text="Hybrid: also find older messages by meaning (sentence embeddings, "
+        "all-MiniLM-L6-v2 on the CPU), fused with full-text search. Needs the embeddings "
+        "requirements (requirements/embeddings.txt) on the web and worker processes; without "
+        "them retrieval stays full-text only. Messages are embedded in the background; "
+        "each turn embeds the new message (~10 ms).",
+    )
 
     # Prompt.
     system_prompt_template = models.TextField(default=DEFAULT_SYSTEM_PROMPT)

@@ -32,6 +32,8 @@ def breakdown(turn: TurnContext) -> dict[str, Any]:
         "included": [[i.kind, i.id, i.tokens] for i in prompt.included],
         "excluded": [[e.kind, e.id, e.tokens, e.reason] for e in prompt.excluded],
         "truncated": [[t.kind, t.id, t.original_tokens, t.kept_tokens] for t in prompt.truncated],
+        # Retrieval by meaning: "on", "off", or "unavailable" (asked for, full-text only).
+        "dense_retrieval": turn.dense,
     }
 
 
@@ -63,6 +65,7 @@ def turn_record_create(
                         "sections": data["sections"],
                         "truncated": data["truncated"],
                         "margin_ratio": data["margin_ratio"],
+                        "dense_retrieval": data["dense_retrieval"],
                     },
                     included=data["included"],
                     excluded=data["excluded"],

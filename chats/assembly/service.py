@@ -159,6 +159,10 @@ class TurnContext:
     assembly_ms: float
     facts: list[Any] = field(default_factory=list)
     retrieved_ids: list[Any] = field(default_factory=list)
+    #: Retrieval by meaning this turn: ``"off"`` (the policy does not ask for it or nothing
+    #: was retrieved), ``"on"``, or ``"unavailable"`` (asked for; embeddings not installed or
+    #: the model failed to load: full-text only).
+    dense: str = "off"
 
 
 def _default_retriever() -> Retriever | None:
@@ -167,6 +171,14 @@ def _default_retriever() -> Retriever | None:
     except ImportError:
         return None
     return retrieve_for_assembly  # type: ignore[no-any-return]
+
+
+def _dense_status(policy: ContextPolicy) -> str:
+    try:
+        from chats.retrieval.dense import dense_status
+    except ImportError:
+        return "unavailable" if getattr(policy, "retrieval_dense", False) else "off"
+    return dense_status(policy)
 
 
 def _system_variables(
@@ -261,6 +273,7 @@ def assemble_context(
         bot_name=bot_name,
     )
     retrieved: list[RetrievedItem] = []
+    dense = "off"
     if policy.strategy == "hybrid" and policy.retrieval_max_items > 0:
         retriever = retriever or _default_retriever()
         # Everything before the new message is a candidate: history shows only what retrieval
@@ -268,6 +281,8 @@ def assemble_context(
         if retriever is not None and new_message.seq > 1:
             shown = frozenset(int(s.id) for s in summaries if s.kind != "carried")
             retrieved = retriever(conversation, new_message, policy, new_message.seq, shown)
+            # After the call: a model that failed to load during it reads "unavailable".
+            dense = _dense_status(policy)
 
     members = conversation.participants.count() if conversation.is_group else 1
     variables = _system_variables(conversation, author, policy, now, members)
@@ -300,6 +315,7 @@ def assemble_context(
         assembly_ms=(time.perf_counter() - started) * 1000,
         facts=facts,
         retrieved_ids=[r.message.id for r in retrieved],
+        dense=dense,
     )
 
 

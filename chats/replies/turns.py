@@ -24,6 +24,7 @@ from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, image_tokens, inspect_image
 from chats.models import Conversation, Message, Role, Status, TurnRecord
+from chats.retrieval.dense import schedule_embedding
 from chats.services.conversations import policy_for
 from chats.services.message_rows import (
     MessageAndReply,
@@ -482,6 +483,7 @@ def finish_turn(
 
 def _after_reply(conversation: Conversation) -> None:
     """What the policy asks after a reply: a rolling summary when the threshold is crossed."""
+    schedule_embedding(conversation)  # retrieval by meaning: embed the new turns; never raises
     try:
         from summaries.services import schedule_summary_if_needed
     except ImportError:  # the summaries feature is not installed in this build

@@ -3,7 +3,11 @@
 * :mod:`.query` (pure): the multilingual search query built from the new message;
 * :mod:`.search`: one bounded, indexed full-text query per backend (PostgreSQL ``tsvector``,
   SQLite FTS5), scoped to one tenant's conversation;
-* :mod:`.rerank` (pure): BM25 over the candidates, speaker and time cues, neighbouring turns;
+* :mod:`.rerank` (pure): BM25 over the candidates, speaker and time cues, neighbouring turns,
+  and the fusion with retrieval by meaning;
+* :mod:`.embeddings` (pure, optional packages): sentence embeddings (all-MiniLM-L6-v2);
+* :mod:`.dense`: stored message embeddings, their background jobs, and the nearest messages
+  by meaning (policies with ``retrieval_dense``);
 * :mod:`.retriever`: the three bounded queries that turn a new message into
   ``RetrievedItem`` candidates for the assembly (``retrieve_for_assembly`` is the assembly
   service's default retriever);

@@ -5,13 +5,17 @@ speaker's name, so labels stay short), the conversation a group chat, each turn 
 stored with :func:`~chats.services.message_create` (counted with ``o200k_base``, indexed for
 search by the database) and dated with its session's date-time. Every question of categories
 1-4 is then assembled as the new message after the last session by the assembly service
-(:func:`~chats.assembly.service.assemble_context`) with the full-text retriever. Questions
-are never stored, and everything the run creates is rolled back at the end.
+(:func:`~chats.assembly.service.assemble_context`) with the production retriever. Hybrid
+searches by meaning too when the embeddings are installed (``EvalOptions.dense``, the policy's
+``retrieval_dense``): every loaded turn is embedded first, through the same service as the
+background jobs (:func:`~chats.retrieval.dense.embed_conversation`). Questions are never
+stored, and everything the run creates is rolled back at the end.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -29,7 +33,8 @@ from chats.context.types import MessageItem, RetrievedItem
 from chats.models import Conversation, Message, Role
 from chats.services import conversation_create, message_create
 
-from . import locomo
+from . import embeddings, locomo
+from .dense import dense_enabled, dense_status, embed_conversation
 from .retriever import RetrievalSettings, retrieve_ranked
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
@@ -50,6 +55,8 @@ class EvalOptions:
     #: Retrieve among all older messages (``True``) or only those older than the recent
     #: window the assembly service fetched (``False``: the service's ``before_seq``).
     retrieve_whole_history: bool = True
+    #: Hybrid: also retrieve by meaning (when the embeddings are installed).
+    dense: bool = True
 
 
 @dataclass
@@ -95,10 +102,17 @@ def _run(
     tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
     prompt_tokens: list[int] = []
     history_tokens: list[int] = []
+    embed_ms = 0.0
     for index, sample in enumerate(samples):
         loaded = _load(tenant, policy, sample, index)
         if progress:
             progress(f"{sample.sample_id}: {len(sample.turns())} turns loaded")
+        if dense_status(policy) == "on":
+            started = time.perf_counter()
+            embedded = _embed_all(loaded.conversation)
+            embed_ms += (time.perf_counter() - started) * 1000
+            if progress:
+                progress(f"{sample.sample_id}: {embedded} turns embedded")
         retriever = _retriever(options)
         for question in sample.questions:
             if question.category not in locomo.CATEGORIES:
@@ -136,7 +150,20 @@ def _run(
         "categories": {str(c): t.as_dict() for c, t in tallies.items()},
         "mean_prompt_tokens": round(sum(prompt_tokens) / n, 1),
         "mean_history_tokens": round(sum(history_tokens) / n, 1),
+        "dense_retrieval": dense_status(policy),
+        "embedding_model": embeddings.MODEL_NAME if dense_status(policy) == "on" else "",
+        "embedding_ms": round(embed_ms, 1),
     }
+
+
+def _embed_all(conversation: Conversation) -> int:
+    """Embed every turn of a loaded conversation (the background job's service, in a loop)."""
+    total = 0
+    while True:
+        result = embed_conversation(conversation.tenant_id, conversation.pk, check_policy=False)
+        total += result.embedded
+        if not result.more:
+            return total
 
 
 def _retriever(options: EvalOptions) -> Retriever:
@@ -155,7 +182,7 @@ def _retriever(options: EvalOptions) -> Retriever:
             conversation,
             new.content,
             before_seq=new.seq if options.retrieve_whole_history else before_seq,
-            settings=replace(options.retrieval, max_items=max_items),
+            settings=replace(options.retrieval, max_items=max_items, dense=dense_enabled(policy)),
             shown_summaries=shown_summaries,
             bot_name=policy.bot_name,
         )
@@ -199,6 +226,7 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
             tools_enabled=False,
             periodic_summaries_enabled=False,
             safety_margin_percent=0.0,
+            retrieval_dense=options.dense and options.strategy == "hybrid",
             **fields,
         )
         Tenant.objects.filter(pk=tenant.pk).update(active_policy=policy)

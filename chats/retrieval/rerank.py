@@ -17,6 +17,9 @@ candidates identically on both backends:
   compete for the budget as items of their own: the answer to a question is often the next
   turn, and the turn that names the topic the one before. A turn near several hits (or a hit
   near another) adds ``neighbor_support`` of the weaker score to the stronger one.
+* **meaning** (optional, :func:`fuse_dense`, before the neighbours): the messages closest to
+  the question by sentence embedding join the candidates, each with a share of the best
+  lexical score in proportion to its cosine (``chats.retrieval.dense``).
 
 (A "when" question favouring turns with time expressions was measured and removed: no
 effect on LoCoMo, see ``bench/retrieval.md``.)
@@ -34,6 +37,11 @@ from chats.context.types import MessageItem, RetrievedItem
 from .query import SearchQuery, Term, fold, words_of
 
 NEAR_EXTENSION = 3
+#: Dense retrieval (measured on LoCoMo dev, ``bench/retrieval.md``): the top
+#: :data:`DENSE_TOP_K` messages by cosine join the candidates, and each gets
+#: ``DENSE_WEIGHT × best lexical × cosine / best cosine`` on top of its lexical score.
+DENSE_TOP_K = 100
+DENSE_WEIGHT = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,17 +207,53 @@ def rank_candidates(
     config: RerankConfig,
     neighbor_hits: int,
     fetch: Callable[[set[int]], Sequence[Candidate]],
+    dense: Mapping[int, float] | None = None,
+    dense_weight: float = DENSE_WEIGHT,
 ) -> list[Scored]:
     """The whole re-ranking of one retrieval, best first: :func:`score` the search's
-    ``candidates``, ``fetch`` the turns around the best ``neighbor_hits`` of them (one call,
-    with the wanted seqs; it returns those that exist and may be retrieved), and
+    ``candidates``, :func:`fuse_dense` the ``dense`` top hits (seq → cosine; their rows must
+    be among ``candidates``), ``fetch`` the turns around the best ``neighbor_hits`` of them
+    (one call, with the wanted seqs; it returns those that exist and may be retrieved), and
     :func:`propagate` to them. The retriever fetches from the database; the offline
     harness (``bench/locomo_offline.py``) from memory."""
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
+    if dense:
+        authors = speaker_terms(query, names)[0]
+        fuse_dense(scored, dense, weight=dense_weight, named=authors, config=config)
     near = neighbor_seqs(scored, hits=neighbor_hits, depth=config.neighbor_depth)
     neighbors = fetch(near) if near else []
     propagate(scored, neighbors, config, speaker_terms(query, names)[0])
     return ranked(scored)
+
+
+def fuse_dense(
+    scored: dict[int, Scored],
+    dense: Mapping[int, float],
+    *,
+    weight: float,
+    named: frozenset[object] | set[object] = frozenset(),
+    config: RerankConfig | None = None,
+) -> None:
+    """Add meaning to the lexical scores, before neighbours inherit them: each candidate
+    among the ``dense`` top hits (seq → cosine with the question) gets
+    ``weight × (best lexical score) × cosine / best cosine`` on its lexical score (times the
+    speaker factor, as lexical scores get), so the two scales meet at the best hit of each
+    and dense hits pass a share to their neighbours like lexical ones. With no lexical hit
+    the scale is 1. Candidates outside ``dense`` keep their scores."""
+    config = config or RerankConfig()
+    best_cosine = max(dense.values(), default=0.0)
+    if best_cosine <= 0 or weight <= 0:
+        return
+    best_lexical = max((s.lexical for s in scored.values()), default=0.0)
+    scale = weight * (best_lexical if best_lexical > 0 else 1.0) / best_cosine
+    for seq, cosine in dense.items():
+        current = scored.get(seq)
+        if current is None or cosine <= 0:
+            continue
+        current.lexical += scale * cosine
+        factor = 1.0 + config.speaker_boost if named and current.candidate.author in named else 1.0
+        current.score = current.lexical * factor
+        current.matched = max(current.matched, 1)
 
 
 def propagate(

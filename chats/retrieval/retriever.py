@@ -3,7 +3,9 @@ for the assembly.
 
 :func:`retrieve_messages` runs at most three bounded queries, whatever the conversation's
 length: the indexed search (:func:`~chats.retrieval.search.search_messages`), one fetch of the
-candidates' rows, and one fetch of the turns around the best candidates. Ranking happens in
+candidates' rows, and one fetch of the turns around the best candidates; a fourth, the
+conversation's newest stored vectors, when the policy searches by meaning too
+(:mod:`chats.retrieval.dense`). Ranking happens in
 :mod:`chats.retrieval.rerank` (pure). :func:`retrieve_summaries` adds the summaries the
 prompt does not already show (one lookup of the shown ones, the indexed search, the rows);
 merged (level-0) summaries stay searchable, since they hold the detail their merged parent
@@ -24,8 +26,18 @@ from chats.context.types import MessageItem, RetrievedItem
 from chats.models import Conversation, Message, Role, Status
 from summaries.models import Summary
 
+from .dense import WINDOW as DENSE_WINDOW
+from .dense import dense_enabled, dense_scores
 from .query import SearchQuery, build_query
-from .rerank import Candidate, RerankConfig, bm25_scores, rank_candidates, to_retrieved
+from .rerank import (
+    DENSE_TOP_K,
+    DENSE_WEIGHT,
+    Candidate,
+    RerankConfig,
+    bm25_scores,
+    rank_candidates,
+    to_retrieved,
+)
 from .search import search_messages, search_summaries
 
 #: Prefix of the ids of retrieved summaries (``"summary:12"``): they travel as RetrievedItems
@@ -44,7 +56,10 @@ class RetrievalSettings:
     ``candidates``: hits asked from the search (their rows are fetched and re-ranked);
     ``neighbor_hits``: best candidates whose surrounding turns are fetched
     (``rerank.neighbor_depth`` on each side); ``max_items``: RetrievedItems returned;
-    ``max_summaries``: summaries :func:`retrieve_summaries` returns.
+    ``max_summaries``: summaries :func:`retrieve_summaries` returns; ``dense``: also search
+    by meaning (:mod:`chats.retrieval.dense`, when the embeddings are installed): the
+    ``dense_top_k`` nearest of the newest ``dense_window`` embedded messages join the
+    candidates with ``dense_weight`` (:func:`~chats.retrieval.rerank.fuse_dense`).
     """
 
     candidates: int = 300
@@ -53,6 +68,10 @@ class RetrievalSettings:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     #: Older summaries (not already shown) retrieved next to messages.
     max_summaries: int = 3
+    dense: bool = False
+    dense_top_k: int = DENSE_TOP_K
+    dense_weight: float = DENSE_WEIGHT
+    dense_window: int = DENSE_WINDOW
 
 
 _FIELDS = (
@@ -125,7 +144,10 @@ def retrieve_messages(
 ) -> list[RetrievedItem]:
     """Messages of ``conversation`` (older than ``before_seq`` when given) relevant to
     ``text``, best first, at most ``settings.max_items``; each item carries the fetched
-    turns around it as ``neighbors``. Empty when ``text`` has nothing searchable."""
+    turns around it as ``neighbors``. Empty when ``text`` has nothing searchable.
+
+    Three bounded queries (the search, the candidates' rows, their neighbours), plus one
+    (the stored vectors) with ``settings.dense`` when the embeddings are available."""
     settings = settings or RetrievalSettings()
     config = settings.rerank
     query = query if query is not None else build_query(text)
@@ -138,9 +160,21 @@ def retrieve_messages(
         limit=settings.candidates,
         before_seq=before_seq,
     )
-    if not hits:
+    near: dict[int, float] = {}
+    if settings.dense:
+        near = (
+            dense_scores(
+                conversation,
+                text,
+                before_seq=before_seq,
+                top_k=settings.dense_top_k,
+                window=settings.dense_window,
+            )
+            or {}
+        )
+    if not hits and not near:
         return []
-    rows = {r["seq"]: r for r in _fetch(conversation, (h.seq for h in hits))}
+    rows = {r["seq"]: r for r in _fetch(conversation, {h.seq for h in hits} | near.keys())}
     names = {r["author_id"]: _names(r) for r in rows.values() if r["author_id"] is not None}
     total = max(conversation.message_count, conversation.last_seq, len(rows))
 
@@ -159,6 +193,8 @@ def retrieve_messages(
         config=config,
         neighbor_hits=settings.neighbor_hits,
         fetch=fetch_neighbors,
+        dense={seq: cosine for seq, cosine in near.items() if seq in rows},
+        dense_weight=settings.dense_weight,
     )
     items = {seq: _item(r, bot_name) for seq, r in rows.items()}
     return to_retrieved(order, items, neighbors=config.neighbor_depth, max_items=settings.max_items)
@@ -299,7 +335,9 @@ def retrieve_for_assembly(
         conversation,
         new_message.content,
         before_seq=before_seq,
-        settings=RetrievalSettings(max_items=policy.retrieval_max_items),
+        settings=RetrievalSettings(
+            max_items=policy.retrieval_max_items, dense=dense_enabled(policy)
+        ),
         shown_summaries=shown_summaries,
         bot_name=policy.bot_name,
     )

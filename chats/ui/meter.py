@@ -52,6 +52,7 @@ def meter_payload(record: TurnRecord) -> dict[str, Any]:
             "created_at": record.created_at.isoformat(),
         },
         strategy=record.strategy,
+        dense_retrieval=stored.get("dense_retrieval", "off"),
         counter=record.counter,
         model=record.model_profile.name if record.model_profile is not None else "",
         policy=record.policy.name if record.policy is not None else "",
@@ -79,6 +80,7 @@ def meter_from_breakdown(data: dict[str, Any]) -> dict[str, Any]:
     )
     meter.update(
         strategy=data.get("strategy", ""),
+        dense_retrieval=data.get("dense_retrieval", "off"),
         counter=data.get("counter", ""),
         policy=(data.get("policy") or {}).get("name", ""),
     )

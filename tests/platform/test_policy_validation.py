@@ -47,6 +47,7 @@ def test_valid_policy_passes(tenant_a):
         ({"reserved_response_tokens": 9_000}, "reserved_response_tokens", "8,192"),
         ({"min_recent_messages": 300, "recent_message_cap": 100}, "min_recent_messages", "cap"),
         ({"recent_summary_days": 40}, "recent_summary_days", "fewer days"),
+        ({"strategy": "sliding_window", "retrieval_dense": True}, "retrieval_dense", "Hybrid"),
     ],
 )
 def test_invalid_policies_say_what_to_change(tenant_a, values, field, hint):

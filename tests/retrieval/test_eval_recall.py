@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from chatplatform.models import Tenant
 from chatplatform.tenancy.scoping import all_tenants
 from chats.models import Message
-from chats.retrieval import locomo
+from chats.retrieval import embeddings, locomo
 
 pytestmark = pytest.mark.django_db
 
@@ -81,11 +81,12 @@ def dataset(tmp_path):
     return path, sample
 
 
-def run(path, strategy, budget=1000, dump=None):
+def run(path, strategy, budget=1000, dump=None, extra=()):
     out = io.StringIO()
     args = ["--dataset", str(path), "--budget", str(budget), "--strategy", strategy, "--json"]
     if dump:
         args += ["--dump", str(dump)]
+    args += list(extra)
     call_command("eval_recall", *args, stdout=out)
     return json.loads(out.getvalue())
 
@@ -121,8 +122,13 @@ def test_hybrid_finds_old_evidence_and_reports_every_field(tmp_path):
         "categories",
         "mean_prompt_tokens",
         "mean_history_tokens",
+        "dense_retrieval",
+        "embedding_model",
+        "embedding_ms",
     }
     assert result["strategy"] == "hybrid" and result["budget"] == 1000
+    # Hybrid retrieves by meaning too where the embeddings are installed (dev requirements).
+    assert result["dense_retrieval"] == ("on" if embeddings.available() else "unavailable")
     assert result["questions"] == 3  # category 5 and unresolvable evidence are left out
     cats = result["categories"]
     assert set(cats) == {"1", "2", "3", "4"}
@@ -140,6 +146,13 @@ def test_hybrid_finds_old_evidence_and_reports_every_field(tmp_path):
     context = json.loads(dump.read_text().splitlines()[0])["context"]
     assert "[shares a photo: a green parrot on a perch]" in context
     assert "NOT TO BE USED" not in context
+
+
+def test_hybrid_without_dense_is_full_text_only(tmp_path):
+    path, _ = dataset(tmp_path)
+    result = run(path, "hybrid", extra=["--no-dense"])
+    assert result["dense_retrieval"] == "off" and result["embedding_ms"] == 0
+    assert result["categories"]["4"]["all_evidence_percent"] == 100.0
 
 
 def test_sliding_window_misses_old_evidence_any_vs_all(tmp_path):

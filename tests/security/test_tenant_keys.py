@@ -41,6 +41,7 @@ CROSS_TENANT_TASKS = {
     "chats.tasks.mark_stale_replies": "finishes replies whose process died, in every tenant",
     "summaries.tasks.refresh_periodic_summaries": "beat sweep; dispatches per-tenant tasks",
     "summaries.tasks.backfill_token_counts": "beat sweep over every tenant, or one (tenant_id)",
+    "chats.tasks.backfill_message_embeddings": "beat sweep; dispatches per-tenant tasks",
 }
 
 

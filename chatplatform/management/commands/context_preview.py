@@ -40,6 +40,7 @@ class Command(BaseCommand):
         write(
             f"conversation {conversation.pk} · strategy {data['strategy']} · counter "
             f"{data['counter']} · margin ×{data['margin_ratio']}"
+            f" · retrieval by meaning {data.get('dense_retrieval', 'off')}"
         )
         write(
             f"prompt {data['prompt_tokens']:,} of {data['budget']:,} tokens "

@@ -26,6 +26,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--recent", type=int, default=EvalOptions.recent, help="Hybrid: recent messages kept."
         )
+        parser.add_argument(
+            "--no-dense",
+            action="store_true",
+            help="Hybrid: full-text retrieval only (by default it also retrieves by meaning "
+            "when the embeddings requirements are installed).",
+        )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
         parser.add_argument("--dump", help="Write one JSON line per question with its prompt.")
 
@@ -33,7 +39,10 @@ class Command(BaseCommand):
         if options["budget"] < 300:
             raise CommandError("--budget must be at least 300 tokens")
         eval_options = EvalOptions(
-            budget=options["budget"], strategy=options["strategy"], recent=options["recent"]
+            budget=options["budget"],
+            strategy=options["strategy"],
+            recent=options["recent"],
+            dense=not options["no_dense"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
         try:

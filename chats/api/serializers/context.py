@@ -58,6 +58,10 @@ class ContextPreviewSerializer(serializers.Serializer):
     included = _item_list("[kind, id, tokens] of every item that went in.")
     excluded = _item_list("[kind, id, tokens, reason] of every item left out.")
     truncated = _item_list("[kind, id, original_tokens, kept_tokens] of truncated items.")
+    dense_retrieval = serializers.CharField(
+        help_text="Retrieval by meaning: on, off, or unavailable (the policy asks for it but "
+        "the embeddings are not installed: full-text only)."
+    )
     policy = PolicyRefSerializer()
 
 
@@ -73,7 +77,8 @@ class TurnRecordSerializer(serializers.ModelSerializer):
     )
     sections = serializers.JSONField(
         read_only=True,
-        help_text="{sections: [{name, budget, used, items}], truncated, margin_ratio}",
+        help_text="{sections: [{name, budget, used, items}], truncated, margin_ratio, "
+        "dense_retrieval}",
     )
     included = serializers.JSONField(read_only=True, help_text="[kind, id, tokens] items.")
     excluded = serializers.JSONField(read_only=True, help_text="[kind, id, tokens, reason] items.")

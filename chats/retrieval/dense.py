@@ -1,0 +1,318 @@
+"""Dense retrieval: message embeddings stored per tenant, and older messages found by meaning.
+
+Enabled per policy (``ContextPolicy.retrieval_dense``, hybrid strategy only) and only where the
+optional embeddings requirements are installed (:func:`chats.retrieval.embeddings.available`);
+otherwise retrieval is full-text only and the turn's breakdown says so (:func:`dense_status`).
+
+* **Writing** (Celery, never on the reply path): :func:`schedule_embedding` after each reply
+  queues ``chats.tasks.embed_conversation_messages`` (at most one per conversation per
+  :data:`SCHEDULE_WINDOW_SECONDS`), which runs :func:`embed_conversation`: the conversation's
+  newest messages without a vector, :data:`EMBED_BATCH` per run, inserted idempotently
+  (:func:`embed_messages`). The beat task ``chats.tasks.backfill_message_embeddings`` sweeps
+  dense-enabled conversations in bounded batches (:func:`backfill_batch`) for what the
+  per-reply runs missed (history from before the policy was enabled, a lost task).
+  Only the newest :data:`WINDOW` messages of a conversation are embedded: retrieval never
+  reads further back.
+* **Reading** (the reply path): :func:`dense_scores` embeds the new message (~10 ms) and
+  reads the conversation's newest :data:`WINDOW` vectors older than ``before_seq`` in one
+  indexed range query (``embedding_unique_seq``), then scores them with one matrix product.
+  The retriever fuses the top :data:`~chats.retrieval.rerank.DENSE_TOP_K` into its lexical
+  ranking (:func:`chats.retrieval.rerank.fuse_dense`). Messages without a vector yet are
+  simply found by their words only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+
+from chatplatform.models import ContextPolicy
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chats.models import Conversation, Message, MessageEmbedding, Role, Status
+
+from . import embeddings
+
+logger = logging.getLogger(__name__)
+
+#: Newest embedded messages of a conversation one retrieval compares the question with (and
+#: the newest messages the background jobs embed): bounds the per-turn read (~4 MB of
+#: float16 vectors at most) whatever the conversation's length.
+WINDOW = 5000
+#: Messages embedded per task run (~3 s of CPU for MiniLM on one thread); more re-enqueues.
+EMBED_BATCH = 256
+#: One embedding task per conversation per this many seconds, sent with this delay, so a
+#: busy conversation's turns are embedded together.
+SCHEDULE_WINDOW_SECONDS = 30
+#: Claim name in :func:`summaries.locks.claim_run` (scoped by tenant and conversation).
+SCHEDULE_CLAIM = "embed_conversation_messages"
+#: Conversations the beat sweep looks at per batch.
+BACKFILL_BATCH = 200
+
+RETRIEVABLE_ROLES = (Role.USER, Role.ASSISTANT, Role.TOOL)
+SKIPPED_STATUSES = (Status.STREAMING, Status.FAILED)
+
+OFF, ON, UNAVAILABLE = "off", "on", "unavailable"
+
+
+def dense_enabled(policy: ContextPolicy) -> bool:
+    """Whether ``policy`` asks for dense retrieval (whatever is installed)."""
+    return bool(getattr(policy, "retrieval_dense", False)) and policy.strategy == "hybrid"
+
+
+def dense_status(policy: ContextPolicy) -> str:
+    """``"off"`` (the policy does not ask for it), ``"on"``, or ``"unavailable"`` (asked for,
+    but the embeddings requirements are missing or the model failed to load: lexical only)."""
+    if not dense_enabled(policy):
+        return OFF
+    return ON if embeddings.available() else UNAVAILABLE
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def embed_messages(tenant_id: int, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Store the vectors of ``rows`` (``id``, ``conversation_id``, ``seq``, ``content``) of one
+    tenant; rows that already have one are left alone (one insert, conflicts ignored).
+    Blank texts get a zero vector (never similar to anything) so they are not retried.
+    Returns how many rows were embedded. Raises EmbeddingsUnavailable."""
+    if not rows:
+        return 0
+    texts = [str(r["content"] or "") for r in rows]
+    wanted = [i for i, t in enumerate(texts) if t.strip()]
+    vectors = np.zeros((len(rows), embeddings.DIMENSIONS), dtype=np.float32)
+    if wanted:
+        vectors[wanted] = embeddings.embed([texts[i] for i in wanted])
+    objects = [
+        MessageEmbedding(
+            tenant_id=tenant_id,
+            conversation_id=row["conversation_id"],
+            message_id=row["id"],
+            seq=row["seq"],
+            model=embeddings.MODEL_NAME,
+            vector=embeddings.to_bytes(vector),
+        )
+        for row, vector in zip(rows, vectors, strict=True)
+    ]
+    with tenant_scope(tenant_id):
+        MessageEmbedding.objects.bulk_create(objects, ignore_conflicts=True, batch_size=500)
+    return len(objects)
+
+
+def missing_messages(
+    tenant_id: int, conversation_id: int, *, limit: int, last_seq: int | None = None
+) -> list[Mapping[str, Any]]:
+    """The newest (at most ``limit``) retrievable messages among the conversation's last
+    :data:`WINDOW` that have no vector of the current model: one bounded query (a range of
+    the message index, each probed in the embeddings' unique index)."""
+    with tenant_scope(tenant_id):
+        if last_seq is None:
+            found = Conversation.objects.filter(pk=conversation_id).values("last_seq").first()
+            if found is None:
+                return []
+            last_seq = int(found["last_seq"])
+        stored = MessageEmbedding.objects.filter(
+            tenant_id=tenant_id,
+            conversation_id=conversation_id,
+            model=embeddings.MODEL_NAME,
+            seq=OuterRef("seq"),
+        )
+        return list(
+            Message.objects.filter(
+                tenant_id=tenant_id,
+                conversation_id=conversation_id,
+                seq__gt=max(0, last_seq - WINDOW),
+                role__in=RETRIEVABLE_ROLES,
+            )
+            .exclude(status__in=SKIPPED_STATUSES)
+            .exclude(Exists(stored))
+            .order_by("-seq")
+            .values("id", "conversation_id", "seq", "content")[: max(0, limit)]
+        )
+
+
+@dataclass
+class EmbedResult:
+    status: str  # "done", "more", "off" (policy), "unavailable", "missing" (no conversation)
+    embedded: int = 0
+
+    @property
+    def more(self) -> bool:
+        return self.status == "more"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "embedded": self.embedded}
+
+
+def embed_conversation(
+    tenant_id: int, conversation_id: int, *, limit: int = EMBED_BATCH, check_policy: bool = True
+) -> EmbedResult:
+    """Embed up to ``limit`` of the conversation's newest messages that lack a vector.
+    Idempotent. ``status == "more"`` when some remain (the task runs again)."""
+    if not embeddings.available():
+        return EmbedResult(UNAVAILABLE)
+    with tenant_scope(tenant_id):
+        conversation = Conversation.objects.filter(pk=conversation_id).first()
+    if conversation is None:
+        return EmbedResult("missing")
+    if check_policy:
+        from chats.services.conversations import policy_for
+
+        if not dense_enabled(policy_for(conversation)):
+            return EmbedResult(OFF)
+    rows = missing_messages(
+        tenant_id, conversation_id, limit=limit + 1, last_seq=conversation.last_seq
+    )
+    try:
+        embedded = embed_messages(tenant_id, rows[:limit])
+    except embeddings.EmbeddingsUnavailable:
+        return EmbedResult(UNAVAILABLE)
+    return EmbedResult("more" if len(rows) > limit else "done", embedded)
+
+
+def schedule_embedding(conversation: Conversation) -> bool:
+    """Called after a reply (``chats.replies.turns._after_reply``): when the conversation's
+    policy uses dense retrieval and the embeddings are installed here, queue
+    ``embed_conversation_messages`` after commit, at most once per conversation per
+    :data:`SCHEDULE_WINDOW_SECONDS` (delayed by as much, so the window's turns go together;
+    the beat backfill catches anything a claim skipped). Never raises; returns whether a
+    task was queued."""
+    try:
+        from chats.services.conversations import policy_for
+        from summaries.locks import claim_run
+
+        if not dense_enabled(policy_for(conversation)) or not embeddings.available():
+            return False
+        tenant_id, conversation_id = conversation.tenant_id, conversation.pk
+        if not claim_run(
+            SCHEDULE_CLAIM, SCHEDULE_WINDOW_SECONDS, f"t{tenant_id}:c{conversation_id}"
+        ):
+            return False
+
+        def dispatch() -> None:
+            from chats.tasks import embed_conversation_messages
+
+            try:
+                embed_conversation_messages.apply_async(
+                    (tenant_id, conversation_id), countdown=SCHEDULE_WINDOW_SECONDS
+                )
+            except Exception:  # the beat backfill catches up
+                logger.exception("could not queue embeddings for conversation %s", conversation_id)
+
+        transaction.on_commit(dispatch)
+        return True
+    except Exception:  # the reply is stored and answered; the beat backfill catches up
+        logger.exception("could not schedule embeddings for conversation %s", conversation.pk)
+        return False
+
+
+@dataclass
+class BackfillBatch:
+    #: ``(tenant_id, conversation_id)`` of dense-enabled conversations with messages to embed.
+    due: list[tuple[int, int]] = field(default_factory=list)
+    scanned: int = 0
+    #: Where the next batch starts (``None``: the sweep is complete).
+    next_after_id: int | None = None
+
+
+def dense_conversations(*, after_id: int, batch_size: int) -> list[Mapping[str, Any]]:
+    """The next ``batch_size`` unarchived conversations (by id, after ``after_id``), of every
+    tenant, whose policy (their own, else their tenant's active one, else the Hybrid preset:
+    ``policy_for``'s rule) uses dense retrieval. Cross-tenant maintenance: two queries."""
+    with all_tenants():
+        dense_ids = list(
+            ContextPolicy.objects.filter(retrieval_dense=True, strategy="hybrid").values_list(
+                "pk", flat=True
+            )
+        )
+        if not dense_ids:
+            return []
+        uses = Q(policy_id__in=dense_ids) | Q(
+            policy__isnull=True, tenant__active_policy_id__in=dense_ids
+        )
+        if ContextPolicy.objects.filter(
+            pk__in=dense_ids, tenant__isnull=True, name="Hybrid"
+        ).exists():
+            uses |= Q(policy__isnull=True, tenant__active_policy__isnull=True)
+        return list(
+            Conversation.objects.filter(uses, pk__gt=after_id, archived_at__isnull=True)
+            .order_by("pk")
+            .values("pk", "tenant_id", "last_seq")[:batch_size]
+        )
+
+
+def backfill_batch(*, after_id: int = 0, batch_size: int = BACKFILL_BATCH) -> BackfillBatch:
+    """One batch of the beat sweep: dense-enabled conversations after ``after_id`` and,
+    among them, those with messages left to embed (one bounded query each)."""
+    conversations = dense_conversations(after_id=after_id, batch_size=batch_size)
+    batch = BackfillBatch(scanned=len(conversations))
+    for row in conversations:
+        tenant_id, conversation_id = int(row["tenant_id"]), int(row["pk"])
+        if missing_messages(tenant_id, conversation_id, limit=1, last_seq=int(row["last_seq"])):
+            batch.due.append((tenant_id, conversation_id))
+    if len(conversations) >= batch_size:
+        batch.next_after_id = int(conversations[-1]["pk"])
+    return batch
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def stored_vectors(
+    conversation: Conversation, *, before_seq: int | None, window: int = WINDOW
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(seqs, vectors)`` of the conversation's newest ``window`` embedded messages older
+    than ``before_seq``: one query on the ``(tenant, conversation, model, seq)`` index."""
+    with tenant_scope(conversation.tenant_id):
+        rows = MessageEmbedding.objects.filter(
+            tenant_id=conversation.tenant_id,
+            conversation_id=conversation.pk,
+            model=embeddings.MODEL_NAME,
+        )
+        if before_seq is not None:
+            rows = rows.filter(seq__lt=before_seq)
+        fetched = list(rows.order_by("-seq").values_list("seq", "vector")[: max(0, window)])
+    seqs = np.fromiter((seq for seq, _ in fetched), dtype=np.int64, count=len(fetched))
+    return seqs, embeddings.from_bytes([vector for _, vector in fetched])
+
+
+def dense_scores(
+    conversation: Conversation,
+    text: str,
+    *,
+    before_seq: int | None,
+    top_k: int,
+    window: int = WINDOW,
+) -> dict[int, float] | None:
+    """The ``top_k`` messages (seq → cosine) most similar in meaning to ``text`` among the
+    conversation's newest ``window`` embedded ones older than ``before_seq``; ``None`` when
+    embeddings are unavailable (the caller stays lexical). One query, one embedding."""
+    if top_k <= 0 or not embeddings.available():
+        return None
+    try:
+        query = embeddings.embed([text])[0]
+    except embeddings.EmbeddingsUnavailable:
+        return None
+    except Exception:  # a broken model must not fail the turn
+        logger.exception("embedding the question failed; retrieval stays lexical")
+        return None
+    seqs, vectors = stored_vectors(conversation, before_seq=before_seq, window=window)
+    return embeddings.top_by_cosine(seqs, vectors, query, top_k)
+
+
+def embedded_seqs(conversation: Conversation, seqs: Iterable[int]) -> set[int]:
+    """Which of ``seqs`` have a vector of the current model (tests, diagnostics)."""
+    with tenant_scope(conversation.tenant_id):
+        return set(
+            MessageEmbedding.objects.filter(
+                tenant_id=conversation.tenant_id,
+                conversation_id=conversation.pk,
+                model=embeddings.MODEL_NAME,
+                seq__in=list(seqs),
+            ).values_list("seq", flat=True)
+        )
