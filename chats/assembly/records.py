@@ -37,8 +37,41 @@ def breakdown(turn: TurnContext) -> dict[str, Any]:
     }
 
 
+def turn_record_build(
+    *, turn: TurnContext, user_message: Message, assistant_message_id: int | None = None
+) -> TurnRecord:
+    """The unsaved record of the turn answering ``user_message`` (with its reply's row)."""
+    data = breakdown(turn)
+    return TurnRecord(
+        tenant_id=user_message.tenant_id,
+        conversation_id=user_message.conversation_id,
+        user_message=user_message,
+        assistant_message_id=assistant_message_id,
+        policy=turn.policy if turn.policy.pk else None,
+        model_profile=turn.profile,
+        strategy=turn.prompt.strategy,
+        counter=turn.prompt.counter_name,
+        budget_tokens=turn.prompt.budget,
+        sections={
+            "sections": data["sections"],
+            "truncated": data["truncated"],
+            "margin_ratio": data["margin_ratio"],
+            "dense_retrieval": data["dense_retrieval"],
+        },
+        included=data["included"],
+        excluded=data["excluded"],
+        prompt_tokens_estimated=turn.prompt.prompt_tokens,
+        hypothetical_tokens=turn.hypothetical_tokens,
+        assembly_ms=turn.assembly_ms,
+    )
+
+
 def turn_record_create(
-    *, turn: TurnContext, user_message: Message, savepoint: bool = True
+    *,
+    turn: TurnContext,
+    user_message: Message,
+    savepoint: bool = True,
+    assistant_message_id: int | None = None,
 ) -> TurnRecord:
     """Store the record of the turn answering ``user_message`` (one per message: a retry
     returns the existing record), and queue the messages the assembly had to count itself
@@ -48,31 +81,12 @@ def turn_record_create(
     exists then raises IntegrityError (the caller's transaction must roll back).
     """
     recount_queue(user_message.tenant_id, user_message.conversation_id, turn.prompt.recounted)
-    data = breakdown(turn)
+    record = turn_record_build(
+        turn=turn, user_message=user_message, assistant_message_id=assistant_message_id
+    )
     with tenant_scope(user_message.tenant_id):
         try:
             with transaction.atomic(savepoint=savepoint):
-                record = TurnRecord(
-                    tenant_id=user_message.tenant_id,
-                    conversation_id=user_message.conversation_id,
-                    user_message=user_message,
-                    policy=turn.policy if turn.policy.pk else None,
-                    model_profile=turn.profile,
-                    strategy=turn.prompt.strategy,
-                    counter=turn.prompt.counter_name,
-                    budget_tokens=turn.prompt.budget,
-                    sections={
-                        "sections": data["sections"],
-                        "truncated": data["truncated"],
-                        "margin_ratio": data["margin_ratio"],
-                        "dense_retrieval": data["dense_retrieval"],
-                    },
-                    included=data["included"],
-                    excluded=data["excluded"],
-                    prompt_tokens_estimated=turn.prompt.prompt_tokens,
-                    hypothetical_tokens=turn.hypothetical_tokens,
-                    assembly_ms=turn.assembly_ms,
-                )
                 # Every turn writes one: the ORM's insert building costs more than the insert.
                 insert_instance(record)
                 return record

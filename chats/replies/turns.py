@@ -21,6 +21,8 @@ from chatplatform.models import ModelProfile
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chatplatform.tokens import calibration
 from chats.assembly import assemble_turn, turn_record_create
+from chats.assembly.records import turn_record_build
+from chats.assembly.recount import recount_queue
 from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, image_tokens, inspect_image
 from chats.models import Conversation, Message, Role, Status, TurnRecord
@@ -29,6 +31,7 @@ from chats.services.conversations import policy_for
 from chats.services.message_rows import (
     MessageAndReply,
     finish_reply_row,
+    insert_reply_with_record,
     message_for_reply,
 )
 from chats.services.messages import final_token_count, message_create, message_finish
@@ -278,27 +281,14 @@ def prepare_turn(
                 conversation_is_fresh=True,
                 content_note=image.note if image is not None else "",
             )
-        retrying = reply_id is not None
         try:
-            with transaction.atomic():
-                if reply_id is None:
-                    reply, _ = message_create(
-                        conversation=conversation,
-                        role=Role.ASSISTANT,
-                        content="",
-                        answers=user_message,
-                        status=Status.STREAMING,
-                        validate=False,
-                        in_caller_transaction=True,
-                    )
-                    reply_id = reply.pk
-                elif reply_status == Status.FAILED:
-                    Message.objects.filter(pk=reply_id).update(
-                        status=Status.STREAMING, content="", error_code="", error_message=""
-                    )
-                if retrying or budget_override is not None:
-                    TurnRecord.objects.filter(user_message=user_message).delete()
-                turn_record_create(turn=turn, user_message=user_message, savepoint=False)
+            if reply_id is None and connection.vendor == "postgresql":
+                # The common case, one statement: the reply row and the turn's record.
+                reply_id = _insert_reply_and_record(turn, user_message)
+            else:
+                reply_id = _store_reply_and_record(
+                    turn, user_message, reply_id, reply_status, budget_override
+                )
         except IntegrityError:
             # The database's one-reply-per-message rule: another runner created the reply
             # since we looked, and answers it. Nothing of ours was stored.
@@ -322,6 +312,64 @@ def prepare_turn(
         hypothetical_tokens=turn.hypothetical_tokens,
         conversation=conversation,
     )
+
+
+def _insert_reply_and_record(turn: TurnContext, user_message: Message) -> int:
+    """PostgreSQL, first attempt: the streaming reply row and the turn's record in one
+    statement; returns the reply's id. Raises IntegrityError when a reply exists."""
+    record = turn_record_build(turn=turn, user_message=user_message)
+    fields = dict(
+        tenant_id=user_message.tenant_id,
+        conversation=user_message.conversation,
+        role=Role.ASSISTANT,
+        content="",
+        author=None,
+        client_id=None,
+        reply_to=None,
+        answers=user_message,
+        status=Status.STREAMING,
+        token_count=None,
+        token_counter="",
+    )
+    reply = insert_reply_with_record(fields, record, timezone.now())
+    recount_queue(user_message.tenant_id, user_message.conversation_id, turn.prompt.recounted)
+    return reply.pk
+
+
+def _store_reply_and_record(
+    turn: TurnContext,
+    user_message: Message,
+    reply_id: int | None,
+    reply_status: str,
+    budget_override: int | None,
+) -> int:
+    """Create the streaming reply row (or reuse a failed one) and store the turn's record,
+    replacing the record of an earlier attempt, in one transaction; returns the reply's id.
+    Raises IntegrityError when another runner created the reply meanwhile."""
+    with transaction.atomic():
+        if reply_id is None:
+            reply, _ = message_create(
+                conversation=user_message.conversation,
+                role=Role.ASSISTANT,
+                content="",
+                answers=user_message,
+                status=Status.STREAMING,
+                validate=False,
+                in_caller_transaction=True,
+            )
+            retrying, reply_id = False, reply.pk
+        else:
+            retrying = True
+            if reply_status == Status.FAILED:
+                Message.objects.filter(pk=reply_id).update(
+                    status=Status.STREAMING, content="", error_code="", error_message=""
+                )
+        if retrying or budget_override is not None:
+            TurnRecord.objects.filter(user_message=user_message).delete()
+        turn_record_create(
+            turn=turn, user_message=user_message, savepoint=False, assistant_message_id=reply_id
+        )
+    return reply_id
 
 
 def _message_and_reply(tenant_id: int, user_message_id: int) -> MessageAndReply:

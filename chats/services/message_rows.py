@@ -23,16 +23,62 @@ from chats.models import Conversation, Message, TurnRecord
 _MESSAGES = Message._meta.db_table
 _CONVERSATIONS = Conversation._meta.db_table
 
-_INSERT_MESSAGE = (
-    f"WITH c AS (UPDATE {_CONVERSATIONS} SET last_seq = last_seq + 1, "  # noqa: S608
+_BUMP_CONVERSATION = (
+    f"UPDATE {_CONVERSATIONS} SET last_seq = last_seq + 1, "  # noqa: S608
     "message_count = message_count + 1, history_tokens = history_tokens + %s, updated_at = %s "
-    "WHERE tenant_id = %s AND id = %s RETURNING last_seq) "
-    f"INSERT INTO {_MESSAGES} (tenant_id, conversation_id, seq, author_id, role, content, "
+    "WHERE tenant_id = %s AND id = %s RETURNING last_seq"
+)
+_INSERT_MESSAGE_AFTER_BUMP = (
+    f"INSERT INTO {_MESSAGES} (tenant_id, conversation_id, seq, author_id, role, content, "  # noqa: S608
     "reply_to_id, answers_id, status, token_count, token_counter, client_id, error_code, "
     "error_message, attachment, attachment_type, attachment_bytes, created_at, updated_at) "
     "SELECT %s, %s, c.last_seq, %s, %s, %s, %s, %s, %s, %s, %s, %s, '', '', NULL, '', NULL, "
     "%s, %s FROM c RETURNING id, seq"
 )
+_INSERT_MESSAGE = f"WITH c AS ({_BUMP_CONVERSATION}) {_INSERT_MESSAGE_AFTER_BUMP}"
+
+
+def insert_reply_with_record(fields: dict[str, Any], record: TurnRecord, now: datetime) -> Message:
+    """Insert a reply row (``fields`` as for :func:`insert_message_row`; it adds no tokens to
+    the conversation's total yet) and the record of its turn (an unsaved TurnRecord whose
+    ``assistant_message`` becomes the new row), in one statement.
+
+    Raises IntegrityError when the message already has a reply or a record (nothing
+    changed), Conversation.DoesNotExist when the conversation is gone.
+    """
+    _, record_fields = _insert_statement(TurnRecord)
+    values = [
+        f.get_db_prep_save(f.pre_save(record, True), connection)
+        for f in record_fields
+        if f.attname != "assistant_message_id"
+    ]
+    statement = _insert_reply_with_record_sql()
+    message_params = _insert_message_params(fields, 0, now)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [*message_params, *values])
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"conversation {fields['conversation'].pk} does not exist")
+    record.pk, record.assistant_message_id = row[2], row[0]
+    record._state.adding = False
+    record._state.db = connection.alias
+    return _saved_message(fields, row[0], row[1], now)
+
+
+@functools.cache
+def _insert_reply_with_record_sql() -> str:
+    quote = connection.ops.quote_name
+    _, record_fields = _insert_statement(TurnRecord)
+    columns = ", ".join(quote(f.column) for f in record_fields)
+    select = ", ".join(
+        "m.id" if f.attname == "assistant_message_id" else "%s" for f in record_fields
+    )
+    return (
+        f"WITH c AS ({_BUMP_CONVERSATION}), m AS ({_INSERT_MESSAGE_AFTER_BUMP}), "  # noqa: S608
+        f"t AS (INSERT INTO {quote(TurnRecord._meta.db_table)} ({columns}) "
+        "SELECT " + select + " FROM m RETURNING id) "
+        "SELECT m.id, m.seq, t.id FROM m, t"
+    )
 
 
 def insert_message_row(fields: dict[str, Any], tokens_added: int, now: datetime) -> Message:
@@ -42,36 +88,41 @@ def insert_message_row(fields: dict[str, Any], tokens_added: int, now: datetime)
     Raises IntegrityError for a duplicate (nothing changed), Conversation.DoesNotExist when
     the conversation is gone. Returns the saved instance.
     """
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_MESSAGE, _insert_message_params(fields, tokens_added, now))
+        row = cursor.fetchone()
+    if row is None:
+        raise Conversation.DoesNotExist(f"conversation {fields['conversation'].pk} does not exist")
+    return _saved_message(fields, row[0], row[1], now)
+
+
+def _insert_message_params(fields: dict[str, Any], tokens_added: int, now: datetime) -> list[Any]:
     conversation = fields["conversation"]
     tenant_id = fields["tenant_id"]
     author, reply_to, answers = fields["author"], fields["reply_to"], fields["answers"]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _INSERT_MESSAGE,
-            [
-                tokens_added,
-                now,
-                tenant_id,
-                conversation.pk,
-                tenant_id,
-                conversation.pk,
-                author.pk if author is not None else None,
-                fields["role"],
-                fields["content"],
-                reply_to.pk if reply_to is not None else None,
-                answers.pk if answers is not None else None,
-                fields["status"],
-                fields["token_count"],
-                fields["token_counter"],
-                fields["client_id"],
-                now,
-                now,
-            ],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
-    message = Message(id=row[0], seq=row[1], created_at=now, updated_at=now, **fields)
+    return [
+        tokens_added,
+        now,
+        tenant_id,
+        conversation.pk,
+        tenant_id,
+        conversation.pk,
+        author.pk if author is not None else None,
+        fields["role"],
+        fields["content"],
+        reply_to.pk if reply_to is not None else None,
+        answers.pk if answers is not None else None,
+        fields["status"],
+        fields["token_count"],
+        fields["token_counter"],
+        fields["client_id"],
+        now,
+        now,
+    ]
+
+
+def _saved_message(fields: dict[str, Any], pk: int, seq: int, now: datetime) -> Message:
+    message = Message(id=pk, seq=seq, created_at=now, updated_at=now, **fields)
     message._state.adding = False
     message._state.db = connection.alias
     return message

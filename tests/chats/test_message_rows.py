@@ -14,6 +14,7 @@ from chats.services import conversation_create, message_create
 from chats.services.message_rows import (
     finish_reply_row,
     insert_message_row,
+    insert_reply_with_record,
     message_for_reply,
 )
 
@@ -240,3 +241,46 @@ class django_assert_no_queries:
     def __exit__(self, *exc):
         self._capture.__exit__(*exc)
         assert len(self._capture.captured_queries) == 0
+
+
+def test_reply_and_turn_record_in_one_statement(conversation, member_a):
+    user_message, _ = message_create(
+        conversation=conversation, role="user", content="q", author=member_a
+    )
+
+    def attempt():
+        record = TurnRecord(
+            tenant_id=conversation.tenant_id,
+            conversation_id=conversation.pk,
+            user_message=user_message,
+            strategy="sliding_window",
+            counter="o200k_base",
+            budget_tokens=100,
+            prompt_tokens_estimated=30,
+            hypothetical_tokens=30,
+            sections={"sections": []},
+        )
+        fields = _fields(
+            conversation,
+            None,
+            role="assistant",
+            content="",
+            answers=user_message,
+            status="streaming",
+            token_count=None,
+            token_counter="",
+        )
+        with tenant_scope(conversation.tenant_id):
+            return insert_reply_with_record(fields, record, timezone.now()), record
+
+    reply, record = attempt()
+    with tenant_scope(conversation.tenant_id):
+        stored = TurnRecord.objects.get(pk=record.pk)
+        assert Message.objects.get(pk=reply.pk).status == "streaming"
+    assert stored.assistant_message_id == reply.pk == record.assistant_message_id
+    assert stored.sections == {"sections": []} and reply.seq == 2
+    with pytest.raises(IntegrityError):
+        attempt()  # one reply per message: nothing of the second attempt stays
+    with tenant_scope(conversation.tenant_id):
+        assert TurnRecord.objects.filter(user_message=user_message).count() == 1
+    assert _conversation(conversation).last_seq == 2

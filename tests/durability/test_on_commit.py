@@ -141,5 +141,7 @@ async def test_error_inside_the_final_write_sends_no_done(
             return TurnRecord.objects.get(user_message_id=rows[0]["pk"])
 
     turn = await database_sync_to_async(record)()
-    # The usage and the link to the reply were written in the failed transaction: gone.
-    assert turn.assistant_message_id is None and turn.completion_tokens in (None, 0)
+    # The usage was written in the failed transaction: gone. The record links the reply row
+    # from the start (the failed reply the user sees).
+    assert turn.completion_tokens in (None, 0) and turn.prompt_tokens_reported is None
+    assert turn.assistant_message_id == reply["pk"]
