@@ -147,7 +147,7 @@ class RedisCoordination(Coordination):
 
         self._url = url
         self._clients: dict[int, Any] = {}
-        self._scripts: dict[int, Any] = {}
+        self._count_hit_script: Any = None
         self._redis = redis
 
     @property
@@ -223,15 +223,13 @@ class RedisCoordination(Coordination):
         bucket = int(time.time() // window_seconds)
         full_key = f"chatplatform:rate:{key}:{bucket}"
         # One atomic command (EVALSHA after the first call) instead of MULTI/INCR/EXPIRE/EXEC.
-        return int(await self._count_hit(keys=[full_key], args=[window_seconds * 2]))
-
-    @property
-    def _count_hit(self) -> Any:
-        script = self._scripts.get(id(self.client))
-        if script is None:
-            script = self.client.register_script(_COUNT_HIT)
-            self._scripts[id(self.client)] = script
-        return script
+        client = self.client
+        if self._count_hit_script is None:  # the script's SHA, computed once per process
+            self._count_hit_script = client.register_script(_COUNT_HIT)
+        count = await self._count_hit_script(
+            keys=[full_key], args=[window_seconds * 2], client=client
+        )
+        return int(count)
 
 
 _instance: Coordination | None = None

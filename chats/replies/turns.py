@@ -34,7 +34,12 @@ from chats.services.message_rows import (
     insert_reply_with_record,
     message_for_reply,
 )
-from chats.services.messages import final_token_count, message_create, message_finish
+from chats.services.messages import (
+    final_token_count,
+    message_create,
+    message_fields,
+    message_finish,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -318,14 +323,10 @@ def _insert_reply_and_record(turn: TurnContext, user_message: Message) -> int:
     """PostgreSQL, first attempt: the streaming reply row and the turn's record in one
     statement; returns the reply's id. Raises IntegrityError when a reply exists."""
     record = turn_record_build(turn=turn, user_message=user_message)
-    fields = dict(
-        tenant_id=user_message.tenant_id,
-        conversation=user_message.conversation,
-        role=Role.ASSISTANT,
-        content="",
-        author=None,
-        client_id=None,
-        reply_to=None,
+    fields = message_fields(
+        user_message.conversation,
+        Role.ASSISTANT,
+        "",
         answers=user_message,
         status=Status.STREAMING,
         token_count=None,

@@ -47,21 +47,16 @@ def insert_reply_with_record(fields: dict[str, Any], record: TurnRecord, now: da
     changed), Conversation.DoesNotExist when the conversation is gone.
     """
     _, record_fields = _insert_statement(TurnRecord)
-    values = [
-        f.get_db_prep_save(f.pre_save(record, True), connection)
-        for f in record_fields
-        if f.attname != "assistant_message_id"
-    ]
-    statement = _insert_reply_with_record_sql()
-    message_params = _insert_message_params(fields, 0, now)
+    values = _db_values(record, [f for f in record_fields if f.attname != "assistant_message_id"])
     with connection.cursor() as cursor:
-        cursor.execute(statement, [*message_params, *values])
+        cursor.execute(
+            _insert_reply_with_record_sql(), [*_insert_message_params(fields, 0, now), *values]
+        )
         row = cursor.fetchone()
     if row is None:
         raise Conversation.DoesNotExist(f"conversation {fields['conversation'].pk} does not exist")
     record.pk, record.assistant_message_id = row[2], row[0]
-    record._state.adding = False
-    record._state.db = connection.alias
+    _mark_saved(record)
     return _saved_message(fields, row[0], row[1], now)
 
 
@@ -123,9 +118,19 @@ def _insert_message_params(fields: dict[str, Any], tokens_added: int, now: datet
 
 def _saved_message(fields: dict[str, Any], pk: int, seq: int, now: datetime) -> Message:
     message = Message(id=pk, seq=seq, created_at=now, updated_at=now, **fields)
-    message._state.adding = False
-    message._state.db = connection.alias
+    _mark_saved(message)
     return message
+
+
+def _mark_saved(instance: Model) -> None:
+    """What ``save()`` leaves on an instance it inserted."""
+    instance._state.adding = False
+    instance._state.db = connection.alias
+
+
+def _db_values(instance: Model, fields: Sequence[Any]) -> list[Any]:
+    """The values the ORM would write for ``fields`` of a new ``instance``."""
+    return [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
 
 
 _TURN_RECORDS = TurnRecord._meta.db_table
@@ -211,26 +216,16 @@ MessageAndReply = tuple[Message, int | None, str]
 
 
 @functools.cache
-def _message_and_reply_columns() -> tuple[str, str]:
-    """The select list and joins of a message with its conversation, author and reply
-    (the message is ``m``, its tenant the statement's first-bound ``%s`` after the list)."""
+def _message_for_reply_sql() -> str:
     user = get_user_model()
-    columns = (
-        f"{_select_list(Message, 'm')}, {_select_list(Conversation, 'c')}, "
-        f"{_select_list(user, 'u')}, r.id, r.status"
-    )
-    joins = (
+    return (
+        f"SELECT {_select_list(Message, 'm')}, {_select_list(Conversation, 'c')}, "  # noqa: S608
+        f"{_select_list(user, 'u')}, r.id, r.status FROM {_MESSAGES} m "
         f"JOIN {_CONVERSATIONS} c ON c.tenant_id = m.tenant_id AND c.id = m.conversation_id "
         f"LEFT JOIN {user._meta.db_table} u ON u.id = m.author_id "
-        f"LEFT JOIN {_MESSAGES} r ON r.tenant_id = m.tenant_id AND r.answers_id = m.id"
+        f"LEFT JOIN {_MESSAGES} r ON r.tenant_id = m.tenant_id AND r.answers_id = m.id "
+        "WHERE m.tenant_id = %s AND m.id = %s"
     )
-    return columns, joins
-
-
-@functools.cache
-def _message_for_reply_sql() -> str:
-    columns, joins = _message_and_reply_columns()
-    return f"SELECT {columns} FROM {_MESSAGES} m {joins} WHERE m.tenant_id = %s AND m.id = %s"  # noqa: S608
 
 
 def message_for_reply(tenant_id: int, message_id: int) -> MessageAndReply | None:
@@ -242,10 +237,6 @@ def message_for_reply(tenant_id: int, message_id: int) -> MessageAndReply | None
         row = cursor.fetchone()
     if row is None:
         return None
-    return _message_and_reply(row)
-
-
-def _message_and_reply(row: Sequence[Any]) -> MessageAndReply:
     sizes = [len(m._meta.concrete_fields) for m in (Message, Conversation, get_user_model())]
     message = _instance(Message, row[: sizes[0]])
     conversation = _instance(Conversation, row[sizes[0] : sizes[0] + sizes[1]])
@@ -273,9 +264,7 @@ def insert_instance(instance: Model) -> None:
     (each field's ``pre_save`` and ``get_db_prep_save``), skipping the ORM's query building;
     sets its primary key. Raises IntegrityError as ``save()`` would. No signals are sent."""
     sql, fields = _insert_statement(type(instance))
-    values = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
     with connection.cursor() as cursor:
-        cursor.execute(sql, values)
+        cursor.execute(sql, _db_values(instance, fields))
         instance.pk = cursor.fetchone()[0]
-    instance._state.adding = False
-    instance._state.db = connection.alias
+    _mark_saved(instance)

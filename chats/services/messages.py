@@ -88,11 +88,10 @@ def message_create(
     counter = storage_counter_for(policy.model_profile)
     token_count = counter.count(content) if status == Status.COMPLETE else None
     tokens_added = (token_count or 0) + (counter.message_overhead if token_count is not None else 0)
-    fields: dict[str, Any] = dict(
-        tenant_id=conversation.tenant_id,
-        conversation=conversation,
-        role=role,
-        content=content,
+    fields = message_fields(
+        conversation,
+        role,
+        content,
         author=author,
         client_id=client_id,
         reply_to=reply_to,
@@ -105,8 +104,7 @@ def message_create(
         if in_caller_transaction:
             return _insert(fields, tokens_added, image), True
         try:
-            one_statement = image is None and connection.vendor == "postgresql"
-            if one_statement and not connection.in_atomic_block:
+            if _one_statement(image) and not connection.in_atomic_block:
                 # The statement is its own transaction: no BEGIN and COMMIT round trips.
                 message = _insert(fields, tokens_added, image)
             else:
@@ -120,6 +118,41 @@ def message_create(
     return message, True
 
 
+def message_fields(
+    conversation: Conversation,
+    role: str,
+    content: str,
+    *,
+    author: Any = None,
+    client_id: str | None = None,
+    reply_to: Message | None = None,
+    answers: Message | None = None,
+    status: str,
+    token_count: int | None,
+    token_counter: str,
+) -> dict[str, Any]:
+    """The fields of a new message row, as ``Message(**fields)`` takes them (without
+    ``seq``, which the insert allocates)."""
+    return dict(
+        tenant_id=conversation.tenant_id,
+        conversation=conversation,
+        role=role,
+        content=content,
+        author=author,
+        client_id=client_id,
+        reply_to=reply_to,
+        answers=answers,
+        status=status,
+        token_count=token_count,
+        token_counter=token_counter,
+    )
+
+
+def _one_statement(image: tuple[bytes, ImageInfo] | None) -> bool:
+    """Whether the insert is one statement (PostgreSQL, no attachment to store)."""
+    return image is None and connection.vendor == "postgresql"
+
+
 def _insert(
     fields: dict[str, Any], tokens_added: int, image: tuple[bytes, ImageInfo] | None
 ) -> Message:
@@ -129,7 +162,7 @@ def _insert(
     (same client_id, or a second reply to one message) fails the insert and rolls the
     increment back with it. On PostgreSQL both happen in one statement.
     """
-    if image is None and connection.vendor == "postgresql":
+    if _one_statement(image):
         return insert_message_row(fields, tokens_added, timezone.now())
     seq = _next_seq(fields["conversation"], tokens_added)
     return Message.objects.create(seq=seq, **fields, **_attachment_fields(image))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from chatplatform.tenancy.scoping import tenant_scope
@@ -17,6 +17,7 @@ from chats.services.message_rows import (
     insert_reply_with_record,
     message_for_reply,
 )
+from chats.services.messages import message_fields
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -30,21 +31,75 @@ def conversation(tenant_a, member_a):
 
 
 def _fields(conversation, author, **overrides):
-    fields = dict(
-        tenant_id=conversation.tenant_id,
-        conversation=conversation,
-        role="user",
-        content="hello",
-        author=author,
-        client_id=None,
-        reply_to=None,
-        answers=None,
-        status="complete",
-        token_count=3,
-        token_counter="o200k_base",
+    options: dict[str, Any] = dict(
+        role="user", content="hello", status="complete", token_count=3, token_counter="o200k_base"
     )
-    fields.update(overrides)
-    return fields
+    options.update(overrides)
+    return message_fields(
+        conversation, options.pop("role"), options.pop("content"), author=author, **options
+    )
+
+
+def _question(conversation, author):
+    message, _ = message_create(conversation=conversation, role="user", content="q", author=author)
+    return message
+
+
+def _streaming_reply(conversation, question):
+    reply, _ = message_create(
+        conversation=conversation,
+        role="assistant",
+        content="",
+        answers=question,
+        status="streaming",
+    )
+    return reply
+
+
+def _record(conversation, question, **extra):
+    """An unsaved record of the turn answering ``question``."""
+    return TurnRecord(
+        tenant_id=conversation.tenant_id,
+        conversation_id=conversation.pk,
+        user_message=question,
+        strategy="sliding_window",
+        counter="o200k_base",
+        budget_tokens=100,
+        prompt_tokens_estimated=30,
+        hypothetical_tokens=30,
+        **extra,
+    )
+
+
+USAGE_FIELDS = (
+    "assistant_message_id",
+    "time_to_first_token_ms",
+    "duration_ms",
+    "prompt_tokens_reported",
+    "completion_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+)
+
+
+def _finish(tenant_id, reply, question, **overrides):
+    arguments: dict[str, Any] = dict(
+        tenant_id=tenant_id,
+        message_id=reply.pk,
+        user_message_id=question.pk,
+        content="done",
+        status="complete",
+        token_count=1,
+        token_counter="o200k_base",
+        tokens_added=5,
+        error_code="",
+        error_message="",
+        turn=dict.fromkeys(USAGE_FIELDS, 0),
+        now=timezone.now(),
+    )
+    arguments.update(overrides)
+    return finish_reply_row(**arguments)
 
 
 def _conversation(conversation):
@@ -85,9 +140,7 @@ def test_a_duplicate_changes_nothing(conversation, member_a):
 
 
 def test_a_duplicate_in_the_callers_transaction_raises(conversation, member_a):
-    user_message, _ = message_create(
-        conversation=conversation, role="user", content="q", author=member_a
-    )
+    user_message = _question(conversation, member_a)
     message_create(conversation=conversation, role="assistant", content="", answers=user_message)
     with pytest.raises(IntegrityError), transaction.atomic():
         message_create(
@@ -101,24 +154,18 @@ def test_a_duplicate_in_the_callers_transaction_raises(conversation, member_a):
     assert _conversation(conversation).last_seq == 2
 
 
-def test_message_for_reply_loads_conversation_author_and_reply(conversation, member_a):
-    user_message, _ = message_create(
-        conversation=conversation, role="user", content="q", author=member_a
-    )
+def test_message_for_reply_loads_conversation_author_and_reply(
+    conversation, member_a, django_assert_num_queries
+):
+    user_message = _question(conversation, member_a)
     found = message_for_reply(conversation.tenant_id, user_message.pk)
     assert found is not None
     message, reply_id, status = found
     assert (message.pk, message.content, reply_id, status) == (user_message.pk, "q", None, "")
-    with django_assert_no_queries():
+    with django_assert_num_queries(0):
         assert message.conversation.pk == conversation.pk
         assert message.author is not None and message.author.username == member_a.username
-    reply, _ = message_create(
-        conversation=conversation,
-        role="assistant",
-        content="",
-        answers=user_message,
-        status="streaming",
-    )
+    reply = _streaming_reply(conversation, user_message)
     assert (message_for_reply(conversation.tenant_id, user_message.pk) or ())[1:] == (
         reply.pk,
         "streaming",
@@ -126,34 +173,15 @@ def test_message_for_reply_loads_conversation_author_and_reply(conversation, mem
 
 
 def test_message_for_reply_is_tenant_scoped(conversation, member_a, tenant_b):
-    user_message, _ = message_create(
-        conversation=conversation, role="user", content="q", author=member_a
-    )
+    user_message = _question(conversation, member_a)
     assert message_for_reply(tenant_b.pk, user_message.pk) is None
 
 
 def test_finish_reply_row_writes_reply_total_and_record_together(conversation, member_a):
-    user_message, _ = message_create(
-        conversation=conversation, role="user", content="q", author=member_a
-    )
-    reply, _ = message_create(
-        conversation=conversation,
-        role="assistant",
-        content="",
-        answers=user_message,
-        status="streaming",
-    )
+    user_message = _question(conversation, member_a)
+    reply = _streaming_reply(conversation, user_message)
     with tenant_scope(conversation.tenant_id):
-        TurnRecord.objects.create(
-            tenant_id=conversation.tenant_id,
-            conversation=conversation,
-            user_message=user_message,
-            strategy="sliding_window",
-            counter="o200k_base",
-            budget_tokens=100,
-            prompt_tokens_estimated=30,
-            hypothetical_tokens=30,
-        )
+        _record(conversation, user_message).save()
     before = _conversation(conversation).history_tokens
     usage = dict(
         assistant_message_id=reply.pk,
@@ -165,20 +193,7 @@ def test_finish_reply_row_writes_reply_total_and_record_together(conversation, m
         cache_write_tokens=0,
         cost_usd=0,
     )
-    common: dict[str, Any] = dict(
-        message_id=reply.pk,
-        user_message_id=user_message.pk,
-        content="done",
-        status="complete",
-        token_count=1,
-        token_counter="o200k_base",
-        tokens_added=5,
-        error_code="",
-        error_message="",
-        turn=usage,
-        now=timezone.now(),
-    )
-    assert finish_reply_row(tenant_id=conversation.tenant_id, **common)
+    assert _finish(conversation.tenant_id, reply, user_message, turn=usage)
     with tenant_scope(conversation.tenant_id):
         stored = Message.objects.get(pk=reply.pk)
         record = TurnRecord.objects.get(user_message=user_message)
@@ -188,78 +203,21 @@ def test_finish_reply_row_writes_reply_total_and_record_together(conversation, m
 
 
 def test_finish_reply_row_of_another_tenant_changes_nothing(conversation, member_a, tenant_b):
-    user_message, _ = message_create(
-        conversation=conversation, role="user", content="q", author=member_a
-    )
-    reply, _ = message_create(
-        conversation=conversation,
-        role="assistant",
-        content="",
-        answers=user_message,
-        status="streaming",
-    )
+    user_message = _question(conversation, member_a)
+    reply = _streaming_reply(conversation, user_message)
     before = _conversation(conversation).history_tokens
-    recorded = finish_reply_row(
-        tenant_id=tenant_b.pk,
-        message_id=reply.pk,
-        user_message_id=user_message.pk,
-        content="stolen",
-        status="complete",
-        token_count=1,
-        token_counter="x",
-        tokens_added=5,
-        error_code="",
-        error_message="",
-        turn=dict.fromkeys(
-            (
-                "assistant_message_id",
-                "time_to_first_token_ms",
-                "duration_ms",
-                "prompt_tokens_reported",
-                "completion_tokens",
-                "cache_read_tokens",
-                "cache_write_tokens",
-                "cost_usd",
-            ),
-            0,
-        ),
-        now=timezone.now(),
-    )
+    recorded = _finish(tenant_b.pk, reply, user_message, content="stolen", token_counter="x")
     assert not recorded
     with tenant_scope(conversation.tenant_id):
         assert Message.objects.get(pk=reply.pk).status == "streaming"
     assert _conversation(conversation).history_tokens == before
 
 
-class django_assert_no_queries:
-    def __enter__(self):
-        from django.test.utils import CaptureQueriesContext
-
-        self._capture = CaptureQueriesContext(connection)
-        self._capture.__enter__()
-
-    def __exit__(self, *exc):
-        self._capture.__exit__(*exc)
-        assert len(self._capture.captured_queries) == 0
-
-
 def test_reply_and_turn_record_in_one_statement(conversation, member_a):
-    user_message, _ = message_create(
-        conversation=conversation, role="user", content="q", author=member_a
-    )
+    user_message = _question(conversation, member_a)
 
     def attempt():
-        record = TurnRecord(
-            tenant_id=conversation.tenant_id,
-            conversation_id=conversation.pk,
-            user_message=user_message,
-            strategy="sliding_window",
-            counter="o200k_base",
-            budget_tokens=100,
-            prompt_tokens_estimated=30,
-            hypothetical_tokens=30,
-            sections={"sections": []},
-        )
+        record = _record(conversation, user_message, sections={"sections": []})
         fields = _fields(
             conversation,
             None,
