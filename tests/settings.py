@@ -1,6 +1,7 @@
 """Settings for the test suite: the production settings with test-safe environment defaults."""
 
 import os
+import tempfile
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-used-anywhere-else-0123456789")
 os.environ.setdefault("DEBUG", "0")
@@ -19,3 +20,11 @@ ALLOWED_HOSTS = [
     *ALLOWED_HOSTS,  # noqa: F405
     *(h for h in ("testserver", "localhost", "127.0.0.1") if h not in ALLOWED_HOSTS),  # noqa: F405
 ]
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file, not SQLite's shared-cache in-memory database: there, a table that another
+    # connection is writing is reported "locked" at once instead of waited for, and the reply
+    # pipeline's database threads collide with each other and with the test's own reads.
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": os.path.join(tempfile.gettempdir(), f"chatplatform-test-{os.getpid()}.sqlite3")
+    }
