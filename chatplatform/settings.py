@@ -90,6 +90,10 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 #: WebSocket replies in each ASGI process.
 DB_THREADS = env.int("DB_THREADS", default=12)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
+    "DB_SERVER_SIDE_BINDING", default=False
+):
+    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     (BASE_DIR / "var").mkdir(exist_ok=True)
     DATABASES["default"].setdefault("OPTIONS", {})

@@ -27,6 +27,16 @@ _COUNT_HIT = (
 )
 
 
+#: A delta for the log of its reply: (tenant id, message id, sequence number, text).
+DeltaEntry = tuple[int, int, int, str]
+
+#: Let go of a lock held with the caller's token; return (and clear) the recheck request.
+_RELEASE = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
+    "return redis.call('del', KEYS[2])"
+)
+
+
 def _key(kind: str, tenant_id: int, object_id: int) -> str:
     return f"chatplatform:{kind}:t{tenant_id}:{object_id}"
 
@@ -203,12 +213,34 @@ class RedisCoordination(Coordination):
         return bool(await self.client.eval(script, 1, key, token, int(ttl * 1000)))
 
     async def release(self, name: str, token: str) -> bool:
-        script = (
-            "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) end "
-            "return redis.call('del', KEYS[2])"
-        )
         keys = (f"chatplatform:lock:{name}", f"chatplatform:recheck:{name}")
-        return bool(await self.client.eval(script, 2, *keys, token))
+        return bool(await self.client.eval(_RELEASE, 2, *keys, token))
+
+    async def publish(
+        self,
+        publishes: list[tuple[str, bytes]],
+        *,
+        delta: DeltaEntry | None = None,
+        release: tuple[str, str] | None = None,
+    ) -> bool:
+        """In one pipelined round trip: append ``delta`` to its reply's delta log, PUBLISH
+        each ``(channel, payload)`` in order, then let go of lock ``release`` (name, token).
+        Returns the release's recheck flag (False without ``release``)."""
+        async with self.client.pipeline(transaction=False) as pipe:
+            if delta is not None:
+                tenant_id, message_id, seq, text = delta
+                key = _key("deltas", tenant_id, message_id)
+                pipe.rpush(key, f"{seq}:{text}")
+                pipe.expire(key, DELTA_LOG_TTL_SECONDS)
+            for channel, payload in publishes:
+                pipe.publish(channel, payload)
+            if release is not None:
+                name, token = release
+                pipe.eval(
+                    _RELEASE, 2, f"chatplatform:lock:{name}", f"chatplatform:recheck:{name}", token
+                )
+            results = await pipe.execute()
+        return bool(results[-1]) if release is not None else False
 
     async def request_recheck(self, name: str) -> None:
         await self.client.set(f"chatplatform:recheck:{name}", "1", ex=LOCK_TTL_SECONDS * 2)

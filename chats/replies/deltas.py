@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from chats.replies.coordination import Coordination
-from chats.replies.events import broadcast
+from chats.replies.events import emit
 
 logger = logging.getLogger(__name__)
 
@@ -25,20 +25,34 @@ class DeltaSender:
     the first text goes out at once, and whatever arrives while a send is in flight (or
     within ``DELTA_INTERVAL`` of it) goes out together in the next delta. A failed send is
     logged and the text is not resent: the stored reply is the truth a client resyncs from.
+
+    ``lead`` (the ``reply`` event announcing the reply) goes out first, as soon as the task
+    runs: alone when the provider is still thinking, or in the same round trip as the first
+    delta when the text came at once.
     """
 
     def __init__(
-        self, hub: Coordination, tenant_id: int, conversation_id: int, message_id: int
+        self,
+        hub: Coordination,
+        tenant_id: int,
+        conversation_id: int,
+        message_id: int,
+        *,
+        lead: dict[str, Any] | None = None,
     ) -> None:
         self._hub = hub
         self._tenant_id = tenant_id
         self._conversation_id = conversation_id
         self._message_id = message_id
         self._pending: list[str] = []
+        self._lead = lead
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self.seq = 0
+        if lead is not None:
+            self._wake.set()
+            self._task = asyncio.create_task(self._run())
 
     def add(self, text: str) -> None:
         self._pending.append(text)
@@ -58,29 +72,34 @@ class DeltaSender:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if self._pending:
+            if self._pending or self._lead is not None:
                 started = time.monotonic()
-                await self._send()
+                sent_text = await self._send()
                 pause = DELTA_INTERVAL - (time.monotonic() - started)
-                if pause > 0 and not self._closing:
+                if sent_text and pause > 0 and not self._closing:
                     await asyncio.sleep(pause)
             if self._closing and not self._pending:
                 return
 
-    async def _send(self) -> None:
-        text = "".join(self._pending)
-        self._pending.clear()
-        self.seq += 1
-        event: dict[str, Any] = {
-            "type": "delta",
-            "message_id": self._message_id,
-            "seq": self.seq,
-            "text": text,
-        }
+    async def _send(self) -> bool:
+        """Send the lead and what is pending; returns whether text went out."""
+        events: list[dict[str, Any]] = []
+        if self._lead is not None:
+            events.append(self._lead)
+            self._lead = None
+        delta = None
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self.seq += 1
+            delta = (self._tenant_id, self._message_id, self.seq, text)
+            events.append(
+                {"type": "delta", "message_id": self._message_id, "seq": self.seq, "text": text}
+            )
         try:
-            await self._hub.append_delta(self._tenant_id, self._message_id, self.seq, text)
-            await broadcast(self._tenant_id, self._conversation_id, event)
+            await emit(self._tenant_id, self._conversation_id, events, delta=delta, hub=self._hub)
         except Exception:
             logger.warning(
                 "delta %s of reply %s not sent", self.seq, self._message_id, exc_info=True
             )
+        return delta is not None

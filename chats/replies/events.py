@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
+
+from chats.replies.coordination import (
+    Coordination,
+    DeltaEntry,
+    RedisCoordination,
+    coordination,
+)
 
 
 def conversation_group(tenant_id: int, conversation_id: int) -> str:
@@ -21,13 +30,71 @@ async def broadcast(
     """Send ``event`` to every socket of the conversation but the ``origin`` channel (the
     socket the event answers, which has been told already). Call it only after the data the
     event describes is committed."""
+    await emit(tenant_id, conversation_id, [event], origin=origin)
+
+
+async def emit(
+    tenant_id: int,
+    conversation_id: int,
+    events: Sequence[dict[str, Any]],
+    *,
+    origin: str = "",
+    delta: DeltaEntry | None = None,
+    release: tuple[str, str] | None = None,
+    hub: Coordination | None = None,
+) -> bool:
+    """Send ``events`` in order to the conversation's sockets (all but ``origin``), after
+    appending ``delta`` to its reply's delta log, then let go of the runner lock ``release``
+    (name, token). Returns whether a recheck was requested while the lock was held (False
+    without ``release``).
+
+    On the Redis pub/sub channel layer all of it is one pipelined round trip on the
+    coordination client, publishing to the very channel and in the very format
+    ``group_send`` would: channels_redis serialises every ``group_send`` of a process behind
+    one lock held for a whole round trip, which under load queues events behind each other.
+    Elsewhere (the in-memory layer) each part is its own call. ``hub`` is the coordination
+    to use (default: the process's). Call it only after the data the events describe is
+    committed.
+    """
+    hub = hub or coordination()
+    group = conversation_group(tenant_id, conversation_id)
+    messages = [_layer_message(event, origin) for event in events]
+    direct = _direct_publisher()
+    if direct is not None and isinstance(hub, RedisCoordination):
+        layer, loop_layer = direct
+        channel = loop_layer._get_group_channel_name(group)
+        return await hub.publish(
+            [(channel, layer.serialize(message)) for message in messages],
+            delta=delta,
+            release=release,
+        )
+    if delta is not None:
+        await hub.append_delta(*delta)
     layer = get_channel_layer()
-    if layer is None:  # pragma: no cover - a channel layer is always configured
-        return
+    if layer is not None:
+        for message in messages:
+            await layer.group_send(group, message)
+    return await hub.release(*release) if release is not None else False
+
+
+def _layer_message(event: dict[str, Any], origin: str) -> dict[str, Any]:
     message: dict[str, Any] = {"type": "chat.event", "event": event}
     if origin:
         message["origin"] = origin
-    await layer.group_send(conversation_group(tenant_id, conversation_id), message)
+    return message
+
+
+def _direct_publisher() -> tuple[Any, Any] | None:
+    """The channel layer and its layer for this event loop, when events can be published
+    straight to Redis: channels_redis's pub/sub layer on one host, the coordination's Redis."""
+    layer = get_channel_layer()
+    if type(layer).__name__ != "RedisPubSubChannelLayer":
+        return None
+    loop_layer = layer._get_layer()  # type: ignore[union-attr]
+    shards: list[Any] = getattr(loop_layer, "_shards", [])
+    if len(shards) != 1 or shards[0].host.get("address") != settings.REDIS_URL:
+        return None
+    return layer, loop_layer
 
 
 def broadcast_on_commit(tenant_id: int, conversation_id: int, event: dict[str, Any]) -> None:

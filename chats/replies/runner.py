@@ -26,7 +26,7 @@ from chats.replies import turns
 from chats.replies.coordination import coordination
 from chats.replies.db import db
 from chats.replies.deltas import DeltaSender
-from chats.replies.events import broadcast
+from chats.replies.events import broadcast, emit
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +94,8 @@ async def run_replies(tenant_id: int, conversation_id: int) -> None:
             token = await hub.acquire(lock_name)
             if token is None:
                 return
+        # The last reply's closing event goes out in the same round trip as the release.
+        closing: dict[str, Any] | None = None
         try:
             more = True
             while more:
@@ -111,27 +113,35 @@ async def run_replies(tenant_id: int, conversation_id: int) -> None:
                     await broadcast(tenant_id, conversation_id, _internal_error(reply_id))
                 if found.prepared is None:
                     break
-                await _answer(found.prepared, (lock_name, token))
+                closing = await _answer(found.prepared, (lock_name, token))
                 more = found.more
                 if more:
+                    if closing is not None:
+                        await broadcast(tenant_id, conversation_id, closing)
+                        closing = None
                     await hub.refresh(lock_name, token)
         finally:
-            recheck = await hub.release(lock_name, token)
+            recheck = await emit(
+                tenant_id,
+                conversation_id,
+                [closing] if closing is not None else [],
+                release=(lock_name, token),
+            )
         if not recheck:
             return
 
 
-async def _answer(prepared: turns.PreparedTurn, lock: tuple[str, str]) -> None:
-    """Answer one prepared turn; an unexpected failure marks its reply failed and tells the
-    clients, instead of leaving the message without an outcome."""
-    tenant_id, conversation_id = prepared.tenant_id, prepared.conversation_id
+async def _answer(prepared: turns.PreparedTurn, lock: tuple[str, str]) -> dict[str, Any] | None:
+    """Answer one prepared turn; returns the closing event (``done`` or ``error``) for the
+    caller to send, None when another runner answers it. An unexpected failure marks the
+    reply failed, instead of leaving the message without an outcome."""
     message_id = prepared.user_message_id
     try:
-        await _reply(prepared, lock=lock)
+        return await _reply(prepared, lock=lock)
     except Exception:
         logger.exception("reply to message %s failed unexpectedly", message_id)
-        reply_id = await db(turns.record_internal_error)(tenant_id, message_id)
-        await broadcast(tenant_id, conversation_id, _internal_error(reply_id))
+        reply_id = await db(turns.record_internal_error)(prepared.tenant_id, message_id)
+        return _internal_error(reply_id)
 
 
 def _internal_error(reply_id: int | None) -> dict[str, Any]:
@@ -148,10 +158,11 @@ def _internal_error(reply_id: int | None) -> dict[str, Any]:
 
 async def _reply(
     prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None = None
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """Stream and store the reply of a prepared turn. Never raises for provider failures:
-    the reply ends ``complete``, ``incomplete`` (partial text kept) or ``failed``, and the
-    clients get ``done`` or ``error``. Returns the final event."""
+    the reply ends ``complete``, ``incomplete`` (partial text kept) or ``failed``. Returns
+    the closing event for the clients (``done`` or ``error``), which the caller sends once
+    stored; None when another runner took the turn over."""
     tenant_id, user_message_id = prepared.tenant_id, prepared.user_message_id
     try:
         return await _stream(prepared, lock=lock)
@@ -169,7 +180,7 @@ async def _reply(
             tenant_id, user_message_id, budget_override=max(smaller, MIN_RETRY_BUDGET)
         )
         if retry is None:
-            return {"type": "skipped"}
+            return None
         try:
             return await _stream(retry, lock=lock)
         except PromptTooLong as again:
@@ -212,16 +223,12 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
     tenant_id, conversation_id = prepared.tenant_id, prepared.conversation_id
     message_id = prepared.assistant_message_id
     provider = _provider_factory(prepared)
-    await broadcast(
-        tenant_id,
-        conversation_id,
-        {
-            "type": "reply",
-            "message_id": message_id,
-            "answers": prepared.user_message_id,
-            "offline": bool(getattr(provider, "offline", False)),
-        },
-    )
+    announcement = {
+        "type": "reply",
+        "message_id": message_id,
+        "answers": prepared.user_message_id,
+        "offline": bool(getattr(provider, "offline", False)),
+    }
     started = time.monotonic()
     first_token: float | None = None
     last_flush = last_stop_check = started
@@ -234,7 +241,7 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
         )
     else:
         events = provider.stream(prepared.request)
-    deltas = DeltaSender(hub, tenant_id, conversation_id, message_id)
+    deltas = DeltaSender(hub, tenant_id, conversation_id, message_id, lead=announcement)
     try:
         async for event in events:
             if isinstance(event, TextDelta) and event.text:
@@ -290,7 +297,6 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
         "last_seq": seq,
         "usage": summary,
     }
-    await broadcast(tenant_id, conversation_id, done)
     return done
 
 
@@ -318,7 +324,6 @@ async def _stopped(
         "last_seq": seq,
         "usage": summary,
     }
-    await broadcast(prepared.tenant_id, prepared.conversation_id, event)
     return event
 
 
@@ -343,7 +348,6 @@ async def _fail(
         "last_seq": seq,
         "retryable": bool(getattr(exc, "retryable", False)) or status == Status.FAILED,
     }
-    await broadcast(prepared.tenant_id, prepared.conversation_id, event)
     return event
 
 
