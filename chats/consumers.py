@@ -21,9 +21,9 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from chatplatform.apikeys import authenticate_api_key
 from chats.models import Conversation
 from chats.replies import commands
-from chats.replies.coordination import coordination
+from chats.replies.coordination import coordination, runner_lock_name
 from chats.replies.db import db
-from chats.replies.events import broadcast, conversation_group, message_event
+from chats.replies.events import conversation_group, emit, message_event
 from chats.replies.intake import accept_user_message, reply_snapshot
 from chats.replies.runner import start_runner
 from chats.selectors import conversation_for_member
@@ -157,19 +157,27 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 "duplicate": not created,
             }
         )
+        tenant_id = conversation.tenant_id
         if created:
-            # Other sockets of the conversation (tabs, group members) see the new message.
-            await broadcast(
-                conversation.tenant_id,
-                conversation.pk,
-                message_event(message, getattr(self.user, "username", "")),
-                origin=self.channel_name,  # this socket has its ack
-            )
-        if not created:
-            snapshot = await db(reply_snapshot)(conversation.tenant_id, message)
-            if snapshot is not None:
-                await self.send_json(snapshot)
-        start_runner(conversation.tenant_id, conversation.pk)
+            # Other sockets of the conversation (tabs, group members) see the new message; in
+            # the same round trip, the runner lock for the reply is taken when it is free.
+            token = None
+            try:
+                _, token = await emit(
+                    tenant_id,
+                    conversation.pk,
+                    [message_event(message, getattr(self.user, "username", ""))],
+                    origin=self.channel_name,  # this socket has its ack
+                    acquire=runner_lock_name(tenant_id, conversation.pk),
+                )
+            finally:
+                # The message is stored: its reply is started whatever became of the event.
+                start_runner(tenant_id, conversation.pk, token=token)
+            return
+        snapshot = await db(reply_snapshot)(tenant_id, message)
+        if snapshot is not None:
+            await self.send_json(snapshot)
+        start_runner(tenant_id, conversation.pk)
 
     async def _resume(self, data: dict[str, Any]) -> None:
         assert self.conversation is not None

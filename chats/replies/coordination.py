@@ -37,6 +37,11 @@ _RELEASE = (
 )
 
 
+def runner_lock_name(tenant_id: int, conversation_id: int) -> str:
+    """The lock held by the one reply runner of a conversation."""
+    return f"replies:t{tenant_id}:c{conversation_id}"
+
+
 def _key(kind: str, tenant_id: int, object_id: int) -> str:
     return f"chatplatform:{kind}:t{tenant_id}:{object_id}"
 
@@ -222,10 +227,13 @@ class RedisCoordination(Coordination):
         *,
         delta: DeltaEntry | None = None,
         release: tuple[str, str] | None = None,
-    ) -> bool:
+        acquire: str | None = None,
+    ) -> tuple[bool, str | None]:
         """In one pipelined round trip: append ``delta`` to its reply's delta log, PUBLISH
-        each ``(channel, payload)`` in order, then let go of lock ``release`` (name, token).
-        Returns the release's recheck flag (False without ``release``)."""
+        each ``(channel, payload)`` in order, let go of lock ``release`` (name, token), then
+        try to take lock ``acquire`` (as :meth:`acquire`). Returns the release's recheck flag
+        (False without ``release``) and the new lock's token (None if not taken)."""
+        token = uuid.uuid4().hex if acquire is not None else None
         async with self.client.pipeline(transaction=False) as pipe:
             if delta is not None:
                 tenant_id, message_id, seq, text = delta
@@ -235,12 +243,17 @@ class RedisCoordination(Coordination):
             for channel, payload in publishes:
                 pipe.publish(channel, payload)
             if release is not None:
-                name, token = release
+                name, held = release
                 pipe.eval(
-                    _RELEASE, 2, f"chatplatform:lock:{name}", f"chatplatform:recheck:{name}", token
+                    _RELEASE, 2, f"chatplatform:lock:{name}", f"chatplatform:recheck:{name}", held
                 )
+            if acquire is not None:
+                pipe.set(f"chatplatform:lock:{acquire}", token, nx=True, px=LOCK_TTL_SECONDS * 1000)
             results = await pipe.execute()
-        return bool(results[-1]) if release is not None else False
+        taken = token if acquire is not None and results[-1] else None
+        if release is None:
+            return False, taken
+        return bool(results[-2] if acquire is not None else results[-1]), taken
 
     async def request_recheck(self, name: str) -> None:
         await self.client.set(f"chatplatform:recheck:{name}", "1", ex=LOCK_TTL_SECONDS * 2)

@@ -41,12 +41,14 @@ async def emit(
     origin: str = "",
     delta: DeltaEntry | None = None,
     release: tuple[str, str] | None = None,
+    acquire: str | None = None,
     hub: Coordination | None = None,
-) -> bool:
+) -> tuple[bool, str | None]:
     """Send ``events`` in order to the conversation's sockets (all but ``origin``), after
     appending ``delta`` to its reply's delta log, then let go of the runner lock ``release``
-    (name, token). Returns whether a recheck was requested while the lock was held (False
-    without ``release``).
+    (name, token), then try to take the lock ``acquire``. Returns whether a recheck was
+    requested while the released lock was held (False without ``release``), and the token of
+    the lock taken (None when not asked for or held by another).
 
     On the Redis pub/sub channel layer all of it is one pipelined round trip on the
     coordination client, publishing to the very channel and in the very format
@@ -67,6 +69,7 @@ async def emit(
             [(channel, layer.serialize(message)) for message in messages],
             delta=delta,
             release=release,
+            acquire=acquire,
         )
     if delta is not None:
         await hub.append_delta(*delta)
@@ -74,7 +77,8 @@ async def emit(
     if layer is not None:
         for message in messages:
             await layer.group_send(group, message)
-    return await hub.release(*release) if release is not None else False
+    recheck = await hub.release(*release) if release is not None else False
+    return recheck, (await hub.acquire(acquire) if acquire is not None else None)
 
 
 def _layer_message(event: dict[str, Any], origin: str) -> dict[str, Any]:

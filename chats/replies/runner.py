@@ -23,7 +23,7 @@ from chatplatform.llm.registry import build_provider_or_offline
 from chatplatform.llm.tool_loop import stream_with_tools
 from chats.models import Status
 from chats.replies import turns
-from chats.replies.coordination import coordination
+from chats.replies.coordination import coordination, runner_lock_name
 from chats.replies.db import db
 from chats.replies.deltas import DeltaSender
 from chats.replies.events import broadcast, emit
@@ -70,25 +70,29 @@ def set_provider_factory(factory: ProviderFactory | None) -> None:
     _provider_factory = factory or default_provider
 
 
-def start_runner(tenant_id: int, conversation_id: int) -> asyncio.Task[Any]:
-    """Run the conversation's replies in the background of the current event loop."""
-    task = asyncio.create_task(run_replies(tenant_id, conversation_id))
+def start_runner(
+    tenant_id: int, conversation_id: int, *, token: str | None = None
+) -> asyncio.Task[Any]:
+    """Run the conversation's replies in the background of the current event loop.
+    ``token``: the runner lock, when the caller took it already (the runner lets it go)."""
+    task = asyncio.create_task(run_replies(tenant_id, conversation_id, token=token))
     _background.add(task)
     task.add_done_callback(_background.discard)
     return task
 
 
-async def run_replies(tenant_id: int, conversation_id: int) -> None:
+async def run_replies(tenant_id: int, conversation_id: int, *, token: str | None = None) -> None:
     """Answer every waiting user message of the conversation, oldest first; returns when the
     queue is empty. Only one runner per conversation holds the lock. A runner that finds the
     lock taken leaves a "look again" flag for the holder, which checks it after letting go;
     taking the lock once more after setting the flag closes the gap where the holder let go
     and checked just before the flag was set."""
-    lock_name = f"replies:t{tenant_id}:c{conversation_id}"
+    lock_name = runner_lock_name(tenant_id, conversation_id)
     hub = coordination()
     attempted: set[int] = set()
     while True:
-        token = await hub.acquire(lock_name)
+        if token is None:
+            token = await hub.acquire(lock_name)
         if token is None:
             await hub.request_recheck(lock_name)
             token = await hub.acquire(lock_name)
@@ -121,7 +125,7 @@ async def run_replies(tenant_id: int, conversation_id: int) -> None:
                         closing = None
                     await hub.refresh(lock_name, token)
         finally:
-            recheck = await emit(
+            recheck, _ = await emit(
                 tenant_id,
                 conversation_id,
                 [closing] if closing is not None else [],
@@ -129,6 +133,7 @@ async def run_replies(tenant_id: int, conversation_id: int) -> None:
             )
         if not recheck:
             return
+        token = None
 
 
 async def _answer(prepared: turns.PreparedTurn, lock: tuple[str, str]) -> dict[str, Any] | None:

@@ -1,6 +1,11 @@
 """Load benchmark: N WebSocket clients, each sending its turns in sequence, against a real
 ASGI server process (uvicorn) on the configured database and channel layer, with the built-in
-offline provider (instant: all measured time is the platform's)."""
+offline provider (instant: all measured time is the platform's).
+
+By default the loop is closed and saturating: each client sends its next turn as soon as its
+previous reply is done, so by Little's law a turn (first delta included) takes
+``clients / turns_per_s`` whatever the platform does. ``--rate`` offers a fixed load instead,
+which measures the platform's overhead at that throughput."""
 
 from __future__ import annotations
 
@@ -86,6 +91,14 @@ class Command(BaseCommand):
             default=0.0,
             help="soak: seconds to keep every client sending turns (then --turns is ignored)",
         )
+        parser.add_argument(
+            "--rate",
+            type=float,
+            default=0.0,
+            help="offered load in turns per second over all clients: turn k of client i is "
+            "sent at (k * clients + i) / rate seconds, or when its previous reply is done if "
+            "that is later (0: every client sends its next turn at once, a saturating loop)",
+        )
         parser.add_argument("--workers", type=int, default=2, help="ASGI server processes")
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per turn")
         parser.add_argument("--json", action="store_true")
@@ -109,6 +122,7 @@ class Command(BaseCommand):
                         options["duration"],
                         options["timeout"],
                         lambda: _tree_cpu_seconds(server.pid),
+                        options["rate"],
                     )
                 )
             cpu_used = result.pop("server_cpu_s")
@@ -226,6 +240,7 @@ class Command(BaseCommand):
         duration: float,
         timeout: float,
         cpu: Any,
+        rate: float = 0.0,
     ) -> dict[str, Any]:
         import websockets
 
@@ -236,7 +251,7 @@ class Command(BaseCommand):
         all_connected = asyncio.Event()
         go = asyncio.Event()
 
-        async def client(conversation_id: int, key: str) -> None:
+        async def client(index: int, conversation_id: int, key: str) -> None:
             nonlocal errors, connected
             url = f"ws://127.0.0.1:{port}/ws/conversations/{conversation_id}/"
             try:
@@ -255,10 +270,13 @@ class Command(BaseCommand):
                     await go.wait()
                     turn = 0
                     while (time.perf_counter() < soak_until) if duration else turn < turns:
+                        if rate:
+                            slot = started + (turn * len(clients) + index) / rate
+                            await asyncio.sleep(max(0.0, slot - time.perf_counter()))
                         turn += 1
                         client_id = f"{conversation_id}-{turn}"
                         sent.append((conversation_id, client_id))
-                        started = time.perf_counter()
+                        sent_at = time.perf_counter()
                         await ws.send(
                             json.dumps(
                                 {
@@ -273,7 +291,7 @@ class Command(BaseCommand):
                             event = json.loads(await asyncio.wait_for(ws.recv(), timeout))
                             if event["type"] == "delta" and first is None:
                                 first = time.perf_counter()
-                                overheads.append((first - started) * 1000)
+                                overheads.append((first - sent_at) * 1000)
                             elif event["type"] == "done":
                                 break
                             elif event["type"] == "error":
@@ -284,10 +302,12 @@ class Command(BaseCommand):
                 all_connected.set()
                 self.stderr.write(f"client {conversation_id}: {exc!r}")
 
-        tasks = [asyncio.create_task(client(cid, key)) for cid, key in clients]
+        tasks = [
+            asyncio.create_task(client(index, cid, key)) for index, (cid, key) in enumerate(clients)
+        ]
         await asyncio.wait_for(all_connected.wait(), 120)
         cpu_before, machine_before = cpu(), _machine_cpu_seconds()
-        started = time.perf_counter()
+        started = time.perf_counter()  # also the origin of the clients' schedule
         soak_until = started + duration
         go.set()
         await asyncio.gather(*tasks)
