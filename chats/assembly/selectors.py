@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import partial
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any, cast
 
 from django.conf import settings
@@ -38,90 +38,100 @@ def author_label(username: str | None, first: str | None, last: str | None) -> s
     return full_name
 
 
-def _message_items(
-    rows: Iterable[tuple[Any, ...]], bot_name: str, fact_rows: list[tuple[Any, ...]]
-) -> list[MessageItem]:
-    """Items from rows of ``RECENT_WITHIN_BUDGET_SQL``'s columns (hundreds per turn: one
-    positional construction each, author labels built once per author). Rows of
-    ``CURRENT_FACTS_ROWS_SQL`` (no role) are appended to ``fact_rows`` instead."""
-    # By username: unique, and every row of one result carries the same names with it (no
-    # author: no username, no names, the empty label).
+def _labelled_items(rows: list[tuple[Any, ...]], bot_name: str) -> list[MessageItem]:
+    """Items of a group chat from rows of :func:`_recent_sql` with ``labels``: the item's
+    ten columns then the author's username, first and last name; the people's author
+    labels are built here, once per author (by username: unique, and every row of one
+    result carries the same names with it; no author: the empty label)."""
     labels: dict[str | None, str] = {}
     items: list[MessageItem] = []
     append = items.append
     for row in rows:
-        pk, seq, role, content, tokens, counter, username, first, last, excerpt = row
-        if role == "assistant":
-            author = bot_name
-        elif role is None:
-            fact_rows.append(row)
-            continue
-        else:
-            if role != "user" and role != "tool":
-                role = "user"
-            author = labels.get(username)  # type: ignore[assignment]
+        pk, seq, role, content, author, tokens, counter, _, excerpt, _, username, first, last = row
+        if role != "assistant":
+            author = labels.get(username)
             if author is None:
                 author = labels[username] = author_label(username, first, last)
-        # (id, seq, role, content, author, tokens, counted_by, created_at, reply_to_excerpt,
-        # tool_group): history turns carry no time, so created_at is not read.
-        append(
-            _new_item(
-                (pk, seq, role, content, author, tokens, counter or None, None, excerpt, None)
-            )
-        )
+        append(_new_item((pk, seq, role, content, author, tokens, counter, None, excerpt, None)))
     return items
 
 
 #: ``MessageItem._make`` without its Python-level length check (each row gives all ten
 #: fields): the named tuple built in one C call, hundreds of times per turn.
-_new_item = cast(Callable[[tuple[Any, ...]], MessageItem], partial(tuple.__new__, MessageItem))
+_new_item = cast(Callable[[Iterable[Any]], MessageItem], partial(tuple.__new__, MessageItem))
 
 
-#: Two phases in one statement. The walk (the scalar subquery) reads only ``seq`` and
-#: ``token_count`` from the ``(tenant, conversation, seq)`` unique index, which INCLUDEs
-#: ``token_count`` (an index-only scan on PostgreSQL): the window numbers the newest rows and
-#: sums the stored counts (plus the per-message overhead) of the newer ones, and the walk
-#: returns the oldest seq that can fit. The rows that fit are always the newest run, so the
-#: outer scan reads exactly them as a seq range, like a plain range fetch; the heap is never
-#: read for rows that do not fit. Joining per chosen row costs more than it looks: the
-#: reply excerpt is looked up only for the rows that quote one.
-RECENT_WITHIN_BUDGET_SQL = """
-SELECT m.id, m.seq, m.role, m.content, m.token_count, m.token_counter,
-       u.username, u.first_name, u.last_name,
+#: Rows that can fit, in the columns (and order) of :class:`MessageItem`, so a row becomes
+#: an item in one C call: the role as the core reads it (anything else is a user turn), the
+#: author (the bot's name on assistant turns; people's labels, in a group chat, from the
+#: names appended by ``{names}``), no counter as NULL, no time (history turns show none),
+#: the quoted start of the message replied to, no tool group.
+#:
+#: The bound (the oldest seq that can fit) reads only ``seq`` and ``token_count`` from the
+#: ``(tenant, conversation, seq)`` unique index, which INCLUDEs ``token_count`` (an
+#: index-only scan on PostgreSQL), over the newest ``limit`` rows. When their stored counts
+#: (plus the per-message overhead) add up to at most ``ceiling``, or they are at most
+#: ``minimum`` rows, all of them fit and the bound is their oldest seq: one aggregate. Only
+#: otherwise does the walk (the scalar subquery in ELSE, evaluated only then) number the
+#: rows and sum the counts of the newer ones, returning the oldest seq that can fit. Both
+#: give the same seq: a row fits when it is among the ``minimum`` newest or the rows newer
+#: than it cost at most ``ceiling``, and counts are never negative.
+#:
+#: The rows that fit are always the newest run, so the outer scan reads exactly them as a
+#: seq range, like a plain range fetch; the heap is never read for rows that do not fit.
+#: Joining per chosen row costs more than it looks: the reply excerpt is looked up only for
+#: the rows that quote one, and the users table is joined only when labels are shown.
+_RECENT_SQL = """
+SELECT m.id, m.seq, CASE WHEN m.role IN ('assistant', 'tool') THEN m.role ELSE 'user' END,
+       m.content, CASE WHEN m.role = 'assistant' THEN %(bot)s ELSE '' END,
+       m.token_count, NULLIF(m.token_counter, ''), CAST(NULL AS text),
        CASE WHEN m.reply_to_id IS NOT NULL THEN (
            SELECT SUBSTR(r.content, 1, %(excerpt)s) FROM chats_message r
            WHERE r.id = m.reply_to_id AND r.tenant_id = m.tenant_id
-       ) END
-FROM chats_message m
-LEFT JOIN auth_user u ON u.id = m.author_id
+       ) END,
+       CAST(NULL AS text){names}
+FROM chats_message m{join}
 WHERE m.tenant_id = %(tenant)s AND m.conversation_id = %(conversation)s
   AND m.seq < %(before)s
   AND m.seq >= (
-    SELECT min(w.seq) FROM (
-        SELECT seq,
-               row_number() OVER newest AS position,
-               sum(COALESCE(token_count, 0) + %(overhead)s) OVER newest
-               - (COALESCE(token_count, 0) + %(overhead)s) AS before_it
+    SELECT CASE
+        WHEN count(*) <= %(minimum)s OR sum(n.cost) <= %(ceiling)s THEN min(n.seq)
+        ELSE (
+            SELECT min(w.seq) FROM (
+                SELECT seq,
+                       row_number() OVER newest AS position,
+                       sum(COALESCE(token_count, 0) + %(overhead)s) OVER newest
+                       - (COALESCE(token_count, 0) + %(overhead)s) AS before_it
+                FROM chats_message
+                WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s
+                  AND seq < %(before)s AND seq > %(after)s
+                WINDOW newest AS (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING)
+                ORDER BY seq DESC
+                LIMIT %(limit)s
+            ) w
+            WHERE w.position <= %(minimum)s OR w.before_it <= %(ceiling)s
+        ) END
+    FROM (
+        SELECT seq, COALESCE(token_count, 0) + %(overhead)s AS cost
         FROM chats_message
         WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s
           AND seq < %(before)s AND seq > %(after)s
-        WINDOW newest AS (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING)
         ORDER BY seq DESC
         LIMIT %(limit)s
-    ) w
-    WHERE w.position <= %(minimum)s OR w.before_it <= %(ceiling)s
+    ) n
   )
 """
 
-#: The user's current facts as rows of ``RECENT_WITHIN_BUDGET_SQL``'s shape, to be appended
-#: with UNION ALL (one round trip instead of two): ``seq`` holds the fact's rank (1 = newest),
-#: ``content`` its text, ``token_counter`` its key; ``role`` is NULL (history rows never
-#: have a NULL role). By the partial index ``(tenant, user, created_at)``.
-CURRENT_FACTS_ROWS_SQL = """
+#: The user's current facts as rows of the history rows' shape, appended with UNION ALL (one
+#: round trip instead of two): ``seq`` holds minus the fact's rank (-1 = newest; history
+#: seqs are positive, so sorting the rows by seq puts the facts last, newest first),
+#: ``content`` its text, ``author`` its key. By the partial index ``(tenant, user,
+#: created_at)``.
+_FACTS_SQL = """
 SELECT * FROM (
-    SELECT id, row_number() OVER (ORDER BY created_at DESC, id DESC), CAST(NULL AS text),
-           text, CAST(NULL AS integer), key, CAST(NULL AS text), CAST(NULL AS text),
-           CAST(NULL AS text), CAST(NULL AS text)
+    SELECT id, -row_number() OVER (ORDER BY created_at DESC, id DESC), CAST(NULL AS text),
+           text, key, CAST(NULL AS integer), CAST(NULL AS text), CAST(NULL AS text),
+           CAST(NULL AS text), CAST(NULL AS text){names}
     FROM memory_userfact
     WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND superseded_at IS NULL
     ORDER BY created_at DESC, id DESC
@@ -129,7 +139,26 @@ SELECT * FROM (
 ) f
 """
 
-RECENT_AND_FACTS_SQL = f"{RECENT_WITHIN_BUDGET_SQL}UNION ALL{CURRENT_FACTS_ROWS_SQL}"
+_NAMES = ", u.username, u.first_name, u.last_name"
+_NO_NAMES = ", CAST(NULL AS text), CAST(NULL AS text), CAST(NULL AS text)"
+_JOIN = "\nLEFT JOIN auth_user u ON u.id = m.author_id"
+
+
+def _recent_sql(*, labels: bool, facts: bool) -> str:
+    """The statement of :func:`recent_messages_and_facts`: history rows (with the authors'
+    names appended when ``labels``), then the facts when ``facts``."""
+    recent = _RECENT_SQL.format(names=_NAMES if labels else "", join=_JOIN if labels else "")
+    if not facts:
+        return recent
+    return f"{recent}UNION ALL{_FACTS_SQL.format(names=_NO_NAMES if labels else '')}"
+
+
+#: Built once: ``(labels, facts)`` -> the statement.
+RECENT_SQL = {
+    (labels, facts): _recent_sql(labels=labels, facts=facts)
+    for labels in (False, True)
+    for facts in (False, True)
+}
 
 
 def recent_messages_and_facts(
@@ -144,15 +173,19 @@ def recent_messages_and_facts(
     min_messages: int,
     overhead: int,
     bot_name: str,
+    labels: bool = True,
 ) -> tuple[list[MessageItem], list[FactItem]]:
     """The turn's history candidates and the user's current facts, in ONE query.
 
     History: the newest messages (``after_seq < seq < before_seq``, at most ``limit``) that
     can fit: the ``min_messages`` newest, then every one whose newer neighbours' stored
-    tokens (plus ``overhead`` each) stay within ``ceiling``; newest first. The walk reads at
-    most ``limit`` entries of the ``(tenant, conversation, seq)`` index. A legacy row (no
-    count) weighs 0 here and is estimated by the core. Items carry no ``created_at``
-    (history turns show no time).
+    tokens (plus ``overhead`` each) stay within ``ceiling``; newest first. The query reads
+    at most ``limit`` entries of the ``(tenant, conversation, seq)`` index (twice when not
+    all of them fit). A legacy row (no count) weighs 0 here and is estimated by the core.
+    Items carry no ``created_at`` (history turns show no time); assistant turns carry
+    ``bot_name`` as their author, and people's turns their label (``Full Name
+    (@username)``) when ``labels``, else the empty author: a private chat's turns show no
+    speaker, so its read skips the users table.
 
     Facts: ``user_id``'s current facts in the tenant, newest first, at most ``max_facts``
     (none when ``user_id`` is None or ``max_facts`` is 0).
@@ -161,7 +194,7 @@ def recent_messages_and_facts(
     with_facts = user_id is not None and max_facts > 0
     with connection.cursor() as cursor:
         cursor.execute(
-            RECENT_AND_FACTS_SQL if with_facts else RECENT_WITHIN_BUDGET_SQL,
+            RECENT_SQL[labels, with_facts],
             {
                 "tenant": conversation.tenant_id,
                 "conversation": conversation.pk,
@@ -172,24 +205,25 @@ def recent_messages_and_facts(
                 "minimum": min_messages,
                 "ceiling": ceiling,
                 "excerpt": REPLY_EXCERPT_CHARS,
+                "bot": bot_name,
                 "user": user_id,
                 "facts": max_facts,
             },
         )
         rows = cursor.fetchall()
-    fact_rows: list[tuple[Any, ...]] = []
-    items = _message_items(rows, bot_name, fact_rows)
-    # Neither part of the statement promises an order: both are sorted here.
-    items.sort(key=_seq, reverse=True)
-    facts = [
-        FactItem(id=pk, text=text, key=key)
-        for pk, _rank, _, text, _, key, *_ in sorted(fact_rows, key=_second)
-    ]
+    # Neither part of the statement promises an order: newest first, then the facts
+    # (negative seqs), newest first too.
+    rows.sort(key=_second, reverse=True)
+    split = len(rows)
+    while split and rows[split - 1][1] < 0:
+        split -= 1
+    facts = [FactItem(id=row[0], text=row[3], key=row[4]) for row in rows[split:]]
+    del rows[split:]
+    items = _labelled_items(rows, bot_name) if labels else list(map(_new_item, rows))
     return items, facts
 
 
 _second = itemgetter(1)
-_seq = attrgetter("seq")
 
 
 #: Current summaries of a conversation in ONE query (instead of one per kind): the newest

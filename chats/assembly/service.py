@@ -271,6 +271,7 @@ def assemble_context(
         min_messages=packing.min_recent_messages,
         overhead=counter.message_overhead,
         bot_name=bot_name,
+        labels=conversation.is_group,
     )
     retrieved: list[RetrievedItem] = []
     dense = "off"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import threading
 import weakref
 from bisect import bisect_right
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from itertools import accumulate
-from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING, NamedTuple
+from functools import partial
+from itertools import accumulate, repeat
+from operator import add, attrgetter, eq
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from .formatting import CONVERSATION_START, TURN_SEPARATOR, TurnText, format_turn
 from .truncate import count_text, truncate_middle
@@ -30,74 +30,76 @@ if TYPE_CHECKING:
 MEMO_MAX_TEXT_CHARS = 100_000
 #: Characters of text remembered per counter (about 8-32 MB of strings).
 MEMO_MAX_TOTAL_CHARS = 8_000_000
-#: Characters of message contents whose measured units are remembered, per counter, chat
-#: kind and overhead (the turns share the content strings with the messages they hold).
-UNIT_MEMO_MAX_CHARS = 4_000_000
 
 
 class CountMemo:
-    """Counts one counter made in this process, keyed by the exact text, least recently used
-    evicted first (bounded by total characters). Thread-safe.
+    """Counts one counter made in this process, keyed by the exact text, bounded by total
+    characters (at most ``max_chars``). Thread-safe.
 
     Why: consecutive turns of a conversation send almost the same history, and a WebSocket
     keeps a conversation in one process, so the final recount of a turn re-tokenizes texts
     the previous turn already tokenized. Only counts *made by the counter* are remembered;
     stored counts read from the database never are (they are claims: the final recount
     exists to catch the ones that lie).
+
+    Two generations instead of a least-recently-used order: a hit in the young one costs a
+    plain dict read (no bookkeeping per hit, hundreds per turn); when the young generation
+    fills half the bound it becomes the old one (the previous old one is dropped), and a hit
+    in the old generation moves the text back to the young one. So what the recent turns
+    used survives, and what no turn asked for during a whole generation goes.
     """
 
     def __init__(self, max_chars: int = MEMO_MAX_TOTAL_CHARS) -> None:
         self.max_chars = max_chars
-        self._counts: OrderedDict[str, int] = OrderedDict()
+        self._young: dict[str, int] = {}
+        self._old: dict[str, int] = {}
         self._chars = 0
         self._lock = threading.Lock()
 
     def get(self, text: str) -> int | None:
-        with self._lock:
-            n = self._counts.get(text)
+        # Reads take no lock: a dict read is atomic, and a read racing a generation swap can
+        # only miss (the caller then counts, which is always correct).
+        n = self._young.get(text)
+        if n is None:
+            n = self._old.get(text)
             if n is not None:
-                self._counts.move_to_end(text)
-            return n
+                self.put(text, n)
+        return n
 
     def get_many(self, texts: Iterable[str]) -> tuple[int, list[str]]:
         """The sum of the remembered counts among ``texts``, and the texts not remembered."""
         texts = list(texts)
+        # All in the young generation (every turn but the first of a conversation in this
+        # process, as a rule): one C-level pass.
+        found = list(map(self._young.get, texts))
+        if None not in found:
+            return sum(found), []  # type: ignore[arg-type]  # no None in found
         total = 0
         missing: list[str] = []
-        with self._lock:
-            counts = self._counts
-            # All remembered (every turn but the first of a conversation in this process):
-            # look up and refresh in C-level passes rather than one Python step per text.
-            found = list(map(counts.get, texts))
-            if None not in found:
-                for _ in map(counts.move_to_end, texts):
-                    pass
-                return sum(found), missing  # type: ignore[arg-type]  # no None in found
-            for text in texts:
-                n = counts.get(text)
-                if n is None:
-                    missing.append(text)
-                else:
-                    counts.move_to_end(text)
-                    total += n
+        for text, n in zip(texts, found, strict=True):
+            if n is None:
+                n = self.get(text)
+            if n is None:
+                missing.append(text)
+            else:
+                total += n
         return total, missing
 
     def put(self, text: str, n: int) -> None:
-        if len(text) > MEMO_MAX_TEXT_CHARS:
+        chars = len(text)
+        if chars > MEMO_MAX_TEXT_CHARS:
             return
         with self._lock:
-            if text in self._counts:
+            if text in self._young:
                 return
-            self._counts[text] = n
-            self._chars += len(text)
-            while self._chars > self.max_chars and self._counts:
-                old, _ = self._counts.popitem(last=False)
-                self._chars -= len(old)
+            if self._chars + chars > self.max_chars // 2:
+                self._old, self._young, self._chars = self._young, {}, 0
+            self._young[text] = n
+            self._chars += chars
 
     def clear(self) -> None:
         with self._lock:
-            self._counts.clear()
-            self._chars = 0
+            self._young, self._old, self._chars = {}, {}, 0
 
 
 _memos: weakref.WeakKeyDictionary[TokenCounter, CountMemo] = weakref.WeakKeyDictionary()
@@ -113,60 +115,6 @@ def count_memo(counter: TokenCounter) -> CountMemo:
             memo = _memos.get(counter)
             if memo is None:
                 memo = _memos[counter] = CountMemo()
-    return memo
-
-
-class UnitMemo:
-    """Measured one-message units (:class:`Taken`) made in this process under one counter,
-    for one chat kind (``multi_user``) and per-message overhead, keyed by the message item;
-    cleared when the remembered contents pass ``max_chars``. Thread-safe.
-
-    Why: consecutive turns of a conversation walk almost the same messages, and measuring a
-    unit (formatting its turn, building its records) is most of the per-message work of a
-    turn; a hit costs one hash of the item. Only units whose stored count this counter
-    made are remembered: a measurement is then a pure function of the item (the prefix
-    counts come from the same counter), and a recount, which must be reported, is never
-    skipped.
-    """
-
-    def __init__(self, max_chars: int = UNIT_MEMO_MAX_CHARS) -> None:
-        self.max_chars = max_chars
-        self._units: dict[MessageItem, Taken] = {}
-        self._chars = 0
-        self._lock = threading.Lock()
-        #: One atomic dict read (no lock needed), bound once: the walk calls it per message.
-        self.get: Callable[[MessageItem], Taken | None] = self._units.get
-
-    def put(self, item: MessageItem, unit: Taken) -> None:
-        chars = len(item.content)
-        if chars > MEMO_MAX_TEXT_CHARS:
-            return
-        with self._lock:
-            if self._chars + chars > self.max_chars:
-                # Dropping everything is cheaper than LRU bookkeeping on every hit; the next
-                # turns refill what they use.
-                self._units.clear()
-                self._chars = 0
-            self._units[item] = unit
-            self._chars += chars
-
-
-_unit_memos: weakref.WeakKeyDictionary[TokenCounter, dict[tuple[bool, int], UnitMemo]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def unit_memo(counter: TokenCounter, multi_user: bool, overhead: int) -> UnitMemo:
-    """The process-wide unit memo of ``counter`` (one per counter object) for one chat kind
-    and per-message overhead."""
-    shape = (multi_user, overhead)
-    memo = _unit_memos.get(counter, {}).get(shape)
-    if memo is None:
-        with _memos_lock:
-            shapes = _unit_memos.setdefault(counter, {})
-            memo = shapes.get(shape)
-            if memo is None:
-                memo = shapes[shape] = UnitMemo()
     return memo
 
 
@@ -220,11 +168,15 @@ class Meter:
         return n
 
 
+_tool_group = attrgetter("tool_group")
+
+
 def drop_incomplete_groups(
     messages: Sequence[MessageItem], excluded: list[Excluded], kind: str = "message"
 ) -> list[MessageItem]:
     """Messages whose tool group lacks its call (assistant) or its result (tool) are left out."""
-    if all(m.tool_group is None for m in messages):  # the common case: no tool groups
+    groups = list(map(_tool_group, messages))
+    if groups.count(None) == len(groups):  # the common case: no tool groups
         return list(messages)
     roles: dict[str, set[str]] = {}
     for m in messages:
@@ -242,18 +194,19 @@ def drop_incomplete_groups(
 def group_units(newest_first: Sequence[MessageItem]) -> list[Sequence[MessageItem]]:
     """Split into units (newest first); each unit's messages are chronological. A unit spans
     from a group's newest to its oldest message, with whatever lies between."""
+    groups = list(map(_tool_group, newest_first))
+    if groups.count(None) == len(groups):  # no tool groups (the common case)
+        return list(zip(newest_first))  # one message per unit: 1-tuples, built in C
     oldest_at: dict[str, int] = {}
-    for i, m in enumerate(newest_first):
-        if m.tool_group is not None:
-            oldest_at[m.tool_group] = i
-    if not oldest_at:  # no tool groups (the common case): one message per unit
-        return list(zip(newest_first))  # 1-tuples, built in C
+    for i, group in enumerate(groups):
+        if group is not None:
+            oldest_at[group] = i
     units: list[Sequence[MessageItem]] = []
     i = 0
     while i < len(newest_first):
         end = j = i
         while j <= end:
-            group = newest_first[j].tool_group
+            group = groups[j]
             if group is not None:
                 end = max(end, oldest_at[group])
             j += 1
@@ -264,9 +217,7 @@ def group_units(newest_first: Sequence[MessageItem]) -> list[Sequence[MessageIte
 
 class Taken(NamedTuple):
     """A unit in the prompt: its messages (chronological), their rendered turns, the tokens
-    accounted for the unit and for each of its messages (``per_item``, same order).
-
-    A named tuple: the walk needs one per history message on every turn."""
+    accounted for the unit and for each of its messages (``per_item``, same order)."""
 
     items: Sequence[MessageItem]
     turns: Sequence[TurnText]
@@ -280,56 +231,123 @@ class Taken(NamedTuple):
         return self.turns[0].role
 
 
-_tokens_of = attrgetter("tokens")
-_first_of = itemgetter(0)
-_items_of = attrgetter("items")
+_id = attrgetter("id")
+_role = attrgetter("role")
+_content = attrgetter("content")
+_author = attrgetter("author")
+_excerpt = attrgetter("reply_to_excerpt")
+_item_tokens = attrgetter("tokens")
+_counted_by = attrgetter("counted_by")
+#: The provider role of a history turn (tool results and any other role are user turns, as
+#: in ``format_turn``).
+_PROVIDER_ROLE = {"user": "user", "assistant": "assistant", "tool": "user"}
+_new_included = cast(Callable[[Iterable[Any]], Included], partial(tuple.__new__, Included))
+
+
+class _Columns(NamedTuple):
+    """A plain history (one message per unit, each with a stored count made by the counter),
+    measured at once: items newest first, their roles, the prefix of each turn (``None``:
+    every prefix is empty) and the tokens accounted for each."""
+
+    items: Sequence[MessageItem]
+    roles: list[str]
+    prefixes: list[str] | None
+    tokens: list[int]
 
 
 class History:
-    """The walk over units, newest first. ``used`` includes overheads and, when the oldest
-    taken turn is the assistant's, the synthetic first user turn."""
+    """The walk over the units of ``newest_first`` (newest first), taking whole units
+    without gaps: a unit is one message, or every message between a tool call and its
+    results. ``used`` includes overheads and, when the oldest taken turn is the assistant's,
+    the synthetic first user turn (``start_cost``). ``count`` is the number of units taken.
 
-    def __init__(self, units: list[Sequence[MessageItem]], meter: Meter, multi_user: bool) -> None:
-        self.units = units
+    A unit costs the tokens of its turns' prefixes, its messages' contents and one
+    per-message overhead each. Measuring takes two forms with the same results:
+
+    * plain histories (no tool groups, every stored count made by this counter: the common
+      case) are measured at once, in C-level passes over columns, with prefixes formatted
+      once per distinct role, quoted excerpt and (multi-user) author; nothing needs
+      tokenizing, so measuring what the walk will not reach costs next to nothing; turns
+      and records are built for what is taken only, when asked for;
+    * other histories (tool groups, legacy or foreign counts) are measured unit by unit,
+      only as the walk reaches them, so a unit the walk never reaches is never counted nor
+      reported as recounted.
+    """
+
+    def __init__(self, newest_first: Sequence[MessageItem], meter: Meter, multi_user: bool) -> None:
         self.meter = meter
         self.multi_user = multi_user
-        self.taken: list[Taken] = []
-        #: Units measured so far, in walk order (the walk only ever asks for the next one,
-        #: so a unit it never reaches is never counted nor reported as recounted).
-        self._built: list[Taken] = []
+        self.count = 0
         self.start_cost = meter.small(CONVERSATION_START) + meter.overhead
-        self._name = meter.counter.name
-        #: Every unit is one message (no tool groups), so a unit's first message is the unit.
-        self._all_single = sum(map(len, units)) == len(units)
-        self._memo = unit_memo(meter.counter, multi_user, meter.overhead)
-        self._remembered = self._memo.get
+        #: Tokens of the taken units (kept as the walk goes).
+        self._body = 0
+        #: Per-unit measures of the units measured one by one (walk order).
+        self._built: list[Taken] = []
+        #: The newest unit cut to fit (``truncate_newest``), which then stands for unit 0.
+        self._cut: Taken | None = None
+        self._plain = self._measure_plain(newest_first)
+        #: Units of a history measured one by one (empty for a plain one).
+        self._units: list[Sequence[MessageItem]] = (
+            [] if self._plain is not None else group_units(newest_first)
+        )
 
-    def _unit(self, k: int) -> Taken:
-        """Unit ``k`` measured (units are measured in walk order, once)."""
-        built = self._built
-        while len(built) <= k:
-            built.append(self._measure(self.units[len(built)]))
-        return built[k]
+    @property
+    def units(self) -> list[Sequence[MessageItem]]:
+        """The units, newest first (each chronological)."""
+        if self._plain is not None:
+            return list(zip(self._plain.items))
+        return self._units
+
+    @property
+    def size(self) -> int:
+        """The number of units."""
+        return len(self._plain.items) if self._plain is not None else len(self._units)
+
+    # -- measuring ---------------------------------------------------------------------
+
+    def _measure_plain(self, items: Sequence[MessageItem]) -> _Columns | None:
+        """The columns of a plain history, or ``None`` when it is not one."""
+        meter = self.meter
+        groups = list(map(_tool_group, items))
+        if groups.count(None) != len(groups):
+            return None  # tool groups: units of several messages
+        tokens = list(map(_item_tokens, items))
+        if None in tokens or (tokens and min(tokens) < 0):
+            return None  # legacy rows: counted as the walk reaches them
+        counted = list(map(_counted_by, items))
+        if counted.count(None) + counted.count(meter.counter.name) != len(counted):
+            return None  # counted by another counter: recounted (and reported)
+        roles = list(map(_role, items))
+        excerpts = list(map(_excerpt, items))
+        overhead = meter.overhead
+        if not self.multi_user and "tool" not in roles and not any(excerpts):
+            # Every prefix is empty (private chats, as a rule).
+            extra = meter.small("") + overhead
+            return _Columns(items, roles, None, list(map(add, tokens, repeat(extra))))
+        # The prefix depends on the role, the quoted excerpt and (multi-user) the author.
+        keys: list[tuple[Any, ...]] = (
+            list(zip(roles, excerpts, map(_author, items), strict=True))
+            if self.multi_user
+            else list(zip(roles, excerpts, strict=True))
+        )
+        # One item per distinct key (built in C), formatted once each.
+        representative = dict(zip(keys, items, strict=True))
+        prefix_of = {
+            key: format_turn(m, self.multi_user).prefix for key, m in representative.items()
+        }
+        extra_of = {key: meter.small(prefix) + overhead for key, prefix in prefix_of.items()}
+        return _Columns(
+            items,
+            roles,
+            list(map(prefix_of.__getitem__, keys)),
+            list(map(add, tokens, map(extra_of.__getitem__, keys))),
+        )
 
     def _measure(self, items: Sequence[MessageItem]) -> Taken:
-        meter, overhead, multi_user = self.meter, self.meter.overhead, self.multi_user
-        if len(items) == 1:  # the common case, without the per-unit list machinery
-            m = items[0]
-            tokens = m.tokens
-            counted_by = m.counted_by
-            if (
-                tokens is not None
-                and tokens >= 0
-                and (counted_by is None or counted_by == self._name)
-            ):
-                unit = self._remembered(m)
-                if unit is None:
-                    turn = format_turn(m, multi_user)
-                    n = meter.small(turn.prefix) + tokens + overhead
-                    unit = Taken((m,), (turn,), n, (n,), (Included("message", m.id, n),))
-                    self._memo.put(m, unit)
-                return unit
-        turns = [format_turn(m, multi_user) for m in items]
+        """One unit measured on its own (recounting what lacks a stored count by this
+        counter, recorded by the meter)."""
+        meter, overhead = self.meter, self.meter.overhead
+        turns = [format_turn(m, self.multi_user) for m in items]
         per = [
             meter.small(t.prefix)
             + meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
@@ -339,96 +357,112 @@ class History:
         records = [Included("message", m.id, n) for m, n in zip(items, per, strict=True)]
         return Taken(items, turns, sum(per), per, records)
 
-    def _recall(self) -> None:
-        """Append to the measured units the next ones an earlier turn already measured (memo
-        hits, up to the first miss) in one pass: cheaper than one lookup per walk step.
-        Looking up units the walk will not reach is harmless (lookups have no effects)."""
-        built, remembered = self._built, self._remembered
-        rest = self.units[len(built) :]
-        if self._all_single:  # the common case: C-level passes
-            hits = list(map(remembered, map(_first_of, rest)))
-        else:
-            hits = [remembered(unit[0]) if len(unit) == 1 else None for unit in rest]
-        if None in hits:
-            del hits[hits.index(None) :]
-        built += hits  # type: ignore[arg-type]  # the misses are cut off
+    def _tokens_at(self, k: int) -> int:
+        """Tokens of unit ``k`` (measured now if it is the next one, in the per-unit form)."""
+        if self._plain is not None:
+            return self._plain.tokens[k]
+        built = self._built
+        if len(built) == k:
+            built.append(self._measure(self._units[k]))
+        return built[k].tokens
+
+    def _unit(self, k: int) -> Taken:
+        """Unit ``k`` (already measured) as a :class:`Taken`."""
+        if k == 0 and self._cut is not None:
+            return self._cut
+        plain = self._plain
+        if plain is None:
+            return self._built[k]
+        m = plain.items[k]
+        n = plain.tokens[k]
+        prefix = "" if plain.prefixes is None else plain.prefixes[k]
+        turn = TurnText(_PROVIDER_ROLE.get(m.role, "user"), prefix, m.content)
+        return Taken((m,), (turn,), n, (n,), (Included("message", m.id, n),))
+
+    def _assistant_first(self, k: int) -> bool:
+        # A unit's turns are chronological and a turn is the assistant's exactly when its
+        # message is (``format_turn``).
+        if self._plain is not None:
+            return self._plain.roles[k] == "assistant"
+        return self._units[k][0].role == "assistant"
+
+    # -- the walk ----------------------------------------------------------------------
 
     @property
     def body(self) -> int:
-        return sum(map(_tokens_of, self.taken))
+        return self._body
 
-    def _start(self, oldest: Taken | None) -> int:
-        return self.start_cost if oldest is not None and oldest.first_role == "assistant" else 0
+    def _start(self, k: int | None) -> int:
+        """The start cost when unit ``k`` (the oldest taken) is the assistant's."""
+        return self.start_cost if k is not None and self._assistant_first(k) else 0
 
     @property
     def used(self) -> int:
-        return self.body + self._start(self.taken[-1] if self.taken else None)
+        return self._body + self._start(self.count - 1 if self.count else None)
 
     @property
     def messages(self) -> int:
-        return sum(map(len, map(_items_of, self.taken)))
+        if self._plain is not None:
+            return self.count
+        return sum(map(len, self._units[: self.count]))
 
     def extend(self, room: int, max_messages: int | None = None) -> None:
         """Take older units while the total stays ``<= room`` (and, if given, until
-        ``max_messages`` messages are taken). Stops at the first unit that does not fit.
-        Units are measured only as the walk reaches them."""
-        taken, units, built = self.taken, self.units, self._built
-        if max_messages is None:
-            while len(taken) < len(units):
-                if len(taken) == len(built):
-                    self._measure_next()
-                if not self._take_measured(room):
-                    return
+        ``max_messages`` messages are taken). Stops at the first unit that does not fit."""
+        if self._cut is not None:
+            return  # the newest unit was cut: nothing older can fit
+        if self._plain is not None:
+            # One unit per message: the message limit is a unit limit.
+            stop = len(self._plain.items)
+            if max_messages is not None:
+                stop = min(stop, max(self.count, max_messages))
+            self._take_plain(room, stop)
             return
-        body, messages, start_cost = self.body, self.messages, self.start_cost
-        while len(taken) < len(units) and messages < max_messages:
-            if len(taken) == len(built):
-                self._measure_next()
-            unit = built[len(taken)]
-            start = start_cost if unit.turns[0].role == "assistant" else 0
-            if body + unit.tokens + start > room:
+        units, messages = self._units, self.messages
+        while self.count < len(units):
+            k = self.count
+            if max_messages is not None and messages >= max_messages:
                 return
-            taken.append(unit)
-            body += unit.tokens
-            messages += len(unit.items)
+            tokens = self._tokens_at(k)
+            if self._body + tokens + self._start(k) > room:
+                return
+            self.count += 1
+            self._body += tokens
+            messages += len(units[k])
 
-    def _measure_next(self) -> None:
-        """Measure the next unit: recalled with the ones after it when an earlier turn
-        measured them, else measured afresh (one, as the walk only needs the next)."""
-        self._recall()
-        if len(self._built) == len(self.taken):
-            self._built.append(self._measure(self.units[len(self._built)]))
-
-    def _take_measured(self, room: int) -> bool:
-        """Take the measured, not yet taken units while the total stays ``<= room``; True
-        when all of them fit (the walk goes on), False when one did not (the walk ends).
-
-        The same rule as one unit at a time, found by bisection instead: the running totals
-        only grow, a unit fits when its total plus its start cost (the synthetic first user
-        turn, charged when the unit starts with the assistant) is within ``room``, so only
-        the units between the two bisection points need a look at their first role."""
-        taken, built = self.taken, self._built
-        k = len(taken)
-        totals = list(accumulate(map(_tokens_of, built[k:]), initial=self.body))
+    def _take_plain(self, room: int, stop: int) -> None:
+        """Take units ``count..stop-1`` while the total stays ``<= room``: the one-at-a-time
+        rule, found by bisection. The running totals only grow; a unit fits when its total
+        plus its start cost (charged when it is the assistant's) is within ``room``, so only
+        the units between the two bisection points need a look at their role."""
+        plain = self._plain
+        k = self.count
+        if plain is None or k >= stop:
+            return
+        totals = list(accumulate(plain.tokens[k:stop], initial=self._body))
         del totals[0]
         fits_any = bisect_right(totals, room - self.start_cost)
         fits_none = bisect_right(totals, room)
-        stop = next(
-            (i for i in range(fits_any, fits_none) if built[k + i].turns[0].role == "assistant"),
-            fits_none,
+        roles = plain.roles
+        taken = next(
+            (i for i in range(fits_any, fits_none) if roles[k + i] == "assistant"), fits_none
         )
-        taken += built[k : k + stop]
-        return stop == len(totals)
+        if taken:
+            self.count = k + taken
+            self._body = totals[taken - 1]
 
     def truncate_newest(self, room: int, min_tokens: int) -> Truncation | None:
         """When nothing fits, cut the newest unit (a single message) to the room, head and
         tail kept. Returns the truncation record, or None when nothing was cut."""
-        if self.taken or not self.units or len(self.units[0]) != 1:
+        if self.count or not self.size:
             return None
+        if self._plain is None and len(self._units[0]) != 1:
+            return None
+        self._tokens_at(0)
         unit = self._unit(0)
         item, turn = unit.items[0], unit.turns[0]
         prefix = self.meter.small(turn.prefix)
-        fixed = prefix + self.meter.overhead + self._start(unit) + 1
+        fixed = prefix + self.meter.overhead + self._start(0) + 1
         if room - fixed < min_tokens:
             return None
         original = unit.tokens - prefix - self.meter.overhead
@@ -436,7 +470,8 @@ class History:
         new_turn = TurnText(turn.role, turn.prefix, cut.text)
         tokens = prefix + cut.tokens + self.meter.overhead + 1
         record = Included("message", item.id, tokens)
-        self.taken.append(Taken(unit.items, [new_turn], tokens, [tokens], [record]))
+        self._cut = Taken(unit.items, [new_turn], tokens, [tokens], [record])
+        self.count, self._body = 1, tokens
         return Truncation("message", item.id, original, cut.tokens)
 
     def drop_oldest(self, tokens: int) -> list[Taken]:
@@ -444,34 +479,77 @@ class History:
         by a fresh count of their rendered turns (stored counts may be wrong)."""
         dropped: list[Taken] = []
         freed = 0
-        while self.taken and (freed < tokens or not dropped):
-            unit = self.taken.pop()
+        while self.count and (freed < tokens or not dropped):
+            unit = self._unit(self.count - 1)
+            self.count -= 1
+            self._body -= unit.tokens
             dropped.append(unit)
             real = sum(self.meter.text(t.text) + self.meter.overhead for t in unit.turns)
             freed += max(unit.tokens, real)
         return dropped
 
+    # -- what was taken ----------------------------------------------------------------
+
+    def untaken(self) -> list[MessageItem]:
+        """The messages of the units not taken, newest unit first."""
+        if self._plain is not None:
+            return list(self._plain.items[self.count :])
+        return [m for unit in self._units[self.count :] for m in unit]
+
+    def roles_and_texts(self) -> tuple[list[str], list[str]]:
+        """The provider role and the text of each taken turn, chronological."""
+        count = self.count
+        if not count:
+            return [], []
+        plain = self._plain
+        if plain is not None and self._cut is None:
+            items = plain.items[count - 1 :: -1]
+            roles = plain.roles[count - 1 :: -1]
+            if roles.count("user") + roles.count("assistant") != count:
+                # Tool results (and any other role) are user turns, as in ``format_turn``.
+                roles = list(map(_PROVIDER_ROLE.get, roles, repeat("user")))
+            if plain.prefixes is None:
+                return roles, list(map(_content, items))
+            prefixes = plain.prefixes[count - 1 :: -1]
+            return roles, list(map(add, prefixes, map(_content, items)))
+        turns = self.turns()
+        return [t.role for t in turns], [t.text for t in turns]
+
     def turns(self) -> list[TurnText]:
         """Taken turns in chronological order."""
-        return [t for unit in reversed(self.taken) for t in unit.turns]
+        return [t for k in range(self.count - 1, -1, -1) for t in self._unit(k).turns]
 
     def included(self) -> list[Included]:
         """Taken messages in chronological order, with the tokens accounted for each."""
-        return [record for unit in reversed(self.taken) for record in unit.records]
+        count = self.count
+        plain = self._plain
+        if not count:
+            return []
+        if plain is not None and self._cut is None:
+            ids = map(_id, plain.items[count - 1 :: -1])
+            return list(
+                map(_new_included, zip(repeat("message"), ids, plain.tokens[count - 1 :: -1]))
+            )
+        return [record for k in range(count - 1, -1, -1) for record in self._unit(k).records]
 
     def ids(self) -> set[ItemId]:
-        return {m.id for unit in self.taken for m in unit.items}
+        if self._plain is not None:
+            return set(map(_id, self._plain.items[: self.count]))
+        return {m.id for unit in self._units[: self.count] for m in unit}
 
 
-def provider_messages(turns: list[TurnText]) -> list[dict[str, str]]:
-    """Alternating turns for the provider: consecutive same-role turns are merged with a
-    blank line; a conversation starting with the assistant gets a synthetic first user turn."""
+def provider_messages(roles: Sequence[str], texts: Sequence[str]) -> list[dict[str, str]]:
+    """Alternating turns for the provider from each turn's role and text: consecutive
+    same-role turns are merged with a blank line; a conversation starting with the assistant
+    gets a synthetic first user turn."""
+    if roles and roles[0] == "user" and not any(map(eq, roles, roles[1:])):
+        # Already alternating, starting with the user (as a rule): nothing to merge.
+        return [{"role": role, "content": text} for role, text in zip(roles, texts, strict=True)]
     out: list[dict[str, str]] = []
-    if turns and turns[0].role != "user":
+    if roles and roles[0] != "user":
         out.append({"role": "user", "content": CONVERSATION_START})
     last: dict[str, str] | None = out[-1] if out else None
-    for role, prefix, content in turns:
-        text = prefix + content if prefix else content
+    for role, text in zip(roles, texts, strict=True):
         if last is not None and last["role"] == role:
             last["content"] += TURN_SEPARATOR + text
         else:

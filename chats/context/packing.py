@@ -33,12 +33,12 @@ tokenizes only what the previous turns did not already send.
 from __future__ import annotations
 
 from functools import lru_cache
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING
 
 from .budget import BudgetPlan, check_policy, plan_budget, section_cap, system_cap
 from .formatting import BLOCK_SEPARATOR, USER_MEMORIES_POINTER, TurnText, format_turn
-from .history import History, Meter, drop_incomplete_groups, group_units, provider_messages
+from .history import History, Meter, drop_incomplete_groups, provider_messages
 from .sections import Picked, Retrieval, pick_facts, pick_retrieved, pick_summaries
 from .template import PER_TURN_VARIABLES, render_template, uses_variables
 from .truncate import truncate_middle, truncate_tail
@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 
 _seq = attrgetter("seq")
 _content = attrgetter("content")
+_id = attrgetter("id")
+_content_of = itemgetter("content")
 
 #: Smallest room worth cutting a summary or history message into.
 MIN_CUT_TOKENS = 48
@@ -97,7 +99,8 @@ def _history_candidates(
     if after is None:
         # The common case, hundreds of messages per turn: when none is outside the window,
         # over the cap or empty, keep them all (C-level passes instead of a Python loop).
-        kept = [m for m in newest_first if m.id != new_id]
+        ids = list(map(_id, newest_first))
+        kept = newest_first if new_id not in ids else [m for m in newest_first if m.id != new_id]
         if len(kept) <= limit:
             contents = list(map(_content, kept))
             if all(contents) and not any(map(str.isspace, contents)):
@@ -142,12 +145,15 @@ class _Draft:
             self.retrieval.render(self.inputs.bot_name),
         ]
         system = BLOCK_SEPARATOR.join(p for p in (stable, *volatile) if p)
-        return system, provider_messages([*self.history.turns(), self.new_turn]), stable
+        roles, texts = self.history.roles_and_texts()
+        roles.append(self.new_turn.role)
+        texts.append(self.new_turn.text)
+        return system, provider_messages(roles, texts), stable
 
     def count(self, system: str, messages: list[dict[str, str]]) -> int:
         ov, meter = self.meter.overhead, self.meter
         total = self.plan.framing - 2 * ov + (meter.text(system) + ov if system else 0)
-        return total + meter.texts(m["content"] for m in messages) + ov * len(messages)
+        return total + meter.texts(map(_content_of, messages)) + ov * len(messages)
 
     def cut_system(self, original: str, original_tokens: int, limit: int) -> None:
         cut = truncate_tail(original, limit, self.meter.counter, total_tokens=original_tokens)
@@ -201,9 +207,7 @@ def assemble(
     d.set_new()
     rest = plan.room - d.system_tokens - d.new_tokens
 
-    d.history = History(
-        group_units(_history_candidates(policy, inputs, excluded)), meter, inputs.multi_user
-    )
+    d.history = History(_history_candidates(policy, inputs, excluded), meter, inputs.multi_user)
     d.history.extend(rest, max_messages=policy.min_recent_messages)
     avail = rest - d.history.used
 
@@ -251,12 +255,11 @@ def assemble(
         if not d.retrieval.entries or not d.retrieval.remove(d.history.ids(), excluded):
             break
     history_room = rest - fixed - d.retrieval.used
-    if not d.history.taken:
+    if not d.history.count:
         cut = d.history.truncate_newest(history_room, MIN_CUT_TOKENS)
         if cut is not None:
             truncs.append(cut)
-    for unit in d.history.units[len(d.history.taken) :]:
-        excluded += [Excluded("message", m.id, m.tokens, "over_budget") for m in unit]
+    excluded += [Excluded("message", m.id, m.tokens, "over_budget") for m in d.history.untaken()]
 
     system, messages, stable, total, trimmed = _fit(d, excluded)
     sections = (
@@ -325,7 +328,7 @@ def _fit(d: _Draft, excluded: list[Excluded]) -> tuple[str, list[dict[str, str]]
         if d.plan.fits(total):
             return system, messages, stable, total, trimmed
         over = total - d.plan.limit
-        if d.history.taken:
+        if d.history.count:
             for unit in d.history.drop_oldest(over):
                 trimmed += len(unit.items)
                 excluded += [
