@@ -114,3 +114,39 @@ def test_stale_streaming_replies_become_incomplete_with_their_text(tenant_a, mem
         "partial answer",
         "interrupted",
     )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_emit_logs_publishes_releases_and_acquires_in_order() -> None:
+    """One call: the delta is logged, the events reach the group in order (whatever the
+    channel layer), the held lock is let go with its recheck flag, and the next lock is
+    taken only when free."""
+    hub = coordination()
+    layer, channel = await listen(events.conversation_group(7, 8))
+    held = "replies:t7:c8"
+    token = await hub.acquire(held)
+    assert token is not None
+    await hub.request_recheck(held)
+    busy = "replies:t7:c9"
+    busy_token = await hub.acquire(busy)
+    assert busy_token is not None
+
+    recheck, taken = await events.emit(
+        7,
+        8,
+        [{"type": "reply", "message_id": 5}, {"type": "delta", "message_id": 5, "seq": 1}],
+        delta=(7, 5, 1, "Hello"),
+        release=(held, token),
+        acquire=busy,
+    )
+
+    assert (recheck, taken) == (True, None)  # the recheck was asked for; the other lock is held
+    assert await hub.deltas_since(7, 5, 0) == [(1, "Hello")]
+    received = [(await layer.receive(channel))["event"]["type"] for _ in range(2)]
+    assert received == ["reply", "delta"]
+    _, taken = await events.emit(7, 8, [], acquire=held)  # released above: free again
+    assert taken is not None
+    assert await hub.acquire(held) is None
+    await hub.release(held, taken)
+    await hub.release(busy, busy_token)
