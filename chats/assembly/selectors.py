@@ -11,10 +11,11 @@ are then read as one seq range; the facts ride along in the same round trip;
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from functools import partial
-from operator import itemgetter
+from operator import eq, itemgetter
 from typing import Any, cast
 
 from django.conf import settings
@@ -38,27 +39,81 @@ def author_label(username: str | None, first: str | None, last: str | None) -> s
     return full_name
 
 
-def _labelled_items(rows: list[tuple[Any, ...]], bot_name: str) -> list[MessageItem]:
-    """Items of a group chat from rows of :func:`_recent_sql` with ``labels``: the item's
-    ten columns then the author's username, first and last name; the people's author
-    labels are built here, once per author (by username: unique, and every row of one
-    result carries the same names with it; no author: the empty label)."""
+def _labelled_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Item rows of a group chat from rows of :func:`_recent_sql` with ``labels`` (the
+    item's ten columns then the author's username, first and last name): people's author
+    labels built once per author (by username: unique, and every row of one result carries
+    the same names with it; no author: the empty label)."""
     labels: dict[str | None, str] = {}
-    items: list[MessageItem] = []
-    append = items.append
+    out: list[tuple[Any, ...]] = []
+    append = out.append
     for row in rows:
         pk, seq, role, content, author, tokens, counter, _, excerpt, _, username, first, last = row
         if role != "assistant":
             author = labels.get(username)
             if author is None:
                 author = labels[username] = author_label(username, first, last)
-        append(_new_item((pk, seq, role, content, author, tokens, counter, None, excerpt, None)))
-    return items
+        append((pk, seq, role, content, author, tokens, counter, None, excerpt, None))
+    return out
 
 
 #: ``MessageItem._make`` without its Python-level length check (each row gives all ten
-#: fields): the named tuple built in one C call, hundreds of times per turn.
+#: fields): the named tuple built in one C call.
 _new_item = cast(Callable[[Iterable[Any]], MessageItem], partial(tuple.__new__, MessageItem))
+_first = itemgetter(0)
+
+#: Characters of message contents the item memo holds (about 8-32 MB of strings).
+ITEM_MEMO_MAX_CHARS = 4_000_000
+
+
+class ItemMemo:
+    """History items this process read, by message id, reused when a row reads the same
+    again (every field equal). Thread-safe; cleared when the contents it holds pass
+    ``max_chars``.
+
+    Why: consecutive turns of a conversation read almost the same rows, and a WebSocket
+    keeps a conversation in one process. A reused item costs one comparison of its fields
+    (a memcmp of the content) instead of a new object, and its strings are the ones earlier
+    turns already hashed, so the core's lookups by text (its count memo) do not hash the
+    contents again. An item is reused only when equal to the row in every field, so it is
+    exactly what building it afresh would give (ids are unique across tenants, and the row
+    is the whole item).
+    """
+
+    def __init__(self, max_chars: int = ITEM_MEMO_MAX_CHARS) -> None:
+        self.max_chars = max_chars
+        self._items: dict[Any, MessageItem] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def items(self, rows: list[tuple[Any, ...]]) -> list[MessageItem]:
+        """The items of ``rows`` (each in :class:`MessageItem`'s columns), in order."""
+        # Lock-free reads: a dict read is atomic, and a stale or missing entry only means a
+        # new item (equality decides).
+        items: list[Any] = list(map(self._items.get, map(_first, rows)))
+        same = list(map(eq, items, rows))
+        if False not in same:
+            return items
+        fresh: list[MessageItem] = []
+        for index, equal in enumerate(same):
+            if not equal:
+                item = items[index] = _new_item(rows[index])
+                fresh.append(item)
+        with self._lock:
+            chars = sum(len(item.content) for item in fresh)
+            if self._chars + chars > self.max_chars:
+                self._items, self._chars = {}, 0
+            self._items.update(zip(map(_first, fresh), fresh, strict=True))
+            self._chars += chars
+        return items
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items, self._chars = {}, 0
+
+
+#: The process's item memo (history reads only).
+item_memo = ItemMemo()
 
 
 #: Rows that can fit, in the columns (and order) of :class:`MessageItem`, so a row becomes
@@ -219,7 +274,7 @@ def recent_messages_and_facts(
         split -= 1
     facts = [FactItem(id=row[0], text=row[3], key=row[4]) for row in rows[split:]]
     del rows[split:]
-    items = _labelled_items(rows, bot_name) if labels else list(map(_new_item, rows))
+    items = item_memo.items(_labelled_rows(rows) if labels else rows)
     return items, facts
 
 

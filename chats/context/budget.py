@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import NamedTuple
 
 from .types import BUDGET_UNITS, STRATEGIES, PackingPolicy
@@ -101,6 +102,14 @@ def message_overhead(policy: PackingPolicy, counter_overhead: int) -> int:
 
 def plan_budget(policy: PackingPolicy, *, exact: bool, counter_overhead: int = 4) -> BudgetPlan:
     """The budget of ``policy`` for a counter (``exact``, its ``message_overhead``)."""
+    return _plan_budget(policy, exact, counter_overhead)
+
+
+# A turn asks for the plan of the same policy several times (the fetch ceiling, the section
+# scaling, validation, packing), and consecutive turns of a tenant use the same policy: the
+# plan is a pure value of its arguments (policies are frozen), so it is worked out once.
+@lru_cache(maxsize=256)
+def _plan_budget(policy: PackingPolicy, exact: bool, counter_overhead: int) -> BudgetPlan:
     usable = usable_prompt_tokens(policy)
     ratio = margin_ratio(policy, exact)
     overhead = message_overhead(policy, counter_overhead)
@@ -353,6 +362,15 @@ def validate_policy(
 
 def check_policy(policy: PackingPolicy, *, exact: bool = False, counter_overhead: int = 4) -> None:
     """Raise :class:`PolicyError` if ``policy`` is invalid."""
-    issues = policy_issues(policy, exact=exact, counter_overhead=counter_overhead)
+    issues = _checked_issues(policy, exact, counter_overhead)
     if issues:
-        raise PolicyError(issues)
+        raise PolicyError(list(issues))
+
+
+# Every turn checks its policy; the issues are a pure value of the (frozen) policy and the
+# counter's shape, so a tenant's policy is validated once per process, not once per turn.
+@lru_cache(maxsize=256)
+def _checked_issues(
+    policy: PackingPolicy, exact: bool, counter_overhead: int
+) -> tuple[PolicyIssue, ...]:
+    return tuple(policy_issues(policy, exact=exact, counter_overhead=counter_overhead))

@@ -231,26 +231,74 @@ class Taken(NamedTuple):
         return self.turns[0].role
 
 
-_id = attrgetter("id")
-_role = attrgetter("role")
-_content = attrgetter("content")
-_author = attrgetter("author")
-_excerpt = attrgetter("reply_to_excerpt")
-_item_tokens = attrgetter("tokens")
-_counted_by = attrgetter("counted_by")
+#: Positions of :class:`MessageItem` fields: the columns of :func:`transpose`.
+ID, SEQ, ROLE, CONTENT, AUTHOR, TOKENS, COUNTED_BY, CREATED_AT, EXCERPT, TOOL_GROUP = map(
+    MessageItem._fields.index,
+    (
+        "id",
+        "seq",
+        "role",
+        "content",
+        "author",
+        "tokens",
+        "counted_by",
+        "created_at",
+        "reply_to_excerpt",
+        "tool_group",
+    ),
+)
+
+
+def transpose(items: Sequence[MessageItem]) -> list[tuple[Any, ...]]:
+    """The columns of ``items``: one tuple per :class:`MessageItem` field (index them with
+    ``ID``, ``SEQ``, ``ROLE``...), built in one C-level pass, where reading one field of
+    every item is one pass each."""
+    if not items:
+        return [()] * len(MessageItem._fields)
+    return list(zip(*items, strict=True))
+
+
 #: The provider role of a history turn (tool results and any other role are user turns, as
 #: in ``format_turn``).
 _PROVIDER_ROLE = {"user": "user", "assistant": "assistant", "tool": "user"}
 _new_included = cast(Callable[[Iterable[Any]], Included], partial(tuple.__new__, Included))
 
 
+#: Distinct history records the record memo holds before it starts afresh.
+RECORD_MEMO_MAX = 200_000
+#: ``Included("message", id, tokens)`` records made in this process, by ``(id, tokens)``.
+_record_memo: dict[tuple[ItemId, int], Included] = {}
+
+
+def _records(ids: Sequence[ItemId], tokens: Sequence[int]) -> list[Included]:
+    """``Included("message", id, n)`` for each id and count, the same objects as earlier
+    turns made when they can be: consecutive turns record almost the same messages, and a
+    looked-up record is no new object for the collector to scan. A record is a pure value
+    of its key, so a remembered one is exactly what a new one would be."""
+    memo = _record_memo
+    found: list[Any] = list(map(memo.get, zip(ids, tokens, strict=True)))
+    if all(found):  # records are non-empty tuples; a miss is None
+        return found
+    if len(memo) > RECORD_MEMO_MAX:
+        memo.clear()  # cheaper than eviction bookkeeping; the next turns refill it
+    for index, record in enumerate(found):
+        if record is None:
+            key = (ids[index], tokens[index])
+            found[index] = memo[key] = _new_included(("message", *key))
+    return found
+
+
 class _Columns(NamedTuple):
     """A plain history (one message per unit, each with a stored count made by the counter),
-    measured at once: items newest first, their roles, the prefix of each turn (``None``:
-    every prefix is empty) and the tokens accounted for each."""
+    measured at once: items newest first, their ids, roles and contents, the prefix of each
+    turn (``None``: every prefix is empty) and the tokens accounted for each."""
 
     items: Sequence[MessageItem]
-    roles: list[str]
+    ids: Sequence[ItemId]
+    roles: Sequence[str]
+    #: Every role is ``user`` or ``assistant``: the roles are the provider roles.
+    conversational: bool
+    contents: Sequence[str]
     prefixes: list[str] | None
     tokens: list[int]
 
@@ -274,7 +322,14 @@ class History:
       reported as recounted.
     """
 
-    def __init__(self, newest_first: Sequence[MessageItem], meter: Meter, multi_user: bool) -> None:
+    def __init__(
+        self,
+        newest_first: Sequence[MessageItem],
+        meter: Meter,
+        multi_user: bool,
+        columns: list[tuple[Any, ...]] | None = None,
+    ) -> None:
+        """``columns``: ``transpose(newest_first)`` when the caller already has it."""
         self.meter = meter
         self.multi_user = multi_user
         self.count = 0
@@ -285,7 +340,7 @@ class History:
         self._built: list[Taken] = []
         #: The newest unit cut to fit (``truncate_newest``), which then stands for unit 0.
         self._cut: Taken | None = None
-        self._plain = self._measure_plain(newest_first)
+        self._plain = self._measure_plain(newest_first, columns)
         #: Units of a history measured one by one (empty for a plain one).
         self._units: list[Sequence[MessageItem]] = (
             [] if self._plain is not None else group_units(newest_first)
@@ -305,28 +360,44 @@ class History:
 
     # -- measuring ---------------------------------------------------------------------
 
-    def _measure_plain(self, items: Sequence[MessageItem]) -> _Columns | None:
+    def _measure_plain(
+        self, items: Sequence[MessageItem], columns: list[tuple[Any, ...]] | None
+    ) -> _Columns | None:
         """The columns of a plain history, or ``None`` when it is not one."""
         meter = self.meter
-        groups = list(map(_tool_group, items))
+        if columns is None:
+            columns = transpose(items)
+        groups = columns[TOOL_GROUP]
         if groups.count(None) != len(groups):
             return None  # tool groups: units of several messages
-        tokens = list(map(_item_tokens, items))
-        if None in tokens or (tokens and min(tokens) < 0):
-            return None  # legacy rows: counted as the walk reaches them
-        counted = list(map(_counted_by, items))
+        tokens = columns[TOKENS]
+        try:
+            if tokens and min(tokens) < 0:
+                return None
+        except TypeError:
+            return None  # legacy rows (no count): counted as the walk reaches them
+        counted = columns[COUNTED_BY]
         if counted.count(None) + counted.count(meter.counter.name) != len(counted):
             return None  # counted by another counter: recounted (and reported)
-        roles = list(map(_role, items))
-        excerpts = list(map(_excerpt, items))
+        ids, roles, contents = columns[ID], columns[ROLE], columns[CONTENT]
+        excerpts = columns[EXCERPT]
         overhead = meter.overhead
-        if not self.multi_user and "tool" not in roles and not any(excerpts):
+        conversational = roles.count("user") + roles.count("assistant") == len(roles)
+        if not self.multi_user and conversational and not any(excerpts):
             # Every prefix is empty (private chats, as a rule).
             extra = meter.small("") + overhead
-            return _Columns(items, roles, None, list(map(add, tokens, repeat(extra))))
+            return _Columns(
+                items,
+                ids,
+                roles,
+                conversational,
+                contents,
+                None,
+                list(map(add, tokens, repeat(extra))),
+            )
         # The prefix depends on the role, the quoted excerpt and (multi-user) the author.
         keys: list[tuple[Any, ...]] = (
-            list(zip(roles, excerpts, map(_author, items), strict=True))
+            list(zip(roles, excerpts, columns[AUTHOR], strict=True))
             if self.multi_user
             else list(zip(roles, excerpts, strict=True))
         )
@@ -338,7 +409,10 @@ class History:
         extra_of = {key: meter.small(prefix) + overhead for key, prefix in prefix_of.items()}
         return _Columns(
             items,
+            ids,
             roles,
+            conversational,
+            contents,
             list(map(prefix_of.__getitem__, keys)),
             list(map(add, tokens, map(extra_of.__getitem__, keys))),
         )
@@ -503,15 +577,14 @@ class History:
             return [], []
         plain = self._plain
         if plain is not None and self._cut is None:
-            items = plain.items[count - 1 :: -1]
-            roles = plain.roles[count - 1 :: -1]
-            if roles.count("user") + roles.count("assistant") != count:
+            roles = list(plain.roles[count - 1 :: -1])
+            if not plain.conversational:
                 # Tool results (and any other role) are user turns, as in ``format_turn``.
                 roles = list(map(_PROVIDER_ROLE.get, roles, repeat("user")))
+            contents = plain.contents[count - 1 :: -1]
             if plain.prefixes is None:
-                return roles, list(map(_content, items))
-            prefixes = plain.prefixes[count - 1 :: -1]
-            return roles, list(map(add, prefixes, map(_content, items)))
+                return roles, list(contents)
+            return roles, list(map(add, plain.prefixes[count - 1 :: -1], contents))
         turns = self.turns()
         return [t.role for t in turns], [t.text for t in turns]
 
@@ -526,25 +599,32 @@ class History:
         if not count:
             return []
         if plain is not None and self._cut is None:
-            ids = map(_id, plain.items[count - 1 :: -1])
-            return list(
-                map(_new_included, zip(repeat("message"), ids, plain.tokens[count - 1 :: -1]))
-            )
+            return _records(plain.ids[count - 1 :: -1], plain.tokens[count - 1 :: -1])
         return [record for k in range(count - 1, -1, -1) for record in self._unit(k).records]
 
     def ids(self) -> set[ItemId]:
         if self._plain is not None:
-            return set(map(_id, self._plain.items[: self.count]))
+            return set(self._plain.ids[: self.count])
         return {m.id for unit in self._units[: self.count] for m in unit}
+
+
+def turns_alternate(roles: Sequence[str]) -> bool:
+    """Whether turns of these roles go to the provider as they are, one message each: they
+    start with the user and no two neighbours share a role."""
+    return bool(roles) and roles[0] == "user" and not any(map(eq, roles, roles[1:]))
+
+
+def one_message_each(roles: Sequence[str], texts: Sequence[str]) -> list[dict[str, str]]:
+    """Provider messages of turns that alternate (:func:`turns_alternate`)."""
+    return [{"role": role, "content": text} for role, text in zip(roles, texts, strict=True)]
 
 
 def provider_messages(roles: Sequence[str], texts: Sequence[str]) -> list[dict[str, str]]:
     """Alternating turns for the provider from each turn's role and text: consecutive
     same-role turns are merged with a blank line; a conversation starting with the assistant
     gets a synthetic first user turn."""
-    if roles and roles[0] == "user" and not any(map(eq, roles, roles[1:])):
-        # Already alternating, starting with the user (as a rule): nothing to merge.
-        return [{"role": role, "content": text} for role, text in zip(roles, texts, strict=True)]
+    if turns_alternate(roles):  # as a rule: nothing to merge
+        return one_message_each(roles, texts)
     out: list[dict[str, str]] = []
     if roles and roles[0] != "user":
         out.append({"role": "user", "content": CONVERSATION_START})

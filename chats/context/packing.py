@@ -33,12 +33,25 @@ tokenizes only what the previous turns did not already send.
 from __future__ import annotations
 
 from functools import lru_cache
-from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING
+from itertools import islice
+from operator import attrgetter, gt, itemgetter
+from typing import TYPE_CHECKING, Any
 
 from .budget import BudgetPlan, check_policy, plan_budget, section_cap, system_cap
 from .formatting import BLOCK_SEPARATOR, USER_MEMORIES_POINTER, TurnText, format_turn
-from .history import History, Meter, drop_incomplete_groups, provider_messages
+from .history import (
+    CONTENT,
+    ID,
+    SEQ,
+    TOOL_GROUP,
+    History,
+    Meter,
+    drop_incomplete_groups,
+    one_message_each,
+    provider_messages,
+    transpose,
+    turns_alternate,
+)
 from .sections import Picked, Retrieval, pick_facts, pick_retrieved, pick_summaries
 from .template import PER_TURN_VARIABLES, render_template, uses_variables
 from .truncate import truncate_middle, truncate_tail
@@ -58,8 +71,6 @@ if TYPE_CHECKING:
     from chatplatform.tokens.base import TokenCounter
 
 _seq = attrgetter("seq")
-_content = attrgetter("content")
-_id = attrgetter("id")
 _content_of = itemgetter("content")
 
 #: Smallest room worth cutting a summary or history message into.
@@ -85,7 +96,8 @@ def _system_text(inputs: AssemblyInputs, has_facts: bool, meter: Meter) -> tuple
 
 def _history_candidates(
     policy: PackingPolicy, inputs: AssemblyInputs, excluded: list[Excluded]
-) -> list[MessageItem]:
+) -> tuple[list[MessageItem], list[tuple[Any, ...]] | None]:
+    """History candidates, newest first, and their columns (``transpose``) when at hand."""
     new = inputs.new_message
     limit = policy.recent_message_cap
     after = None
@@ -94,20 +106,24 @@ def _history_candidates(
         shown = policy.max_summaries_in_context > 0 and policy.summaries_budget > 0
         covered = [s.last_seq for s in inputs.summaries if s.kind != "carried" and shown]
         after = max(covered) if covered else None
-    newest_first = sorted(inputs.recent, key=_seq, reverse=True)
     new_id = new.id
-    if after is None:
-        # The common case, hundreds of messages per turn: when none is outside the window,
-        # over the cap or empty, keep them all (C-level passes instead of a Python loop).
-        ids = list(map(_id, newest_first))
-        kept = newest_first if new_id not in ids else [m for m in newest_first if m.id != new_id]
-        if len(kept) <= limit:
-            contents = list(map(_content, kept))
-            if all(contents) and not any(map(str.isspace, contents)):
-                return drop_incomplete_groups(kept, excluded)
+    if after is None and len(inputs.recent) <= limit:
+        # The common case, hundreds of messages per turn, in C-level passes over columns:
+        # already newest first (as the caller gives them), without the new message, none
+        # empty, no tool groups: all of them are candidates.
+        columns = transpose(inputs.recent)
+        seqs, contents, groups = columns[SEQ], columns[CONTENT], columns[TOOL_GROUP]
+        if (
+            all(map(gt, seqs, islice(seqs, 1, None)))
+            and new_id not in columns[ID]
+            and all(contents)
+            and not any(map(str.isspace, contents))
+            and groups.count(None) == len(groups)
+        ):
+            return list(inputs.recent), columns
     out: list[MessageItem] = []
     append = out.append
-    for m in newest_first:
+    for m in sorted(inputs.recent, key=_seq, reverse=True):
         if m.id == new_id:
             continue
         if after is not None and m.seq <= after:
@@ -118,14 +134,16 @@ def _history_candidates(
             excluded.append(Excluded("message", m.id, m.tokens, "empty"))
         else:
             append(m)
-    return drop_incomplete_groups(out, excluded)
+    return drop_incomplete_groups(out, excluded), None
 
 
 class _Draft:
     """Mutable state of one assembly, rendered and recounted until it fits."""
 
-    def __init__(self, plan: BudgetPlan, meter: Meter, inputs: AssemblyInputs) -> None:
-        self.plan, self.meter, self.inputs = plan, meter, inputs
+    def __init__(
+        self, plan: BudgetPlan, meter: Meter, inputs: AssemblyInputs, history: History
+    ) -> None:
+        self.plan, self.meter, self.inputs, self.history = plan, meter, inputs, history
         self.system = ""
         self.system_tokens = 0
         self.system_full = ""
@@ -134,10 +152,11 @@ class _Draft:
         self.facts = Picked("facts", 0)
         self.summaries = Picked("summaries", 0)
         self.retrieval = Retrieval(0, 0)
-        self.history = History([], meter, inputs.multi_user)
         self.cuts: dict[str, Truncation] = {}
 
-    def render(self) -> tuple[str, list[dict[str, str]], str]:
+    def render(self) -> tuple[str, list[dict[str, str]], str, list[str]]:
+        """The system text, the provider messages, the stable prefix and the messages'
+        contents (in order)."""
         stable = BLOCK_SEPARATOR.join(p for p in (self.system, *self.summaries.stable_blocks) if p)
         volatile = [
             *self.summaries.blocks,
@@ -148,12 +167,18 @@ class _Draft:
         roles, texts = self.history.roles_and_texts()
         roles.append(self.new_turn.role)
         texts.append(self.new_turn.text)
-        return system, provider_messages(roles, texts), stable
+        if turns_alternate(roles):
+            # One message per turn (as a rule): the contents are the texts themselves.
+            return system, one_message_each(roles, texts), stable, texts
+        messages = provider_messages(roles, texts)
+        return system, messages, stable, list(map(_content_of, messages))
 
-    def count(self, system: str, messages: list[dict[str, str]]) -> int:
+    def count(self, system: str, contents: list[str]) -> int:
+        """The recounted total of a rendered prompt (its system text and the contents of
+        its messages)."""
         ov, meter = self.meter.overhead, self.meter
         total = self.plan.framing - 2 * ov + (meter.text(system) + ov if system else 0)
-        return total + meter.texts(map(_content_of, messages)) + ov * len(messages)
+        return total + meter.texts(contents) + ov * len(contents)
 
     def cut_system(self, original: str, original_tokens: int, limit: int) -> None:
         cut = truncate_tail(original, limit, self.meter.counter, total_tokens=original_tokens)
@@ -199,7 +224,8 @@ def assemble(
     plan = plan_budget(policy, exact=counter.exact, counter_overhead=counter.message_overhead)
     meter = Meter(counter, plan.overhead)
     excluded: list[Excluded] = []
-    d = _Draft(plan, meter, inputs)
+    candidates, columns = _history_candidates(policy, inputs, excluded)
+    d = _Draft(plan, meter, inputs, History(candidates, meter, inputs.multi_user, columns))
 
     has_facts = bool(inputs.facts) and policy.max_facts > 0
     d.system_full, system_full_tokens = _system_text(inputs, has_facts, meter)
@@ -207,7 +233,6 @@ def assemble(
     d.set_new()
     rest = plan.room - d.system_tokens - d.new_tokens
 
-    d.history = History(_history_candidates(policy, inputs, excluded), meter, inputs.multi_user)
     d.history.extend(rest, max_messages=policy.min_recent_messages)
     avail = rest - d.history.used
 
@@ -323,8 +348,8 @@ def _fit(d: _Draft, excluded: list[Excluded]) -> tuple[str, list[dict[str, str]]
     """
     trimmed = 0
     while True:
-        system, messages, stable = d.render()
-        total = d.count(system, messages)
+        system, messages, stable, contents = d.render()
+        total = d.count(system, contents)
         if d.plan.fits(total):
             return system, messages, stable, total, trimmed
         over = total - d.plan.limit

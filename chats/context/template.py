@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import NamedTuple
 
 
@@ -70,7 +71,13 @@ def describe_variables() -> list[tuple[str, str]]:
 
 def clean_value(name: str, value: object) -> str:
     """The text a variable renders as (see the module rules)."""
-    text = "" if value is None else str(value)
+    return _clean_text(name, "" if value is None else str(value))
+
+
+# Most values repeat turn after turn (names, ids, the tools list): cleaning one is three
+# regex passes, a pure function of the name and the text, so it is done once per value.
+@lru_cache(maxsize=1024)
+def _clean_text(name: str, text: str) -> str:
     var = VARIABLES.get(name)
     if var is not None and var.multiline:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -84,19 +91,36 @@ def clean_value(name: str, value: object) -> str:
     return text
 
 
-def render_template(template: str, values: Mapping[str, object]) -> str:
-    """Substitute known ``{name}`` variables from ``values`` in one pass (see module rules)."""
-    cleaned: dict[str, str] = {}
-
-    def replace(match: re.Match[str]) -> str:
+@lru_cache(maxsize=256)
+def _parts(template: str) -> tuple[tuple[str, str | None], ...]:
+    """``template`` as (text, variable) pieces: the text before a known ``{name}`` (an
+    escaped ``{{name}}`` already rendered as ``{name}``) and the name, ``None`` for the tail.
+    A tenant's template is scanned once per process, not on every turn."""
+    parts: list[tuple[str, str | None]] = []
+    text: list[str] = []
+    end = 0
+    for match in _TOKEN.finditer(template):
+        text.append(template[end : match.start()])
+        end = match.end()
         literal, name = match.group(1), match.group(2)
         if literal is not None:
-            return "{" + literal + "}"
-        if name not in cleaned:
-            cleaned[name] = clean_value(name, values.get(name))
-        return cleaned[name]
+            text.append("{" + literal + "}")
+        else:
+            parts.append(("".join(text), name))
+            text = []
+    text.append(template[end:])
+    parts.append(("".join(text), None))
+    return tuple(parts)
 
-    return _TOKEN.sub(replace, template)
+
+def render_template(template: str, values: Mapping[str, object]) -> str:
+    """Substitute known ``{name}`` variables from ``values`` in one pass (see module rules)."""
+    out: list[str] = []
+    for text, name in _parts(template):
+        out.append(text)
+        if name is not None:
+            out.append(clean_value(name, values.get(name)))
+    return "".join(out)
 
 
 def template_warnings(template: str) -> list[str]:
@@ -116,8 +140,5 @@ def uses_variables(template: str) -> set[str]:
 
 def time_values(now: datetime) -> dict[str, str]:
     """``timestamp``, ``date`` and ``time`` for ``now`` (pass an aware local datetime)."""
-    return {
-        "timestamp": now.isoformat(timespec="seconds"),
-        "date": now.strftime("%Y-%m-%d"),
-        "time": now.strftime("%H:%M"),
-    }
+    stamp = now.isoformat(timespec="seconds")  # YYYY-MM-DDTHH:MM:SS[+HH:MM]
+    return {"timestamp": stamp, "date": stamp[:10], "time": stamp[11:16]}

@@ -82,6 +82,44 @@ def test_minimum_messages_and_no_facts(conversation, member_a, django_assert_num
     assert [m.seq for m in recent] == [30, 29, 28]
 
 
+@pytest.mark.parametrize("ceiling", [0, 13, 51, 52, 53, 130, 200, 389, 390, 10_000])
+@pytest.mark.parametrize("min_messages", [0, 2, 40])
+def test_the_bound_is_the_one_at_a_time_walk(conversation, member_a, ceiling, min_messages):
+    """Whether every capped row fits (one aggregate) or not (the window walk), the rows read
+    are the ones the walk newest to oldest takes."""
+    recent, _ = read(conversation, member_a.pk, ceiling=ceiling, min_messages=min_messages)
+    expected, newer = [], 0
+    for position, seq in enumerate(range(30, 0, -1), start=1):
+        if position > min_messages and newer > ceiling:
+            break
+        expected.append(seq)
+        newer += 10 + 3  # the stored count and the overhead
+    assert [m.seq for m in recent] == expected
+
+
+def test_private_chats_read_no_names_and_groups_label_people(conversation, member_a):
+    member_a.first_name, member_a.last_name = "Ann", "Lee"
+    member_a.save()
+    private, _ = read(conversation, None, labels=False)
+    group, _ = read(conversation, None, labels=True)
+    assert [(m.role, m.author) for m in private[:2]] == [("assistant", "Bot"), ("user", "")]
+    label = f"Ann Lee (@{member_a.username})"
+    assert [(m.role, m.author) for m in group[:2]] == [("assistant", "Bot"), ("user", label)]
+    assert [m._replace(author="") for m in group] == [m._replace(author="") for m in private]
+
+
+def test_items_read_again_are_reused_only_when_nothing_changed(conversation, member_a):
+    first, _ = read(conversation, None)
+    again, _ = read(conversation, None)
+    assert all(a is b for a, b in zip(first, again, strict=True))  # the same objects
+    newest = first[0]
+    with tenant_scope(conversation.tenant_id):
+        Message.objects.filter(pk=newest.id).update(content="edited", token_count=2)
+    edited, _ = read(conversation, None)
+    assert (edited[0].content, edited[0].tokens) == ("edited", 2)
+    assert all(a is b for a, b in zip(first[1:], edited[1:], strict=True))
+
+
 def make_summary(tenant, conversation, kind, first, last, **extra):
     values = dict(
         tenant=tenant,
