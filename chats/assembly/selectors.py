@@ -141,7 +141,7 @@ SELECT m.id, m.seq, CASE WHEN m.role IN ('assistant', 'tool') THEN m.role ELSE '
        m.content, CASE WHEN m.role = 'assistant' THEN %(bot)s ELSE '' END,
        m.token_count, NULLIF(m.token_counter, ''), CAST(NULL AS text),
        CASE WHEN m.reply_to_id IS NOT NULL THEN (
-           SELECT SUBSTR(r.content, 1, %(excerpt)s) FROM chats_message r
+           SELECT SUBSTR(r.content, 1, {excerpt}) FROM chats_message r
            WHERE r.id = m.reply_to_id AND r.tenant_id = m.tenant_id
        ) END,
        CAST(NULL AS text){names}
@@ -202,7 +202,11 @@ _JOIN = "\nLEFT JOIN auth_user u ON u.id = m.author_id"
 def _recent_sql(*, labels: bool, facts: bool) -> str:
     """The statement of :func:`recent_messages_and_facts`: history rows (with the authors'
     names appended when ``labels``), then the facts when ``facts``."""
-    recent = _RECENT_SQL.format(names=_NAMES if labels else "", join=_JOIN if labels else "")
+    recent = _RECENT_SQL.format(
+        names=_NAMES if labels else "",
+        join=_JOIN if labels else "",
+        excerpt=int(REPLY_EXCERPT_CHARS),  # a constant: no parameter whose type could vary
+    )
     if not facts:
         return recent
     return f"{recent}UNION ALL{_FACTS_SQL.format(names=_NO_NAMES if labels else '')}"
@@ -214,6 +218,37 @@ RECENT_SQL = {
     for labels in (False, True)
     for facts in (False, True)
 }
+
+
+def execute_prepared(cursor: Any, sql: str, params: dict[str, Any]) -> None:
+    """``cursor.execute(sql, params)``, as a statement prepared once per connection when the
+    database binds parameters server-side (PostgreSQL with psycopg 3 and
+    ``OPTIONS["server_side_binding"]``, the project's default).
+
+    Why: the turn's history statement is long and has several subqueries; PostgreSQL spends
+    about as long parsing and planning it as running it, on every turn. Prepared, it is
+    parsed once per connection (connections persist, see ``CONN_MAX_AGE``) and planned once
+    it has a generic plan. Django leaves psycopg's automatic preparation off
+    (``prepare_threshold`` None) unless the settings ask for it, so this one statement asks
+    for it itself, for the one call (``prepare_threshold`` 0 prepares at once and reuses the
+    statement already prepared; other statements are left as the connection has them).
+    Server-side binding is also the project's switch for PgBouncer: in transaction mode
+    named statements need PgBouncer 1.21+ with ``max_prepared_statements``, and binding on
+    the client (where nothing is prepared) is what older PgBouncers get."""
+    raw = connection.connection if connection.vendor == "postgresql" else None
+    if raw is None or not _server_side_binding() or not hasattr(raw, "prepare_threshold"):
+        cursor.execute(sql, params)
+        return
+    saved = raw.prepare_threshold
+    raw.prepare_threshold = 0
+    try:
+        cursor.execute(sql, params)
+    finally:
+        raw.prepare_threshold = saved
+
+
+def _server_side_binding() -> bool:
+    return connection.settings_dict.get("OPTIONS", {}).get("server_side_binding") is True
 
 
 def recent_messages_and_facts(
@@ -248,7 +283,8 @@ def recent_messages_and_facts(
     The tenant filters are explicit because this is raw SQL."""
     with_facts = user_id is not None and max_facts > 0
     with connection.cursor() as cursor:
-        cursor.execute(
+        execute_prepared(
+            cursor,
             RECENT_SQL[labels, with_facts],
             {
                 "tenant": conversation.tenant_id,
@@ -259,7 +295,6 @@ def recent_messages_and_facts(
                 "overhead": overhead,
                 "minimum": min_messages,
                 "ceiling": ceiling,
-                "excerpt": REPLY_EXCERPT_CHARS,
                 "bot": bot_name,
                 "user": user_id,
                 "facts": max_facts,
@@ -330,7 +365,8 @@ def current_summaries(conversation: Conversation, *, max_rolling: int) -> list[S
     order, in ONE query. The tenant filter is explicit because this is raw SQL."""
     carried = bool(conversation.continues_id and conversation.carry_over_summary)
     with connection.cursor() as cursor:
-        cursor.execute(
+        execute_prepared(
+            cursor,
             CURRENT_SUMMARIES_SQL + (CARRIED_SUMMARY_SQL if carried else ""),
             {
                 "tenant": conversation.tenant_id,

@@ -5,10 +5,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.assembly.selectors import current_summaries, recent_messages_and_facts
+from chats.assembly.selectors import (
+    _server_side_binding,
+    current_summaries,
+    recent_messages_and_facts,
+)
 from chats.models import Message
 from chats.services import conversation_create, message_create
 from memory.models import UserFact
@@ -118,6 +123,20 @@ def test_items_read_again_are_reused_only_when_nothing_changed(conversation, mem
     edited, _ = read(conversation, None)
     assert (edited[0].content, edited[0].tokens) == ("edited", 2)
     assert all(a is b for a, b in zip(first[1:], edited[1:], strict=True))
+
+
+def test_the_history_statement_is_prepared_once_per_connection(conversation, member_a):
+    if connection.vendor != "postgresql" or not _server_side_binding():
+        pytest.skip("prepared statements need PostgreSQL with server-side binding")
+    before = connection.connection.prepare_threshold
+    for _ in range(3):
+        recent, _ = read(conversation, member_a.pk)
+    assert [m.seq for m in recent] == list(range(30, 0, -1))
+    assert connection.connection.prepare_threshold == before  # other statements: untouched
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert len([s for s in prepared if "FROM chats_message m" in s]) == 1
 
 
 def make_summary(tenant, conversation, kind, first, last, **extra):
