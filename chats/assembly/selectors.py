@@ -2,11 +2,12 @@
 and run inside its tenant scope; none loads a whole conversation.
 
 Query plan of one turn: (1) ONE query for recent history and the user's current facts (at
-most ``max_facts_per_user``): a walk of ``(tenant, conversation, seq desc)`` summing
-``token_count`` over at most ``recent_message_cap`` rows finds the rows that can fit, which
-are then read as one seq range; the facts ride along in the same round trip;
-(2) current summaries (bounded by kinds and ``max_summaries_in_context``); (3) retrieval
-(its own bounded queries).
+most ``max_facts_per_user``): the ``token_count`` of at most ``recent_message_cap`` entries
+of ``(tenant, conversation, seq desc)`` find the rows that can fit (one sum when they all
+do, else a walk), which are then read as one seq range; the facts ride along in the same
+round trip; (2) current summaries (bounded by kinds and ``max_summaries_in_context``);
+(3) retrieval (its own bounded queries). (1) and (2) are prepared once per connection when
+parameters are bound server-side (:func:`execute_prepared`).
 """
 
 from __future__ import annotations

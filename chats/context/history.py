@@ -2,8 +2,8 @@
 
 History is taken as whole *units*, newest first and without gaps: a unit is one message, or
 every message between a tool call and its results (so a call and its results are kept or
-dropped together). Tokens of a unit are counted only when the walk reaches it, from stored
-counts where they were made by this counter.
+dropped together). Tokens of a unit come from stored counts where this counter made them;
+a text without one is counted only when the walk reaches it.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ _new_included = cast(Callable[[Iterable[Any]], Included], partial(tuple.__new__,
 
 
 #: Distinct history records the record memo holds before it starts afresh.
-RECORD_MEMO_MAX = 200_000
+RECORD_MEMO_MAX = 50_000
 #: ``Included("message", id, tokens)`` records made in this process, by ``(id, tokens)``.
 _record_memo: dict[tuple[ItemId, int], Included] = {}
 

@@ -25,9 +25,11 @@ prompt and new message is cut further. ``trimmed_after_recount`` reports it; it 
 practice because per-item accounting is conservative.
 
 Work: counts are taken only for items that reach the walk and lack a stored count by this
-counter, for short prefixes, and once on the final output; a text is tokenized at most once
-per process (:class:`~chats.context.history.CountMemo`), so the final recount of a turn
-tokenizes only what the previous turns did not already send.
+counter, for short prefixes, and once on the final output; a text is tokenized once per
+process while turns keep using it (:class:`~chats.context.history.CountMemo`), so the final
+recount of a turn tokenizes only what the previous turns did not already send. Per message,
+the common case is a handful of C-level passes over columns (see
+:class:`~chats.context.history.History`).
 """
 
 from __future__ import annotations

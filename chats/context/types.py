@@ -116,7 +116,8 @@ class MessageItem(NamedTuple):
     """One stored message (immutable).
 
     ``author`` is the display label: ``"Full Name (@username)"`` for people, the bot's name
-    for assistant turns. ``tokens`` counts ``content`` only (``None`` = unknown/legacy).
+    for assistant turns; it may be empty where no label is shown (people's turns in the
+    history of a private chat). ``tokens`` counts ``content`` only (``None`` = unknown/legacy).
     Messages sharing a ``tool_group`` (a tool call and its results) are kept or dropped
     together; a group missing its call or its result is left out.
 
