@@ -93,9 +93,9 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
     "DB_SERVER_SIDE_BINDING", default=True
 ):
-    # Parameters sent apart from the SQL, and statements a connection runs five times
-    # prepared (psycopg's threshold): PostgreSQL parses and plans the hot path's statements
-    # once per connection instead of every turn. Behind PgBouncer in transaction mode this
+    # Parameters sent apart from the SQL (no client-side quoting of every value), and the
+    # assembly's history and summaries statements prepared once per connection
+    # (chats.assembly.selectors.execute_prepared). Behind PgBouncer in transaction mode this
     # needs PgBouncer 1.21+ with max_prepared_statements; set 0 for older ones.
     DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
