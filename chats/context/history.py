@@ -383,38 +383,28 @@ class History:
         excerpts = columns[EXCERPT]
         overhead = meter.overhead
         conversational = roles.count("user") + roles.count("assistant") == len(roles)
+        prefixes: list[str] | None
+        extras: Iterable[int]
         if not self.multi_user and conversational and not any(excerpts):
             # Every prefix is empty (private chats, as a rule).
-            extra = meter.small("") + overhead
-            return _Columns(
-                items,
-                ids,
-                roles,
-                conversational,
-                contents,
-                None,
-                list(map(add, tokens, repeat(extra))),
+            prefixes, extras = None, repeat(meter.small("") + overhead)
+        else:
+            # The prefix depends on the role, the quoted excerpt and (multi-user) the author.
+            keys: list[tuple[Any, ...]] = (
+                list(zip(roles, excerpts, columns[AUTHOR], strict=True))
+                if self.multi_user
+                else list(zip(roles, excerpts, strict=True))
             )
-        # The prefix depends on the role, the quoted excerpt and (multi-user) the author.
-        keys: list[tuple[Any, ...]] = (
-            list(zip(roles, excerpts, columns[AUTHOR], strict=True))
-            if self.multi_user
-            else list(zip(roles, excerpts, strict=True))
-        )
-        # One item per distinct key (built in C), formatted once each.
-        representative = dict(zip(keys, items, strict=True))
-        prefix_of = {
-            key: format_turn(m, self.multi_user).prefix for key, m in representative.items()
-        }
-        extra_of = {key: meter.small(prefix) + overhead for key, prefix in prefix_of.items()}
+            # One item per distinct key (built in C), formatted once each.
+            representative = dict(zip(keys, items, strict=True))
+            prefix_of = {
+                key: format_turn(m, self.multi_user).prefix for key, m in representative.items()
+            }
+            extra_of = {key: meter.small(prefix) + overhead for key, prefix in prefix_of.items()}
+            prefixes = list(map(prefix_of.__getitem__, keys))
+            extras = map(extra_of.__getitem__, keys)
         return _Columns(
-            items,
-            ids,
-            roles,
-            conversational,
-            contents,
-            list(map(prefix_of.__getitem__, keys)),
-            list(map(add, tokens, map(extra_of.__getitem__, keys))),
+            items, ids, roles, conversational, contents, prefixes, list(map(add, tokens, extras))
         )
 
     def _measure(self, items: Sequence[MessageItem]) -> Taken:

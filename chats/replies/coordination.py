@@ -42,6 +42,14 @@ def runner_lock_name(tenant_id: int, conversation_id: int) -> str:
     return f"replies:t{tenant_id}:c{conversation_id}"
 
 
+def _lock_key(name: str) -> str:
+    return f"chatplatform:lock:{name}"
+
+
+def _recheck_key(name: str) -> str:
+    return f"chatplatform:recheck:{name}"
+
+
 def _key(kind: str, tenant_id: int, object_id: int) -> str:
     return f"chatplatform:{kind}:t{tenant_id}:{object_id}"
 
@@ -206,11 +214,11 @@ class RedisCoordination(Coordination):
 
     async def acquire(self, name: str, ttl: float = LOCK_TTL_SECONDS) -> str | None:
         token = uuid.uuid4().hex
-        ok = await self.client.set(f"chatplatform:lock:{name}", token, nx=True, px=int(ttl * 1000))
+        ok = await self.client.set(_lock_key(name), token, nx=True, px=int(ttl * 1000))
         return token if ok else None
 
     async def refresh(self, name: str, token: str, ttl: float = LOCK_TTL_SECONDS) -> bool:
-        key = f"chatplatform:lock:{name}"
+        key = _lock_key(name)
         script = (
             "if redis.call('get', KEYS[1]) == ARGV[1] then "
             "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
@@ -218,8 +226,7 @@ class RedisCoordination(Coordination):
         return bool(await self.client.eval(script, 1, key, token, int(ttl * 1000)))
 
     async def release(self, name: str, token: str) -> bool:
-        keys = (f"chatplatform:lock:{name}", f"chatplatform:recheck:{name}")
-        return bool(await self.client.eval(_RELEASE, 2, *keys, token))
+        return bool(await self.client.eval(_RELEASE, 2, _lock_key(name), _recheck_key(name), token))
 
     async def publish(
         self,
@@ -244,19 +251,15 @@ class RedisCoordination(Coordination):
                 pipe.publish(channel, payload)
             if release is not None:
                 name, held = release
-                pipe.eval(
-                    _RELEASE, 2, f"chatplatform:lock:{name}", f"chatplatform:recheck:{name}", held
-                )
+                pipe.eval(_RELEASE, 2, _lock_key(name), _recheck_key(name), held)
             if acquire is not None:
-                pipe.set(f"chatplatform:lock:{acquire}", token, nx=True, px=LOCK_TTL_SECONDS * 1000)
+                pipe.set(_lock_key(acquire), token, nx=True, px=LOCK_TTL_SECONDS * 1000)
             results = await pipe.execute()
-        taken = token if acquire is not None and results[-1] else None
-        if release is None:
-            return False, taken
-        return bool(results[-2] if acquire is not None else results[-1]), taken
+        taken = token if acquire is not None and results.pop() else None
+        return (bool(results[-1]) if release is not None else False), taken
 
     async def request_recheck(self, name: str) -> None:
-        await self.client.set(f"chatplatform:recheck:{name}", "1", ex=LOCK_TTL_SECONDS * 2)
+        await self.client.set(_recheck_key(name), "1", ex=LOCK_TTL_SECONDS * 2)
 
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         await self.client.set(_key("stop", tenant_id, conversation_id), "1", ex=120)
