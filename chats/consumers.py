@@ -11,6 +11,7 @@ for one that does not exist.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -24,13 +25,22 @@ from chats.replies import commands
 from chats.replies.coordination import coordination, runner_lock_name
 from chats.replies.db import db
 from chats.replies.events import conversation_group, emit, message_event
-from chats.replies.intake import accept_user_message, reply_snapshot
+from chats.replies.intake import accept_and_prepare, reply_snapshot
 from chats.replies.runner import start_runner
 from chats.selectors import conversation_for_member
 from chats.services.conversations import cached_policy, policy_for
 from chats.services.messages import MessageRejected
 
 logger = logging.getLogger(__name__)
+
+
+def _answer_in_background(step: asyncio.Future[Any], tenant_id: int, token: str | None) -> None:
+    """Start the runner for a message stored by a step whose consumer went away meanwhile."""
+    if step.cancelled() or step.exception() is not None:
+        return
+    message, _created, first = step.result()
+    start_runner(tenant_id, message.conversation_id, token=token, first=first)
+
 
 APIKEY_SUBPROTOCOL = "apikey."
 PROTOCOL = "chatplatform.v1"
@@ -130,14 +140,21 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return
         policy = cached_policy(conversation) or await db(policy_for)(conversation)
         limit = policy.user_messages_per_minute
-        rate_key = f"msg:t{conversation.tenant_id}:u{self.user.pk}"
-        if await coordination().hit(rate_key, 60) > limit:
+        tenant_id = conversation.tenant_id
+        hub = coordination()
+        lock = runner_lock_name(tenant_id, conversation.pk)
+        # One round trip counts the message against the rate and takes the runner lock when
+        # it is free: then the same thread trip that stores the message prepares its reply.
+        count, token = await hub.hit_and_acquire(f"msg:t{tenant_id}:u{self.user.pk}", 60, lock)
+        if count > limit:
+            await self._let_go(lock, token)
             await self._error(
                 "rate_limited", f"Too many messages: at most {limit} per minute.", client_id
             )
             return
-        try:
-            message, created = await db(accept_user_message)(
+        step = asyncio.ensure_future(
+            db(accept_and_prepare)(
+                prepare=token is not None,
                 conversation=conversation,
                 user=self.user,
                 content=content,
@@ -145,9 +162,20 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 reply_to_id=data.get("reply_to"),
                 image=data.get("image"),
             )
+        )
+        try:
+            message, created, first = await asyncio.shield(step)
         except MessageRejected as exc:
+            await self._let_go(lock, token)
             await self._error(exc.code, exc.message, client_id)
             return
+        except asyncio.CancelledError:
+            # The consumer is going away, the step is not: whatever it stored is answered.
+            step.add_done_callback(lambda done: _answer_in_background(done, tenant_id, token))
+            raise
+        except Exception:
+            await self._let_go(lock, token)
+            raise
         await self.send_json(
             {
                 "type": "ack",
@@ -157,27 +185,36 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 "duplicate": not created,
             }
         )
-        tenant_id = conversation.tenant_id
         if created:
-            # Other sockets of the conversation (tabs, group members) see the new message; in
-            # the same round trip, the runner lock for the reply is taken when it is free.
-            token = None
-            try:
-                _, token = await emit(
-                    tenant_id,
-                    conversation.pk,
-                    [message_event(message, getattr(self.user, "username", ""))],
-                    origin=self.channel_name,  # this socket has its ack
-                    acquire=runner_lock_name(tenant_id, conversation.pk),
-                )
-            finally:
-                # The message is stored: its reply is started whatever became of the event.
-                start_runner(tenant_id, conversation.pk, token=token)
+            # Other sockets of the conversation (tabs, group members) see the new message:
+            # with the reply's first delta when this consumer holds the lock, else at once.
+            event = message_event(message, getattr(self.user, "username", ""))
+            if token is None:
+                try:
+                    await emit(tenant_id, conversation.pk, [event], origin=self.channel_name)
+                finally:
+                    # The message is stored: its reply is started whatever became of the event.
+                    start_runner(tenant_id, conversation.pk)
+                return
+            start_runner(
+                tenant_id,
+                conversation.pk,
+                token=token,
+                first=first,
+                lead=[(event, self.channel_name)],
+            )
             return
         snapshot = await db(reply_snapshot)(tenant_id, message)
         if snapshot is not None:
             await self.send_json(snapshot)
-        start_runner(tenant_id, conversation.pk)
+        start_runner(tenant_id, conversation.pk, token=token)
+
+    async def _let_go(self, lock: str, token: str | None) -> None:
+        """Let go of the runner lock taken for a message that was not stored; a runner that
+        asked the holder to look again meanwhile is answered by looking again."""
+        assert self.conversation is not None
+        if token is not None and await coordination().release(lock, token):
+            start_runner(self.conversation.tenant_id, self.conversation.pk)
 
     async def _resume(self, data: dict[str, Any]) -> None:
         assert self.conversation is not None

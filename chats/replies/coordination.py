@@ -50,6 +50,11 @@ def _recheck_key(name: str) -> str:
     return f"chatplatform:recheck:{name}"
 
 
+def _rate_key(key: str, window_seconds: int) -> str:
+    """The counter of ``key`` in the current fixed window."""
+    return f"chatplatform:rate:{key}:{int(time.time() // window_seconds)}"
+
+
 def _key(kind: str, tenant_id: int, object_id: int) -> str:
     return f"chatplatform:{kind}:t{tenant_id}:{object_id}"
 
@@ -92,6 +97,14 @@ class Coordination:
     async def hit(self, key: str, window_seconds: int) -> int:
         """Atomically count one event in the current window; return the count so far."""
         raise NotImplementedError
+
+    async def hit_and_acquire(
+        self, key: str, window_seconds: int, lock: str
+    ) -> tuple[int, str | None]:
+        """:meth:`hit` then :meth:`acquire` of ``lock`` (in one round trip on Redis): the
+        count so far and the lock's token (None when another holds it). A caller that does
+        not go on (the count is over its limit) lets go of the lock it got."""
+        return await self.hit(key, window_seconds), await self.acquire(lock)
 
 
 class LocalCoordination(Coordination):
@@ -267,9 +280,20 @@ class RedisCoordination(Coordination):
     async def take_stop(self, tenant_id: int, conversation_id: int) -> bool:
         return bool(await self.client.delete(_key("stop", tenant_id, conversation_id)))
 
+    async def hit_and_acquire(
+        self, key: str, window_seconds: int, lock: str
+    ) -> tuple[int, str | None]:
+        token = uuid.uuid4().hex
+        async with self.client.pipeline(transaction=False) as pipe:
+            # EVAL, not the registered script: a pipeline holding a script checks that it is
+            # loaded (SCRIPT EXISTS) in a round trip of its own on every execute.
+            pipe.eval(_COUNT_HIT, 1, _rate_key(key, window_seconds), window_seconds * 2)
+            pipe.set(_lock_key(lock), token, nx=True, px=LOCK_TTL_SECONDS * 1000)
+            count, taken = await pipe.execute()
+        return int(count), (token if taken else None)
+
     async def hit(self, key: str, window_seconds: int) -> int:
-        bucket = int(time.time() // window_seconds)
-        full_key = f"chatplatform:rate:{key}:{bucket}"
+        full_key = _rate_key(key, window_seconds)
         # One atomic command (EVALSHA after the first call) instead of MULTI/INCR/EXPIRE/EXEC.
         client = self.client
         if self._count_hit_script is None:  # the script's SHA, computed once per process

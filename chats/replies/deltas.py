@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from chats.replies.coordination import Coordination
-from chats.replies.events import emit
+from chats.replies.events import Addressed, emit
 
 logger = logging.getLogger(__name__)
 
@@ -26,9 +26,11 @@ class DeltaSender:
     within ``DELTA_INTERVAL`` of it) goes out together in the next delta. A failed send is
     logged and the text is not resent: the stored reply is the truth a client resyncs from.
 
-    ``lead`` (the ``reply`` event announcing the reply) goes out first, as soon as the task
+    ``lead`` (events with their origins: the ``reply`` event announcing the reply, and the
+    user message's own event when it was not sent yet) goes out first, as soon as the task
     runs: alone when the provider is still thinking, or in the same round trip as the first
-    delta when the text came at once.
+    delta when the text came at once. The sender empties the list as it sends it, so the
+    caller can tell whether what it handed over went out.
     """
 
     def __init__(
@@ -38,19 +40,19 @@ class DeltaSender:
         conversation_id: int,
         message_id: int,
         *,
-        lead: dict[str, Any] | None = None,
+        lead: list[Addressed] | None = None,
     ) -> None:
         self._hub = hub
         self._tenant_id = tenant_id
         self._conversation_id = conversation_id
         self._message_id = message_id
         self._pending: list[str] = []
-        self._lead = lead
+        self._lead = lead if lead is not None else []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self.seq = 0
-        if lead is not None:
+        if self._lead:
             self._wake.set()
             self._task = asyncio.create_task(self._run())
 
@@ -72,7 +74,7 @@ class DeltaSender:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if self._pending or self._lead is not None:
+            if self._pending or self._lead:
                 started = time.monotonic()
                 sent_text = await self._send()
                 pause = DELTA_INTERVAL - (time.monotonic() - started)
@@ -83,10 +85,9 @@ class DeltaSender:
 
     async def _send(self) -> bool:
         """Send the lead and what is pending; returns whether text went out."""
+        leading = self._lead[:]
+        self._lead.clear()
         events: list[dict[str, Any]] = []
-        if self._lead is not None:
-            events.append(self._lead)
-            self._lead = None
         delta = None
         if self._pending:
             text = "".join(self._pending)
@@ -97,7 +98,14 @@ class DeltaSender:
                 {"type": "delta", "message_id": self._message_id, "seq": self.seq, "text": text}
             )
         try:
-            await emit(self._tenant_id, self._conversation_id, events, delta=delta, hub=self._hub)
+            await emit(
+                self._tenant_id,
+                self._conversation_id,
+                events,
+                delta=delta,
+                hub=self._hub,
+                leading=leading,
+            )
         except Exception:
             logger.warning(
                 "delta %s of reply %s not sent", self.seq, self._message_id, exc_info=True

@@ -17,6 +17,10 @@ from chats.replies.coordination import (
     coordination,
 )
 
+#: An event and the channel of the one socket it is not sent to ("" for none): the socket
+#: the event answers, which has been told already.
+Addressed = tuple[dict[str, Any], str]
+
 
 def conversation_group(tenant_id: int, conversation_id: int) -> str:
     """Group name of a conversation's sockets; the tenant is part of it, so names never
@@ -43,8 +47,10 @@ async def emit(
     release: tuple[str, str] | None = None,
     acquire: str | None = None,
     hub: Coordination | None = None,
+    leading: Sequence[Addressed] = (),
 ) -> tuple[bool, str | None]:
-    """Send ``events`` in order to the conversation's sockets (all but ``origin``), after
+    """Send ``leading`` (each event with its own origin), then ``events`` in order to the
+    conversation's sockets (all but ``origin``), after
     appending ``delta`` to its reply's delta log, then let go of the runner lock ``release``
     (name, token), then try to take the lock ``acquire``. Returns whether a recheck was
     requested while the released lock was held (False without ``release``), and the token of
@@ -60,7 +66,8 @@ async def emit(
     """
     hub = hub or coordination()
     group = conversation_group(tenant_id, conversation_id)
-    messages = [_layer_message(event, origin) for event in events]
+    messages = [_layer_message(event, sender) for event, sender in leading]
+    messages += [_layer_message(event, origin) for event in events]
     direct = _direct_publisher()
     if direct is not None and isinstance(hub, RedisCoordination):
         layer, loop_layer = direct

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageRejected, decode_base64_image
 from chats.models import Conversation, Message, Role
+from chats.replies.turns import NextTurn, prepare_next_turn
 from chats.services.conversations import policy_for
 from chats.services.messages import MessageRejected, message_create
+
+logger = logging.getLogger(__name__)
 
 
 def accept_user_message(
@@ -53,6 +57,24 @@ def accept_user_message(
         reply_to=reply_to,
         image=decoded,
     )
+
+
+def accept_and_prepare(*, prepare: bool, **message: Any) -> tuple[Message, bool, NextTurn | None]:
+    """:func:`accept_user_message` (``message`` are its arguments), then, when the message is
+    new and ``prepare`` (the caller holds the conversation's runner lock), the queue's next
+    turn, in the same thread trip: what the runner would otherwise prepare first. The
+    message is committed before the turn is prepared. A preparation that fails (the database
+    went away) gives None, and the runner tries again; MessageRejected is raised as by
+    :func:`accept_user_message`."""
+    stored, created = accept_user_message(**message)
+    if not (created and prepare):
+        return stored, created, None
+    try:
+        found = prepare_next_turn(stored.tenant_id, stored.conversation_id)
+    except Exception:
+        logger.exception("preparing the reply to message %s failed", stored.pk)
+        return stored, created, None
+    return stored, created, found
 
 
 def rate_limit_for(conversation: Conversation) -> int:

@@ -26,7 +26,7 @@ from chats.replies import turns
 from chats.replies.coordination import coordination, runner_lock_name
 from chats.replies.db import db
 from chats.replies.deltas import DeltaSender
-from chats.replies.events import broadcast, emit
+from chats.replies.events import Addressed, broadcast, emit
 
 logger = logging.getLogger(__name__)
 
@@ -71,25 +71,48 @@ def set_provider_factory(factory: ProviderFactory | None) -> None:
 
 
 def start_runner(
-    tenant_id: int, conversation_id: int, *, token: str | None = None
+    tenant_id: int,
+    conversation_id: int,
+    *,
+    token: str | None = None,
+    first: turns.NextTurn | None = None,
+    lead: list[Addressed] | None = None,
 ) -> asyncio.Task[Any]:
-    """Run the conversation's replies in the background of the current event loop.
-    ``token``: the runner lock, when the caller took it already (the runner lets it go)."""
-    task = asyncio.create_task(run_replies(tenant_id, conversation_id, token=token))
+    """Run the conversation's replies in the background of the current event loop; the
+    arguments are as for :func:`run_replies`."""
+    task = asyncio.create_task(
+        run_replies(tenant_id, conversation_id, token=token, first=first, lead=lead)
+    )
     _background.add(task)
     task.add_done_callback(_background.discard)
     return task
 
 
-async def run_replies(tenant_id: int, conversation_id: int, *, token: str | None = None) -> None:
+async def run_replies(
+    tenant_id: int,
+    conversation_id: int,
+    *,
+    token: str | None = None,
+    first: turns.NextTurn | None = None,
+    lead: list[Addressed] | None = None,
+) -> None:
     """Answer every waiting user message of the conversation, oldest first; returns when the
     queue is empty. Only one runner per conversation holds the lock. A runner that finds the
     lock taken leaves a "look again" flag for the holder, which checks it after letting go;
     taking the lock once more after setting the flag closes the gap where the holder let go
-    and checked just before the flag was set."""
+    and checked just before the flag was set.
+
+    ``token``: the lock, when the caller took it already (the runner lets it go). With it,
+    ``first``: the queue's first turn, when the caller prepared it already, and ``lead``:
+    events for the conversation's sockets not sent yet (the new message's own event), which
+    go out with the first reply's first delta, or with the lock's release if no reply
+    streams. Both only count while the caller's token holds the lock."""
     lock_name = runner_lock_name(tenant_id, conversation_id)
     hub = coordination()
     attempted: set[int] = set()
+    pending: list[Addressed] = lead if lead is not None and token is not None else []
+    if token is None:
+        first = None
     while True:
         if token is None:
             token = await hub.acquire(lock_name)
@@ -104,9 +127,12 @@ async def run_replies(tenant_id: int, conversation_id: int, *, token: str | None
             more = True
             while more:
                 try:
-                    found = await db(turns.prepare_next_turn)(
-                        tenant_id, conversation_id, frozenset(attempted)
-                    )
+                    if first is not None:
+                        found, first = first, None
+                    else:
+                        found = await db(turns.prepare_next_turn)(
+                            tenant_id, conversation_id, frozenset(attempted)
+                        )
                 except Exception:
                     # The database is unreachable: the messages stay waiting, and the next
                     # message (or a resend) starts a runner that answers them in order.
@@ -114,10 +140,13 @@ async def run_replies(tenant_id: int, conversation_id: int, *, token: str | None
                     return
                 attempted.update(found.tried)
                 for _message_id, reply_id in found.failures:
-                    await broadcast(tenant_id, conversation_id, _internal_error(reply_id))
+                    await emit(
+                        tenant_id, conversation_id, [_internal_error(reply_id)], leading=pending
+                    )
+                    pending.clear()
                 if found.prepared is None:
                     break
-                closing = await _answer(found.prepared, (lock_name, token))
+                closing = await _answer(found.prepared, (lock_name, token), lead=pending)
                 more = found.more
                 if more:
                     if closing is not None:
@@ -130,19 +159,24 @@ async def run_replies(tenant_id: int, conversation_id: int, *, token: str | None
                 conversation_id,
                 [closing] if closing is not None else [],
                 release=(lock_name, token),
+                leading=pending[:],
             )
+            pending.clear()
         if not recheck:
             return
         token = None
 
 
-async def _answer(prepared: turns.PreparedTurn, lock: tuple[str, str]) -> dict[str, Any] | None:
+async def _answer(
+    prepared: turns.PreparedTurn, lock: tuple[str, str], *, lead: list[Addressed]
+) -> dict[str, Any] | None:
     """Answer one prepared turn; returns the closing event (``done`` or ``error``) for the
     caller to send, None when another runner answers it. An unexpected failure marks the
-    reply failed, instead of leaving the message without an outcome."""
+    reply failed, instead of leaving the message without an outcome. ``lead``: events to
+    send before the reply's first delta; what is still in it on return was not sent."""
     message_id = prepared.user_message_id
     try:
-        return await _reply(prepared, lock=lock)
+        return await _reply(prepared, lock=lock, lead=lead)
     except Exception:
         logger.exception("reply to message %s failed unexpectedly", message_id)
         reply_id = await db(turns.record_internal_error)(prepared.tenant_id, message_id)
@@ -162,7 +196,10 @@ def _internal_error(reply_id: int | None) -> dict[str, Any]:
 
 
 async def _reply(
-    prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None = None
+    prepared: turns.PreparedTurn,
+    *,
+    lock: tuple[str, str] | None = None,
+    lead: list[Addressed] | None = None,
 ) -> dict[str, Any] | None:
     """Stream and store the reply of a prepared turn. Never raises for provider failures:
     the reply ends ``complete``, ``incomplete`` (partial text kept) or ``failed``. Returns
@@ -170,7 +207,7 @@ async def _reply(
     stored; None when another runner took the turn over."""
     tenant_id, user_message_id = prepared.tenant_id, prepared.user_message_id
     try:
-        return await _stream(prepared, lock=lock)
+        return await _stream(prepared, lock=lock, lead=lead)
     except PromptTooLong as exc:
         # Our estimate was low: re-assemble once with a smaller budget, and learn from it.
         if exc.prompt_tokens:
@@ -223,7 +260,12 @@ async def _execute_tool(prepared: turns.PreparedTurn, call: ToolCall) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
-async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None) -> dict[str, Any]:
+async def _stream(
+    prepared: turns.PreparedTurn,
+    *,
+    lock: tuple[str, str] | None,
+    lead: list[Addressed] | None = None,
+) -> dict[str, Any]:
     hub = coordination()
     tenant_id, conversation_id = prepared.tenant_id, prepared.conversation_id
     message_id = prepared.assistant_message_id
@@ -246,7 +288,9 @@ async def _stream(prepared: turns.PreparedTurn, *, lock: tuple[str, str] | None)
         )
     else:
         events = provider.stream(prepared.request)
-    deltas = DeltaSender(hub, tenant_id, conversation_id, message_id, lead=announcement)
+    lead = lead if lead is not None else []
+    lead.append((announcement, ""))
+    deltas = DeltaSender(hub, tenant_id, conversation_id, message_id, lead=lead)
     try:
         async for event in events:
             if isinstance(event, TextDelta) and event.text:
