@@ -127,6 +127,13 @@ def slow_policy(tenant: Any, per_minute: int) -> None:
     clear_policy_cache()
 
 
+def complete_replies(conversation: Any) -> int:
+    with tenant_scope(conversation.tenant_id):
+        return Message.objects.filter(
+            conversation=conversation, role="assistant", status="complete"
+        ).count()
+
+
 def user_messages(conversation: Any) -> int:
     with tenant_scope(conversation.tenant_id):
         return Message.objects.filter(conversation=conversation, role="user").count()
@@ -198,3 +205,12 @@ async def test_message_rate_holds_under_concurrent_sockets(tenant_a, member_a):
     for ws in sockets:
         await ws.disconnect()
     assert await database_sync_to_async(user_messages)(conversation) == limit
+    # Every accepted message was answered, and the runner lock that rate-limited frames took
+    # in the same round trip as their count was let go.
+    assert await database_sync_to_async(complete_replies)(conversation) == limit
+    from chats.replies.coordination import coordination, runner_lock_name
+
+    lock = runner_lock_name(conversation.tenant_id, conversation.pk)
+    token = await coordination().acquire(lock)
+    assert token is not None
+    await coordination().release(lock, token)

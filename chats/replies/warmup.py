@@ -1,0 +1,68 @@
+"""Opening the reply path's database connections before the first user needs them."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import wait
+
+from django.conf import settings
+from django.db import connection
+
+from chats.assembly.selectors import recent_messages_and_facts
+from chats.models import Conversation
+from chats.replies.db import _in_thread, _pool
+from chats.replies.turns import waiting_messages
+from chats.services.message_rows import message_for_reply
+
+logger = logging.getLogger(__name__)
+
+#: Seconds the warm-up may take before the process starts serving anyway.
+WARM_UP_TIMEOUT_SECONDS = 20.0
+
+
+def warm_up_database_threads(timeout: float = WARM_UP_TIMEOUT_SECONDS) -> int:
+    """In every thread of the reply path's pool (``settings.DB_THREADS``): open its
+    persistent connection and run the turn's read statements once, for ids that match
+    nothing. Returns how many threads were warmed.
+
+    Why: otherwise the first turns after a start pay, on every thread, for connecting, for
+    the new PostgreSQL backend's catalog caches and for preparing the statements; under
+    load that start-up work queues the first seconds of replies. Blocks the caller (at
+    most ``timeout`` seconds); never raises: a database that is down now is connected to
+    when it is back, as usual."""
+    threads = max(1, int(getattr(settings, "DB_THREADS", 1)))
+    # Every task waits for all the others: each lands on a thread of its own.
+    barrier = threading.Barrier(threads, timeout=timeout)
+    tasks = [_pool().submit(_in_thread, _warm_one, barrier) for _ in range(threads)]
+    done, _ = wait(tasks, timeout=timeout)
+    warmed = 0
+    for task in done:
+        error = task.exception()
+        if error is None:
+            warmed += 1
+        else:
+            logger.warning("warming a database thread failed: %s", error)
+    return warmed
+
+
+def _warm_one(barrier: threading.Barrier) -> None:
+    barrier.wait()
+    connection.ensure_connection()
+    waiting_messages(0, 0)
+    message_for_reply(0, 0)
+    nowhere = Conversation(pk=0, tenant_id=0)
+    for user_id in (None, 0):
+        recent_messages_and_facts(
+            nowhere,
+            user_id=user_id,
+            max_facts=10,
+            before_seq=1,
+            after_seq=0,
+            limit=1,
+            ceiling=1,
+            min_messages=1,
+            overhead=0,
+            bot_name="",
+            labels=False,
+        )

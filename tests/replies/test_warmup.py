@@ -1,0 +1,86 @@
+"""Start-up warm-up of the reply path's database threads, and the ASGI lifespan around it."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import connections
+
+from chats.replies.db import _pool
+from chats.replies.warmup import warm_up_database_threads
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _on_every_thread(step: Any) -> None:
+    barrier = threading.Barrier(settings.DB_THREADS, timeout=10)
+
+    def run() -> None:
+        barrier.wait()
+        step()
+
+    for task in [_pool().submit(run) for _ in range(settings.DB_THREADS)]:
+        task.result()
+
+
+@pytest.fixture(autouse=True)
+def _close_pool_connections() -> Any:
+    yield
+    _on_every_thread(connections.close_all)  # the test database can be dropped afterwards
+
+
+def _open_connection_threads() -> set[str]:
+    """Names of the pool threads whose connection is open."""
+    names: set[str] = set()
+
+    def look() -> None:
+        if connections["default"].connection is not None:
+            names.add(threading.current_thread().name)
+
+    _on_every_thread(look)
+    return names
+
+
+def test_every_thread_of_the_pool_is_connected_and_has_run_the_turn_statements() -> None:
+    assert warm_up_database_threads(timeout=20) == settings.DB_THREADS
+    assert len(_open_connection_threads()) == settings.DB_THREADS
+
+
+def test_a_warm_up_that_fails_is_logged_not_raised(monkeypatch, caplog) -> None:
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("database is down")
+
+    monkeypatch.setattr("chats.replies.warmup.waiting_messages", broken)
+    assert warm_up_database_threads(timeout=20) == 0
+    assert "warming a database thread failed" in caplog.text
+
+
+@pytest.mark.asyncio
+async def test_the_lifespan_warms_up_at_startup_and_answers_shutdown(monkeypatch) -> None:
+    from chatplatform import asgi
+
+    calls: list[int] = []
+
+    def warm_up() -> int:
+        calls.append(1)
+        return 1
+
+    monkeypatch.setattr(asgi, "warm_up_database_threads", warm_up)
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    sent: list[dict[str, Any]] = []
+    for kind in ("lifespan.startup", "lifespan.shutdown"):
+        inbox.put_nowait({"type": kind})
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await asyncio.wait_for(asgi.application({"type": "lifespan"}, inbox.get, send), 10)
+    assert [m["type"] for m in sent] == [
+        "lifespan.startup.complete",
+        "lifespan.shutdown.complete",
+    ]
+    assert calls == [1]
