@@ -102,6 +102,13 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=2, help="ASGI server processes")
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per turn")
         parser.add_argument("--json", action="store_true")
+        parser.add_argument(
+            "--timeline",
+            default="",
+            metavar="PATH",
+            help="also write each turn's [send time s, overhead ms] to PATH (JSON), to see "
+            "how the overhead moves during the run (a start-up transient, a stall)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.REDIS_URL and options["workers"] > 1:
@@ -123,6 +130,7 @@ class Command(BaseCommand):
                         options["timeout"],
                         lambda: _tree_cpu_seconds(server.pid),
                         options["rate"],
+                        options["timeline"],
                     )
                 )
             cpu_used = result.pop("server_cpu_s")
@@ -241,10 +249,12 @@ class Command(BaseCommand):
         timeout: float,
         cpu: Any,
         rate: float = 0.0,
+        timeline_path: str = "",
     ) -> dict[str, Any]:
         import websockets
 
         overheads: list[float] = []
+        timeline: list[tuple[float, float]] = []
         errors = 0
         sent: list[tuple[int, str]] = []
         connected = 0
@@ -292,6 +302,7 @@ class Command(BaseCommand):
                             if event["type"] == "delta" and first is None:
                                 first = time.perf_counter()
                                 overheads.append((first - sent_at) * 1000)
+                                timeline.append((sent_at - started, (first - sent_at) * 1000))
                             elif event["type"] == "done":
                                 break
                             elif event["type"] == "error":
@@ -312,6 +323,9 @@ class Command(BaseCommand):
         go.set()
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - started
+        if timeline_path:
+            # [seconds from the start to the send, overhead in ms] per turn, in send order.
+            Path(timeline_path).write_text(json.dumps(sorted(timeline)))
         overheads.sort()
         total = len(overheads)
         return {
