@@ -93,14 +93,15 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
     "DB_SERVER_SIDE_BINDING", default=True
 ):
-    # Parameters sent apart from the SQL (no client-side quoting of every value), and the
-    # assembly's history and summaries statements prepared once per connection
+    # Parameters sent apart from the SQL (no client-side quoting of every value), and every
+    # statement a connection runs DB_PREPARE_THRESHOLD times prepared on it (psycopg keeps the
+    # 100 most recent per connection): PostgreSQL then skips parsing and planning it, which on
+    # the reply path was about a sixth of the machine's CPU per turn. The assembly's history
+    # and summaries statements are prepared at their first run whatever the threshold
     # (chats.assembly.selectors.execute_prepared). Behind PgBouncer in transaction mode this
-    # needs PgBouncer 1.21+ with max_prepared_statements; set 0 for older ones.
+    # needs PgBouncer 1.21+ with max_prepared_statements; set DB_SERVER_SIDE_BINDING=0 for
+    # older ones (then nothing is prepared).
     DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
-    # Every statement run twice on a connection is prepared there (psycopg keeps the 100 most
-    # recent per connection): PostgreSQL then skips parsing and planning it, which on the
-    # reply path is about a sixth of the machine's CPU per turn. None turns this off.
     DATABASES["default"]["OPTIONS"].setdefault(
         "prepare_threshold", env.int("DB_PREPARE_THRESHOLD", default=1)
     )
