@@ -27,6 +27,7 @@ require_secret_key()
 for _counter_name in ("o200k_base", "estimator"):
     get_counter(_counter_name)
 
+
 # Before the first socket: the reply path's database connections, open and warm.
 async def lifespan(scope: Any, receive: Any, send: Any) -> None:
     """ASGI lifespan: warm the reply path's database threads at start-up (a server that
