@@ -34,12 +34,16 @@ from chats.services.messages import MessageRejected
 logger = logging.getLogger(__name__)
 
 
-def _answer_in_background(step: asyncio.Future[Any], tenant_id: int, token: str | None) -> None:
-    """Start the runner for a message stored by a step whose consumer went away meanwhile."""
-    if step.cancelled() or step.exception() is not None:
-        return
-    message, _created, first = step.result()
-    start_runner(tenant_id, message.conversation_id, token=token, first=first)
+def _answer_in_background(
+    step: asyncio.Future[Any], tenant_id: int, conversation_id: int, token: str | None
+) -> None:
+    """Start the runner for what a step stored after its consumer went away: with the lock
+    the consumer took (the runner answers whatever waits and lets it go, honouring a recheck),
+    or, without it, to look at the queue."""
+    first = None
+    if not step.cancelled() and step.exception() is None:
+        _message, _created, first = step.result()
+    start_runner(tenant_id, conversation_id, token=token, first=first)
 
 
 APIKEY_SUBPROTOCOL = "apikey."
@@ -171,7 +175,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return
         except asyncio.CancelledError:
             # The consumer is going away, the step is not: whatever it stored is answered.
-            step.add_done_callback(lambda done: _answer_in_background(done, tenant_id, token))
+            step.add_done_callback(
+                lambda done: _answer_in_background(done, tenant_id, conversation.pk, token)
+            )
             raise
         except Exception:
             await self._let_go(lock, token)

@@ -238,3 +238,43 @@ async def test_stop_ends_the_reply_incomplete(conversation, member_a, tenant_a):
     await ws.disconnect()
     stored = await database_sync_to_async(rows)(tenant_a, conversation)
     assert stored[-1]["status"] == "incomplete"
+
+
+async def test_a_consumer_gone_mid_step_leaves_the_message_answered_and_the_lock_free(
+    conversation, member_a, tenant_a
+):
+    """The step that stores a message runs on when its consumer is cancelled; what it stored
+    is answered by a runner holding the consumer's lock, which is let go afterwards, also when
+    the step itself failed."""
+    from chats.consumers import _answer_in_background
+    from chats.replies import runner
+    from chats.replies.coordination import coordination, runner_lock_name
+    from chats.services.messages import message_create
+
+    lock = runner_lock_name(tenant_a.pk, conversation.pk)
+    hub = coordination()
+    await database_sync_to_async(message_create)(
+        conversation=conversation,
+        role="user",
+        content="stored, then the tab closed",
+        author=member_a,
+    )
+    for outcome in ("stored", "failed"):
+        token = await hub.acquire(lock)
+        assert token is not None
+        step: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if outcome == "stored":
+            step.set_result((None, True, None))
+        else:
+            step.set_exception(RuntimeError("database went away"))
+        _answer_in_background(step, tenant_a.pk, conversation.pk, token)
+        while runner._background:
+            await asyncio.sleep(0.05)
+        again = await hub.acquire(lock)
+        assert again is not None, outcome  # the runner let the consumer's lock go
+        await hub.release(lock, again)
+    stored = await database_sync_to_async(rows)(tenant_a, conversation)
+    assert [(r["role"], r["status"]) for r in stored] == [
+        ("user", "complete"),
+        ("assistant", "complete"),
+    ]
