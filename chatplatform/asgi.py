@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import os
 from typing import Any
@@ -19,24 +18,27 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from chatplatform.routing import websocket_urlpatterns  # noqa: E402
 from chatplatform.startup import require_secret_key  # noqa: E402
 from chatplatform.tokens import get_counter  # noqa: E402
-from chats.replies.warmup import warm_up_database_threads  # noqa: E402
+from chats.replies.warmup import preload_reply_path_modules, warm_up  # noqa: E402
 
 require_secret_key()
 
-# The vocabularies load once per process, here, rather than inside the first user's turn.
+# The vocabularies load once per process, here, rather than inside the first user's turn, and
+# so do the modules the reply path imports where it first needs them (the provider SDKs, the
+# summaries package): imported inside a turn, they stall every turn of the process.
 for _counter_name in ("o200k_base", "estimator"):
     get_counter(_counter_name)
+preload_reply_path_modules()
 
 
-# Before the first socket: the reply path's database connections, open and warm.
 async def lifespan(scope: Any, receive: Any, send: Any) -> None:
-    """ASGI lifespan: warm the reply path's database threads at start-up (a server that
-    does not send lifespan events skips this, and connections open as they are needed)."""
+    """ASGI lifespan: warm the reply path's database threads and Redis client at start-up
+    (``WARM_UP=0`` skips it, as does a server that sends no lifespan events: connections
+    then open as they are needed)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
             if os.environ.get("WARM_UP", "1") != "0":
-                await asyncio.to_thread(warm_up_database_threads)
+                await warm_up()
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})

@@ -10,8 +10,9 @@ import pytest
 from django.conf import settings
 from django.db import connections
 
+from chats.replies.coordination import RedisCoordination, coordination
 from chats.replies.db import _pool
-from chats.replies.warmup import warm_up_database_threads
+from chats.replies.warmup import preload_reply_path_modules, warm_up, warm_up_database_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -65,11 +66,10 @@ async def test_the_lifespan_warms_up_at_startup_and_answers_shutdown(monkeypatch
 
     calls: list[int] = []
 
-    def warm_up() -> int:
+    async def warm_up() -> None:
         calls.append(1)
-        return 1
 
-    monkeypatch.setattr(asgi, "warm_up_database_threads", warm_up)
+    monkeypatch.setattr(asgi, "warm_up", warm_up)
     inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     sent: list[dict[str, Any]] = []
     for kind in ("lifespan.startup", "lifespan.shutdown"):
@@ -84,3 +84,15 @@ async def test_the_lifespan_warms_up_at_startup_and_answers_shutdown(monkeypatch
         "lifespan.shutdown.complete",
     ]
     assert calls == [1]
+
+
+def test_the_lazily_imported_modules_of_the_reply_path_are_all_installed() -> None:
+    assert preload_reply_path_modules() == []
+
+
+@pytest.mark.asyncio
+async def test_the_warm_up_opens_this_loops_redis_client(settings) -> None:
+    hub = coordination()
+    await warm_up()
+    if isinstance(hub, RedisCoordination):
+        assert id(asyncio.get_running_loop()) in hub._clients
