@@ -6,10 +6,12 @@ structures (the embedded default runs one process). Every key carries the tenant
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 
@@ -17,6 +19,26 @@ DELTA_LOG_TTL_SECONDS = 600
 LOCK_TTL_SECONDS = 30
 #: Redis connections per process and event loop for coordination.
 REDIS_POOL_SIZE = 64
+
+
+#: Seconds any one coordination call may take in all. One timer per call: redis-py's socket
+#: timeout arms one per reply read, several per pipeline, which under load cost more CPU
+#: than the commands.
+REDIS_CALL_TIMEOUT_SECONDS = 5.0
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _bounded(method: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """``method`` within :data:`REDIS_CALL_TIMEOUT_SECONDS`."""
+
+    @functools.wraps(method)
+    async def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        async with asyncio.timeout(REDIS_CALL_TIMEOUT_SECONDS):
+            return await method(*args, **kwargs)
+
+    return call
 
 
 #: Count one event in a fixed window; the first event of the window sets its expiry.
@@ -175,8 +197,9 @@ class LocalCoordination(Coordination):
 
 
 class RedisCoordination(Coordination):
-    """Redis-backed; every call has the client's socket timeout (5 s), and waits at most as
-    long for a free connection of the pool."""
+    """Redis-backed. Every call, waiting for a free connection of the pool included, is
+    bounded as a whole by :data:`REDIS_CALL_TIMEOUT_SECONDS` (a timeout raises TimeoutError
+    and the connection it was using is dropped)."""
 
     def __init__(self, url: str) -> None:
         import redis.asyncio as redis
@@ -198,13 +221,15 @@ class RedisCoordination(Coordination):
                 self._url,
                 max_connections=REDIS_POOL_SIZE,
                 timeout=5,
-                socket_timeout=5,
+                # No per-read timer: each call is bounded as a whole (``_bounded``).
+                socket_timeout=None,
                 socket_connect_timeout=5,
             )
             client = self._redis.Redis(connection_pool=pool)
             self._clients[loop_id] = client
         return client
 
+    @_bounded
     async def append_delta(self, tenant_id: int, message_id: int, seq: int, text: str) -> None:
         key = _key("deltas", tenant_id, message_id)
         async with self.client.pipeline(transaction=False) as pipe:
@@ -212,6 +237,7 @@ class RedisCoordination(Coordination):
             pipe.expire(key, DELTA_LOG_TTL_SECONDS)
             await pipe.execute()
 
+    @_bounded
     async def deltas_since(
         self, tenant_id: int, message_id: int, after_seq: int
     ) -> list[tuple[int, str]] | None:
@@ -225,11 +251,13 @@ class RedisCoordination(Coordination):
                 out.append((int(seq_text), text))
         return out
 
+    @_bounded
     async def acquire(self, name: str, ttl: float = LOCK_TTL_SECONDS) -> str | None:
         token = uuid.uuid4().hex
         ok = await self.client.set(_lock_key(name), token, nx=True, px=int(ttl * 1000))
         return token if ok else None
 
+    @_bounded
     async def refresh(self, name: str, token: str, ttl: float = LOCK_TTL_SECONDS) -> bool:
         key = _lock_key(name)
         script = (
@@ -238,9 +266,11 @@ class RedisCoordination(Coordination):
         )
         return bool(await self.client.eval(script, 1, key, token, int(ttl * 1000)))
 
+    @_bounded
     async def release(self, name: str, token: str) -> bool:
         return bool(await self.client.eval(_RELEASE, 2, _lock_key(name), _recheck_key(name), token))
 
+    @_bounded
     async def publish(
         self,
         publishes: list[tuple[str, bytes]],
@@ -271,15 +301,19 @@ class RedisCoordination(Coordination):
         taken = token if acquire is not None and results.pop() else None
         return (bool(results[-1]) if release is not None else False), taken
 
+    @_bounded
     async def request_recheck(self, name: str) -> None:
         await self.client.set(_recheck_key(name), "1", ex=LOCK_TTL_SECONDS * 2)
 
+    @_bounded
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         await self.client.set(_key("stop", tenant_id, conversation_id), "1", ex=120)
 
+    @_bounded
     async def take_stop(self, tenant_id: int, conversation_id: int) -> bool:
         return bool(await self.client.delete(_key("stop", tenant_id, conversation_id)))
 
+    @_bounded
     async def hit_and_acquire(
         self, key: str, window_seconds: int, lock: str
     ) -> tuple[int, str | None]:
@@ -292,6 +326,7 @@ class RedisCoordination(Coordination):
             count, taken = await pipe.execute()
         return int(count), (token if taken else None)
 
+    @_bounded
     async def hit(self, key: str, window_seconds: int) -> int:
         full_key = _rate_key(key, window_seconds)
         # One atomic command (EVALSHA after the first call) instead of MULTI/INCR/EXPIRE/EXEC.

@@ -13,7 +13,11 @@ from django.db import connection
 
 from chats.assembly.selectors import recent_messages_and_facts
 from chats.models import Conversation
-from chats.replies.coordination import RedisCoordination, coordination
+from chats.replies.coordination import (
+    REDIS_CALL_TIMEOUT_SECONDS,
+    RedisCoordination,
+    coordination,
+)
 from chats.replies.db import _in_thread, _pool
 from chats.replies.turns import waiting_messages
 from chats.services.message_rows import message_for_reply
@@ -112,6 +116,7 @@ async def warm_up() -> None:
     hub = coordination()
     if isinstance(hub, RedisCoordination):
         try:
-            await hub.client.ping()
+            async with asyncio.timeout(REDIS_CALL_TIMEOUT_SECONDS):
+                await hub.client.ping()
         except Exception as error:  # Redis down at start: the first turn connects
             logger.warning("warming the Redis client failed: %s", error)
