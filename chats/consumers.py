@@ -24,7 +24,13 @@ from chats.models import Conversation
 from chats.replies import commands
 from chats.replies.coordination import coordination, runner_lock_name
 from chats.replies.db import db
-from chats.replies.events import conversation_group, emit, message_event
+from chats.replies.events import (
+    Addressed,
+    conversation_group,
+    emit,
+    message_event,
+    received_events,
+)
 from chats.replies.intake import accept_and_prepare, reply_snapshot
 from chats.replies.runner import start_runner
 from chats.selectors import conversation_for_member
@@ -249,15 +255,21 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({**snapshot, "type": "resync"})
 
     async def chat_event(self, message: dict[str, Any]) -> None:
-        if message.get("origin") == self.channel_name:
-            return
-        event = message["event"]
-        kind = event.get("type")
-        if kind == "delta" and not self._first_delivery(event["message_id"], event["seq"]):
-            return
-        if kind in ("done", "error"):
-            self._delivered.pop(event.get("message_id"), None)
-        await self.send_json(event)
+        await self._deliver(received_events(message))
+
+    async def chat_events(self, message: dict[str, Any]) -> None:
+        await self._deliver(received_events(message))
+
+    async def _deliver(self, events: list[Addressed]) -> None:
+        for event, origin in events:
+            if origin == self.channel_name:
+                continue
+            kind = event.get("type")
+            if kind == "delta" and not self._first_delivery(event["message_id"], event["seq"]):
+                continue
+            if kind in ("done", "error") and isinstance(event.get("message_id"), int):
+                self._delivered.pop(event["message_id"], None)
+            await self.send_json(event)
 
     def _first_delivery(self, message_id: int, seq: int) -> bool:
         """True the first time delta ``seq`` of a reply goes to this socket: a resuming

@@ -28,7 +28,7 @@ from chats.api.renderers import sse_frame
 from chats.models import Message, Status
 from chats.replies.coordination import coordination
 from chats.replies.db import db
-from chats.replies.events import conversation_group
+from chats.replies.events import conversation_group, received_events
 from chats.replies.intake import reply_snapshot
 from chats.replies.runner import start_runner
 
@@ -92,25 +92,24 @@ async def reply_events(
             except TimeoutError:
                 yield KEEPALIVE
                 continue
-            event = received.get("event") if isinstance(received, dict) else None
-            if not isinstance(event, dict):
-                continue
-            kind = event.get("type")
-            if kind == "reply" and event.get("answers") == message.pk:
-                reply_id = event.get("message_id")
-                last_seq = 0
-                yield sse_frame("reply", event)
-                continue
-            if reply_id is None or event.get("message_id") != reply_id:
-                continue
-            if kind == "delta":
-                if int(event.get("seq") or 0) <= last_seq:
+            events = received_events(received) if isinstance(received, dict) else []
+            for event, _origin in events:
+                kind = event.get("type")
+                if kind == "reply" and event.get("answers") == message.pk:
+                    reply_id = event.get("message_id")
+                    last_seq = 0
+                    yield sse_frame("reply", event)
                     continue
-                last_seq = int(event["seq"])
-                yield sse_frame("delta", event)
-            elif kind in ("done", "error"):
-                yield sse_frame(str(kind), event)
-                return
+                if reply_id is None or event.get("message_id") != reply_id:
+                    continue
+                if kind == "delta":
+                    if int(event.get("seq") or 0) <= last_seq:
+                        continue
+                    last_seq = int(event["seq"])
+                    yield sse_frame("delta", event)
+                elif kind in ("done", "error"):
+                    yield sse_frame(str(kind), event)
+                    return
     finally:
         await layer.group_discard(group, channel)
 

@@ -66,8 +66,17 @@ async def emit(
     """
     hub = hub or coordination()
     group = conversation_group(tenant_id, conversation_id)
-    messages = [_layer_message(event, sender) for event, sender in leading]
-    messages += [_layer_message(event, origin) for event in events]
+    addressed = [*leading, *((event, origin) for event in events)]
+    messages = [_layer_message(*addressed[0])] if len(addressed) == 1 else []
+    if len(addressed) > 1:
+        # One channel-layer message for the lot: one PUBLISH, one delivery and one decoding
+        # per process instead of one per event; each socket still gets them in order.
+        messages = [
+            {
+                "type": "chat.events",
+                "events": [_layer_message(event, sender) for event, sender in addressed],
+            }
+        ]
     direct = _direct_publisher()
     if direct is not None and isinstance(hub, RedisCoordination):
         layer, loop_layer = direct
@@ -86,6 +95,25 @@ async def emit(
             await layer.group_send(group, message)
     recheck = await hub.release(*release) if release is not None else False
     return recheck, (await hub.acquire(acquire) if acquire is not None else None)
+
+
+def received_events(message: dict[str, Any]) -> list[Addressed]:
+    """The events of a channel-layer message from :func:`emit` (``chat.event``, one, or
+    ``chat.events``, several), each with its origin ("" for none), in order; none for any
+    other message."""
+    if message.get("type") == "chat.events":
+        parts = message.get("events")
+        return (
+            [
+                (part["event"], part.get("origin", ""))
+                for part in parts
+                if isinstance(part, dict) and isinstance(part.get("event"), dict)
+            ]
+            if isinstance(parts, list)
+            else []
+        )
+    event = message.get("event")
+    return [(event, message.get("origin", ""))] if isinstance(event, dict) else []
 
 
 def _layer_message(event: dict[str, Any], origin: str) -> dict[str, Any]:

@@ -143,8 +143,9 @@ async def test_emit_logs_publishes_releases_and_acquires_in_order() -> None:
 
     assert (recheck, taken) == (True, None)  # the recheck was asked for; the other lock is held
     assert await hub.deltas_since(7, 5, 0) == [(1, "Hello")]
-    received = [(await layer.receive(channel))["event"]["type"] for _ in range(2)]
-    assert received == ["reply", "delta"]
+    # Both events in one channel-layer message, in order.
+    received = events.received_events(await layer.receive(channel))
+    assert [(event["type"], origin) for event, origin in received] == [("reply", ""), ("delta", "")]
     _, taken = await events.emit(7, 8, [], acquire=held)  # released above: free again
     assert taken is not None
     assert await hub.acquire(held) is None
