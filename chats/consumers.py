@@ -188,6 +188,15 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         except Exception:
             await self._let_go(lock, token)
             raise
+        # The runner holding this consumer's lock starts before anything here awaits again,
+        # so a consumer cancelled from now on (the server shutting down) strands nothing: the
+        # ack goes out first all the same, as the runner's events reach sockets later.
+        event = message_event(message, getattr(self.user, "username", "")) if created else None
+        if token is not None:
+            # With the new message's event for the other sockets (tabs, group members), sent
+            # with the reply's first delta.
+            lead = [(event, self.channel_name)] if event is not None else None
+            start_runner(tenant_id, conversation.pk, token=token, first=first, lead=lead)
         await self.send_json(
             {
                 "type": "ack",
@@ -197,29 +206,22 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 "duplicate": not created,
             }
         )
-        if created:
-            # Other sockets of the conversation (tabs, group members) see the new message:
-            # with the reply's first delta when this consumer holds the lock, else at once.
-            event = message_event(message, getattr(self.user, "username", ""))
-            if token is None:
-                try:
-                    await emit(tenant_id, conversation.pk, [event], origin=self.channel_name)
-                finally:
-                    # The message is stored: its reply is started whatever became of the event.
-                    start_runner(tenant_id, conversation.pk)
-                return
-            start_runner(
-                tenant_id,
-                conversation.pk,
-                token=token,
-                first=first,
-                lead=[(event, self.channel_name)],
-            )
+        if event is not None and token is None:
+            # Another reply is streaming: the message's event goes out at once, and its holder
+            # answers the message next.
+            try:
+                await emit(tenant_id, conversation.pk, [event], origin=self.channel_name)
+            finally:
+                # The message is stored: the runner looks at the queue whatever became of the
+                # event.
+                start_runner(tenant_id, conversation.pk)
             return
-        snapshot = await db(reply_snapshot)(tenant_id, message)
-        if snapshot is not None:
-            await self.send_json(snapshot)
-        start_runner(tenant_id, conversation.pk, token=token)
+        if not created:
+            snapshot = await db(reply_snapshot)(tenant_id, message)
+            if snapshot is not None:
+                await self.send_json(snapshot)
+            if token is None:
+                start_runner(tenant_id, conversation.pk)
 
     async def _let_go(self, lock: str, token: str | None) -> None:
         """Let go of the runner lock taken for a message that was not stored; a runner that
