@@ -278,3 +278,42 @@ async def test_a_consumer_gone_mid_step_leaves_the_message_answered_and_the_lock
         ("user", "complete"),
         ("assistant", "complete"),
     ]
+
+
+async def test_resume_resends_a_live_delta_that_overtook_the_older_ones(
+    conversation, member_a, tenant_a
+):
+    """A fresh socket gets live delta 3 before its resume from 0 is answered (the client sets
+    3 aside as out of order): the resume sends 1, 2 and 3, so nothing is missing."""
+    from chats.replies.coordination import coordination
+    from chats.replies.events import broadcast
+    from chats.services.messages import message_create
+
+    def stored_reply():
+        question, _ = message_create(
+            conversation=conversation, role="user", content="Long one", author=member_a
+        )
+        reply, _ = message_create(
+            conversation=conversation,
+            role="assistant",
+            content="",
+            answers=question,
+            status="streaming",
+            validate=False,
+        )
+        return reply.pk
+
+    reply_id = await database_sync_to_async(stored_reply)()
+    hub = coordination()
+    for seq, text in ((1, "one "), (2, "two "), (3, "three ")):
+        await hub.append_delta(tenant_a.pk, reply_id, seq, text)
+    ws, _, _ = await connect(conversation, await database_sync_to_async(session_headers)(member_a))
+    live = {"type": "delta", "message_id": reply_id, "seq": 3, "text": "three "}
+    await broadcast(tenant_a.pk, conversation.pk, live)
+    assert await ws.receive_json_from(timeout=5) == live
+    await ws.send_json_to({"type": "resume", "message_id": reply_id, "last_seq": 0})
+    resent = [await ws.receive_json_from(timeout=5) for _ in range(3)]
+    assert [(e["seq"], e["text"]) for e in resent] == [(1, "one "), (2, "two "), (3, "three ")]
+    await broadcast(tenant_a.pk, conversation.pk, live)  # the live copy again: not resent
+    assert await ws.receive_nothing(timeout=0.3)
+    await ws.disconnect()
