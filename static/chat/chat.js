@@ -50,7 +50,7 @@
       if (item.classList.contains("msg-assistant")) {
         var id = item.dataset.messageId;
         replies[id] = {
-          element: item, text: text, lastSeq: 0, status: item.dataset.status,
+          element: item, text: text, lastSeq: 0, ahead: {}, status: item.dataset.status,
           answers: item.dataset.answers,
         };
         if (item.dataset.status === "streaming") {
@@ -253,13 +253,15 @@
       messageItem("assistant", config.botName, "streaming");
     item.dataset.messageId = id;
     if (answers) item.dataset.answers = answers;
-    reply = replies[id] = { element: item, text: "", lastSeq: 0, status: "streaming", answers: answers };
+    reply = replies[id] = {
+      element: item, text: "", lastSeq: 0, ahead: {}, status: "streaming", answers: answers
+    };
     return reply;
   }
 
   function onReply(data) {
     var reply = replyFor(data.message_id, data.answers);
-    reply.text = ""; reply.lastSeq = 0; reply.status = "streaming"; reply.retrying = false;
+    reply.text = ""; reply.lastSeq = 0; reply.ahead = {}; reply.status = "streaming"; reply.retrying = false;
     reply.element.dataset.status = "streaming";
     var old = reply.element.querySelector(".msg-notice");
     if (old) old.remove();
@@ -274,12 +276,19 @@
     var reply = replyFor(data.message_id);
     if (data.seq <= reply.lastSeq) return; // seen already (resumed from an earlier seq)
     if (data.seq !== reply.lastSeq + 1) {
-      // A gap: ask for what is missing.
+      // A gap: keep this one (a socket gets each delta once, and after a reconnect a live
+      // delta can come before the older ones the resume sends) and ask for what is missing.
+      reply.ahead[data.seq] = data.text;
       sendFrame({ type: "resume", message_id: Number(data.message_id), last_seq: reply.lastSeq });
       return;
     }
     reply.lastSeq = data.seq;
     reply.text += data.text;
+    while (reply.ahead[reply.lastSeq + 1] !== undefined) { // what was kept now follows on
+      reply.lastSeq += 1;
+      reply.text += reply.ahead[reply.lastSeq];
+      delete reply.ahead[reply.lastSeq];
+    }
     setBody(reply.element, reply.text);
     scrollToEnd();
   }
@@ -330,6 +339,7 @@
     var reply = replyFor(data.message_id, data.answers);
     if (reply.retrying && data.status === "failed") return; // the state before the retry
     reply.text = data.content || "";
+    reply.ahead = {};
     setBody(reply.element, reply.text);
     if (data.status === "streaming") {
       // The delta log is gone: show the stored text, skip deltas, fetch the end on done.
@@ -475,5 +485,8 @@
   scrollToEnd();
 
   // For tests and debugging: the live socket (e.g. to simulate a dropped connection).
-  window.ChatSocket = { drop: function () { if (socket) socket.close(); } };
+  window.ChatSocket = {
+    drop: function () { if (socket) socket.close(); },
+    receive: handle, // an event as if the server had sent it
+  };
 })();

@@ -217,3 +217,25 @@ def test_tenant_switcher_and_a_group_conversation(page, tenant_a, tenant_b, memb
     assert page.locator(".conversation-title", has_text="Only in B").count() == 1
     assert page.locator(".conversation-title", has_text="Team chat").count() == 0
     screenshot(page, "18-switched-tenant")
+
+
+def test_a_delta_ahead_of_a_gap_is_kept_until_the_gap_is_filled(page, tenant_a, member_a):
+    """After a reconnect a live delta can arrive before the older ones the resume sends, and
+    the server sends each delta once per socket: the page keeps it and shows the text in
+    order once the gap is filled."""
+    conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="Order")
+    log_in(page, member_a.username)
+    page.goto(f"/chats/{conversation.pk}/")
+    page.wait_for_selector("body.chat-connected")
+    page.evaluate(
+        """() => {
+          const receive = window.ChatSocket.receive;
+          receive({type: "reply", message_id: 999001, answers: null, offline: true});
+          receive({type: "delta", message_id: 999001, seq: 1, text: "one "});
+          receive({type: "delta", message_id: 999001, seq: 3, text: "three "});
+          receive({type: "delta", message_id: 999001, seq: 4, text: "four"});
+          receive({type: "delta", message_id: 999001, seq: 2, text: "two "});
+        }"""
+    )
+    body = page.locator('li[data-message-id="999001"] .msg-body')
+    assert body.inner_text() == "one two three four"
