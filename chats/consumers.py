@@ -249,14 +249,10 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({**snapshot, "type": "resync"})
             return
         for seq, text in deltas:
-            # Everything asked for is sent, also a delta this socket had sent already: on a
-            # fresh socket a live delta can arrive before the resume is answered, ahead of the
-            # older ones, and a client that set it aside as out of order would never get it
-            # again. (Live deltas the resume sent are not sent twice.)
-            self._first_delivery(message_id, seq)
-            await self.send_json(
-                {"type": "delta", "message_id": message_id, "seq": seq, "text": text}
-            )
+            if self._first_delivery(message_id, seq):
+                await self.send_json(
+                    {"type": "delta", "message_id": message_id, "seq": seq, "text": text}
+                )
         if snapshot["status"] != "streaming":
             await self.send_json({**snapshot, "type": "resync"})
 
