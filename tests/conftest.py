@@ -56,9 +56,11 @@ def _stop_api_loop(django_db_setup, django_db_blocker):
     import gc
 
     from chats.api.bridge import stop_background_loop
+    from chats.replies.db import close_pool_connections
 
     with django_db_blocker.unblock():
         stop_background_loop()
+        close_pool_connections()  # the reply pipeline's threads hold connections too
     gc.collect()
 
 

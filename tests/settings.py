@@ -10,7 +10,19 @@ os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("STATIC_MANIFEST", "0")
 
-from chatplatform.settings import *  # noqa: F403
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under pytest -n
+if _worker and os.environ.get("REDIS_URL"):
+    # Parallel workers must not share a Redis database: runner locks, delta logs and channel
+    # names carry tenant and conversation ids, which the workers' own test databases hand out
+    # alike, so their tests would hear each other. Each worker takes a database below the
+    # configured one.
+    from urllib.parse import urlsplit, urlunsplit
+
+    _redis = urlsplit(os.environ["REDIS_URL"])
+    _database = (int(_redis.path.strip("/") or 0) - 1 - int(_worker[2:])) % 16
+    os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path=f"/{_database}"))
+
+from chatplatform.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

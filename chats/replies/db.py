@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
+import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
+
+logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -67,3 +71,26 @@ def db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
         return await loop.run_in_executor(_pool(), context.run, step)
 
     return call
+
+
+def close_pool_connections(timeout: float = 10.0) -> bool:
+    """Close the database connection of every thread of the pool (before a test database is
+    dropped, or at shutdown). Waits for every thread to be free, at most ``timeout`` seconds;
+    returns whether all were closed (a busy pool is logged, not raised)."""
+    if _executor is None:
+        return True
+    threads = _executor._max_workers
+    # Every task waits for all the others: each lands on a thread of its own.
+    barrier = threading.Barrier(threads, timeout=timeout)
+
+    def close() -> None:
+        barrier.wait()
+        connections.close_all()
+
+    try:
+        for task in [_executor.submit(close) for _ in range(threads)]:
+            task.result(timeout=timeout)
+    except Exception as error:
+        logger.warning("could not close the database pool's connections: %r", error)
+        return False
+    return True

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import connections
 
 from chats.replies.coordination import RedisCoordination, coordination
-from chats.replies.db import _pool
+from chats.replies.db import _pool, close_pool_connections
 from chats.replies.warmup import preload_reply_path_modules, warm_up, warm_up_database_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,7 +31,7 @@ def _on_every_thread(step: Any) -> None:
 @pytest.fixture(autouse=True)
 def _close_pool_connections() -> Any:
     yield
-    _on_every_thread(connections.close_all)  # the test database can be dropped afterwards
+    assert close_pool_connections()  # the test database can be dropped afterwards
 
 
 def _open_connection_threads() -> set[str]:
