@@ -8,7 +8,7 @@ import functools
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
@@ -73,24 +73,31 @@ def db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     return call
 
 
-def close_pool_connections(timeout: float = 10.0) -> bool:
-    """Close the database connection of every thread of the pool (before a test database is
-    dropped, or at shutdown). Waits for every thread to be free, at most ``timeout`` seconds;
-    returns whether all were closed (a busy pool is logged, not raised)."""
-    if _executor is None:
-        return True
-    threads = _executor._max_workers
-    # Every task waits for all the others: each lands on a thread of its own.
+def on_every_thread(step: Callable[[], object], timeout: float) -> list[BaseException | None]:
+    """Run ``step`` once on each thread of the pool, within ``timeout`` seconds in all. Each
+    run first waits for all the others, so every one lands on a thread of its own (and waits
+    for a busy thread to be free). Returns each run's error, None for a run that succeeded;
+    a run not finished in time counts as a TimeoutError."""
+    pool = _pool()
+    threads = pool._max_workers
     barrier = threading.Barrier(threads, timeout=timeout)
 
-    def close() -> None:
+    def run() -> None:
         barrier.wait()
-        connections.close_all()
+        step()
 
-    try:
-        for task in [_executor.submit(close) for _ in range(threads)]:
-            task.result(timeout=timeout)
-    except Exception as error:
-        logger.warning("could not close the database pool's connections: %r", error)
-        return False
-    return True
+    tasks = [pool.submit(run) for _ in range(threads)]
+    done, _ = wait(tasks, timeout=timeout)
+    return [task.exception() if task in done else TimeoutError("still running") for task in tasks]
+
+
+def close_pool_connections(timeout: float = 10.0) -> bool:
+    """Close the database connection of every thread of the pool (before a test database is
+    dropped, or at shutdown), within ``timeout`` seconds; returns whether all were closed (a
+    busy pool is logged, not raised)."""
+    if _executor is None:
+        return True
+    errors = [error for error in on_every_thread(connections.close_all, timeout) if error]
+    if errors:
+        logger.warning("could not close the database pool's connections: %r", errors[0])
+    return not errors

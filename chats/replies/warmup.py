@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import logging
-import threading
-from concurrent.futures import wait
 
-from django.conf import settings
 from django.db import connection
 
 from chats.assembly.selectors import recent_messages_and_facts
@@ -18,7 +16,7 @@ from chats.replies.coordination import (
     RedisCoordination,
     coordination,
 )
-from chats.replies.db import _in_thread, _pool
+from chats.replies.db import _in_thread, on_every_thread
 from chats.replies.turns import waiting_messages
 from chats.services.message_rows import message_for_reply
 
@@ -69,23 +67,13 @@ def warm_up_database_threads(timeout: float = WARM_UP_TIMEOUT_SECONDS) -> int:
     load that start-up work queues the first seconds of replies. Blocks the caller (at
     most ``timeout`` seconds); never raises: a database that is down now is connected to
     when it is back, as usual."""
-    threads = max(1, int(getattr(settings, "DB_THREADS", 1)))
-    # Every task waits for all the others: each lands on a thread of its own.
-    barrier = threading.Barrier(threads, timeout=timeout)
-    tasks = [_pool().submit(_in_thread, _warm_one, barrier) for _ in range(threads)]
-    done, _ = wait(tasks, timeout=timeout)
-    warmed = 0
-    for task in done:
-        error = task.exception()
-        if error is None:
-            warmed += 1
-        else:
-            logger.warning("warming a database thread failed: %s", error)
-    return warmed
+    errors = on_every_thread(functools.partial(_in_thread, _warm_one), timeout)
+    for error in filter(None, errors):
+        logger.warning("warming a database thread failed: %s", error)
+    return errors.count(None)
 
 
-def _warm_one(barrier: threading.Barrier) -> None:
-    barrier.wait()
+def _warm_one() -> None:
     connection.ensure_connection()
     waiting_messages(0, 0)
     message_for_reply(0, 0)

@@ -11,21 +11,10 @@ from django.conf import settings
 from django.db import connections
 
 from chats.replies.coordination import RedisCoordination, coordination
-from chats.replies.db import _pool, close_pool_connections
+from chats.replies.db import close_pool_connections, on_every_thread
 from chats.replies.warmup import preload_reply_path_modules, warm_up, warm_up_database_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _on_every_thread(step: Any) -> None:
-    barrier = threading.Barrier(settings.DB_THREADS, timeout=10)
-
-    def run() -> None:
-        barrier.wait()
-        step()
-
-    for task in [_pool().submit(run) for _ in range(settings.DB_THREADS)]:
-        task.result()
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +31,7 @@ def _open_connection_threads() -> set[str]:
         if connections["default"].connection is not None:
             names.add(threading.current_thread().name)
 
-    _on_every_thread(look)
+    assert on_every_thread(look, timeout=10) == [None] * settings.DB_THREADS
     return names
 
 
