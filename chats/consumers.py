@@ -24,13 +24,7 @@ from chats.models import Conversation
 from chats.replies import commands
 from chats.replies.coordination import coordination, runner_lock_name
 from chats.replies.db import db
-from chats.replies.events import (
-    Addressed,
-    conversation_group,
-    emit,
-    message_event,
-    received_events,
-)
+from chats.replies.events import conversation_group, emit, message_event, received_events
 from chats.replies.intake import accept_and_prepare, reply_snapshot
 from chats.replies.runner import start_runner
 from chats.selectors import conversation_for_member
@@ -257,13 +251,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self.send_json({**snapshot, "type": "resync"})
 
     async def chat_event(self, message: dict[str, Any]) -> None:
-        await self._deliver(received_events(message))
-
-    async def chat_events(self, message: dict[str, Any]) -> None:
-        await self._deliver(received_events(message))
-
-    async def _deliver(self, events: list[Addressed]) -> None:
-        for event, origin in events:
+        """``chat.event`` (one event) and ``chat.events`` (several, in order)."""
+        for event, origin in received_events(message):
             if origin == self.channel_name:
                 continue
             kind = event.get("type")
@@ -272,6 +261,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             if kind in ("done", "error") and isinstance(event.get("message_id"), int):
                 self._delivered.pop(event["message_id"], None)
             await self.send_json(event)
+
+    chat_events = chat_event
 
     def _first_delivery(self, message_id: int, seq: int) -> bool:
         """True the first time delta ``seq`` of a reply goes to this socket: a resuming

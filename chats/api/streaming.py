@@ -92,8 +92,7 @@ async def reply_events(
             except TimeoutError:
                 yield KEEPALIVE
                 continue
-            events = received_events(received) if isinstance(received, dict) else []
-            for event, _origin in events:
+            for event, _origin in received_events(received):
                 kind = event.get("type")
                 if kind == "reply" and event.get("answers") == message.pk:
                     reply_id = event.get("message_id")

@@ -72,6 +72,12 @@ def _recheck_key(name: str) -> str:
     return f"chatplatform:recheck:{name}"
 
 
+def _take_lock(target: Any, name: str, token: str, ttl: float = LOCK_TTL_SECONDS) -> Any:
+    """SET the lock ``name`` to ``token`` if free, expiring after ``ttl`` s, on a client (await
+    the result: truthy when taken) or queued on a pipeline."""
+    return target.set(_lock_key(name), token, nx=True, px=int(ttl * 1000))
+
+
 def _rate_key(key: str, window_seconds: int) -> str:
     """The counter of ``key`` in the current fixed window."""
     return f"chatplatform:rate:{key}:{int(time.time() // window_seconds)}"
@@ -254,7 +260,7 @@ class RedisCoordination(Coordination):
     @_bounded
     async def acquire(self, name: str, ttl: float = LOCK_TTL_SECONDS) -> str | None:
         token = uuid.uuid4().hex
-        ok = await self.client.set(_lock_key(name), token, nx=True, px=int(ttl * 1000))
+        ok = await _take_lock(self.client, name, token, ttl)
         return token if ok else None
 
     @_bounded
@@ -295,8 +301,8 @@ class RedisCoordination(Coordination):
             if release is not None:
                 name, held = release
                 pipe.eval(_RELEASE, 2, _lock_key(name), _recheck_key(name), held)
-            if acquire is not None:
-                pipe.set(_lock_key(acquire), token, nx=True, px=LOCK_TTL_SECONDS * 1000)
+            if acquire is not None and token is not None:
+                _take_lock(pipe, acquire, token)
             results = await pipe.execute()
         taken = token if acquire is not None and results.pop() else None
         return (bool(results[-1]) if release is not None else False), taken
@@ -322,7 +328,7 @@ class RedisCoordination(Coordination):
             # EVAL, not the registered script: a pipeline holding a script checks that it is
             # loaded (SCRIPT EXISTS) in a round trip of its own on every execute.
             pipe.eval(_COUNT_HIT, 1, _rate_key(key, window_seconds), window_seconds * 2)
-            pipe.set(_lock_key(lock), token, nx=True, px=LOCK_TTL_SECONDS * 1000)
+            _take_lock(pipe, lock, token)
             count, taken = await pipe.execute()
         return int(count), (token if taken else None)
 

@@ -66,17 +66,7 @@ async def emit(
     """
     hub = hub or coordination()
     group = conversation_group(tenant_id, conversation_id)
-    addressed = [*leading, *((event, origin) for event in events)]
-    messages = [_layer_message(*addressed[0])] if len(addressed) == 1 else []
-    if len(addressed) > 1:
-        # One channel-layer message for the lot: one PUBLISH, one delivery and one decoding
-        # per process instead of one per event; each socket still gets them in order.
-        messages = [
-            {
-                "type": "chat.events",
-                "events": [_layer_message(event, sender) for event, sender in addressed],
-            }
-        ]
+    messages = _layer_messages([*leading, *((event, origin) for event in events)])
     direct = _direct_publisher()
     if direct is not None and isinstance(hub, RedisCoordination):
         layer, loop_layer = direct
@@ -97,10 +87,12 @@ async def emit(
     return recheck, (await hub.acquire(acquire) if acquire is not None else None)
 
 
-def received_events(message: dict[str, Any]) -> list[Addressed]:
+def received_events(message: Any) -> list[Addressed]:
     """The events of a channel-layer message from :func:`emit` (``chat.event``, one, or
     ``chat.events``, several), each with its origin ("" for none), in order; none for any
     other message."""
+    if not isinstance(message, dict):
+        return []
     if message.get("type") == "chat.events":
         parts = message.get("events")
         return (
@@ -114,6 +106,16 @@ def received_events(message: dict[str, Any]) -> list[Addressed]:
         )
     event = message.get("event")
     return [(event, message.get("origin", ""))] if isinstance(event, dict) else []
+
+
+def _layer_messages(addressed: list[Addressed]) -> list[dict[str, Any]]:
+    """The channel-layer messages for ``addressed``: none, one ``chat.event``, or one
+    ``chat.events`` for several (one PUBLISH, one delivery and one decoding per process
+    instead of one per event; each socket still gets them in order)."""
+    if len(addressed) <= 1:
+        return [_layer_message(event, origin) for event, origin in addressed]
+    parts = [_layer_message(event, origin) for event, origin in addressed]
+    return [{"type": "chat.events", "events": parts}]
 
 
 def _layer_message(event: dict[str, Any], origin: str) -> dict[str, Any]:
