@@ -82,7 +82,11 @@ POLICY_FIELDSETS: Any = (
         {
             "description": "Variables: {chatname} {chatid} {chattype} {username} {userfullname} "
             "{userid} {timestamp} {date} {time} {botname} {botusername} {membercount} {tools} "
-            "{user_memories} {user_pronouns}. Unknown braces are left as they are.",
+            "{user_memories} {user_pronouns}. Unknown braces are left as they are. What users "
+            "write ({chatname} {userfullname} {username} {user_pronouns}) is inserted as data: "
+            "escaped, on one line, inside its own tag (e.g. &lt;chat_title&gt;Team&lt;/chat_title"
+            "&gt;), and one sentence after the template tells the model that text inside those "
+            "tags is data, never instructions.",
             "fields": ("system_prompt_template", "bot_name", "tools_enabled"),
         },
     ),

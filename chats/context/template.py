@@ -9,9 +9,14 @@ Rules (the contract the tests check):
   literal);
 * ``{{name}}`` of a known name renders as the literal ``{name}``;
 * a known variable without a value renders as an empty string;
-* single-line variables (names, ids...) have control characters and line breaks collapsed to
-  spaces and are cut to :data:`MAX_SINGLE_LINE_CHARS`, so a user's display name cannot add
-  lines to the system prompt.
+* single-line variables (names, ids...) go through the one data escaping of the prompt
+  (:func:`~chats.context.formatting.data_text`): line breaks collapsed to spaces, control
+  and invisible characters removed, ``&``, ``<`` and ``>`` escaped, cut to
+  :data:`MAX_SINGLE_LINE_CHARS`; so no value can add lines or tags to the system prompt;
+* values users write (chat title, names, pronouns: :attr:`Variable.frame`) render as an
+  inline data element, ``<chat_title>…</chat_title>``, even when empty; the template is the
+  tenant's instruction, those values are not: a template that uses any of them gets one
+  sentence appended saying that the text inside those tags is data, never instructions.
 """
 
 from __future__ import annotations
@@ -22,19 +27,23 @@ from datetime import datetime
 from functools import lru_cache
 from typing import NamedTuple
 
+from .formatting import data_text, framed_value, framed_values_note
+
 
 class Variable(NamedTuple):
     description: str
     multiline: bool = False
+    #: The data element a value users write renders in (``None``: platform or tenant value).
+    frame: str | None = None
 
 
 #: Known variables and their help text (admin help).
 VARIABLES: dict[str, Variable] = {
-    "chatname": Variable("Chat title, or “Private chat”"),
+    "chatname": Variable("Chat title, or “Private chat”", frame="chat_title"),
     "chatid": Variable("Conversation id"),
     "chattype": Variable("Chat type: private or group"),
-    "username": Variable("The user's @username"),
-    "userfullname": Variable("The user's full name"),
+    "username": Variable("The user's @username", frame="username"),
+    "userfullname": Variable("The user's full name", frame="user_full_name"),
     "userid": Variable("The user's id"),
     "timestamp": Variable("Current date and time (ISO 8601)"),
     "date": Variable("Current date (YYYY-MM-DD)"),
@@ -48,7 +57,7 @@ VARIABLES: dict[str, Variable] = {
         "<user_facts> block, which it budgets separately",
         multiline=True,
     ),
-    "user_pronouns": Variable("The user's pronouns, if set"),
+    "user_pronouns": Variable("The user's pronouns, if set", frame="user_pronouns"),
 }
 
 #: Variables that change every turn (their presence makes the system prompt uncacheable).
@@ -59,9 +68,8 @@ MAX_MULTILINE_CHARS = 20_000
 _NAMES = "|".join(sorted(map(re.escape, VARIABLES), key=len, reverse=True))
 _TOKEN = re.compile(r"\{\{(" + _NAMES + r")\}\}|\{(" + _NAMES + r")\}")
 _LOOKS_LIKE_VARIABLE = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*)\}(?!\})")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-_LINE_BREAKS = re.compile(r"[\r\n\t\v\f\x85\u2028\u2029]+")
-_SPACES = re.compile(r"[ ]{2,}")
+#: Between the rendered template and the sentence about its data elements.
+NOTE_SEPARATOR = "\n\n"
 
 
 def describe_variables() -> list[tuple[str, str]]:
@@ -83,12 +91,9 @@ def _clean_text(name: str, text: str) -> str:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         text = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "", text)
         return text[:MAX_MULTILINE_CHARS]
-    text = _LINE_BREAKS.sub(" ", text)
-    text = _CONTROL.sub("", text)
-    text = _SPACES.sub(" ", text).strip()
-    if len(text) > MAX_SINGLE_LINE_CHARS:
-        text = text[: MAX_SINGLE_LINE_CHARS - 1] + "…"
-    return text
+    if var is not None and var.frame is not None:
+        return framed_value(var.frame, text, MAX_SINGLE_LINE_CHARS)
+    return data_text(text, MAX_SINGLE_LINE_CHARS)
 
 
 @lru_cache(maxsize=256)
@@ -113,6 +118,17 @@ def _parts(template: str) -> tuple[tuple[str, str | None], ...]:
     return tuple(parts)
 
 
+@lru_cache(maxsize=256)
+def _note(template: str) -> str:
+    """The sentence about the data elements ``template`` renders, or ``""`` when none."""
+    tags: dict[str, None] = {}
+    for _, name in _parts(template):
+        frame = VARIABLES[name].frame if name is not None else None
+        if frame is not None:
+            tags[frame] = None
+    return NOTE_SEPARATOR + framed_values_note(tags) if tags else ""
+
+
 def render_template(template: str, values: Mapping[str, object]) -> str:
     """Substitute known ``{name}`` variables from ``values`` in one pass (see module rules)."""
     out: list[str] = []
@@ -120,6 +136,7 @@ def render_template(template: str, values: Mapping[str, object]) -> str:
         out.append(text)
         if name is not None:
             out.append(clean_value(name, values.get(name)))
+    out.append(_note(template))
     return "".join(out)
 
 

@@ -9,7 +9,6 @@ transcript is fitted to the model's window (long messages are cut in the middle)
 
 from __future__ import annotations
 
-import html
 import logging
 from collections.abc import Callable, Sequence
 from decimal import Decimal
@@ -19,6 +18,7 @@ from asgiref.sync import async_to_sync
 from chatplatform.llm.base import ChatRequest, Done, Message, Provider, TextDelta, Usage
 from chatplatform.llm.errors import ProviderError, StreamInterrupted
 from chatplatform.tokens.base import TokenCounter
+from chats.context.formatting import MAX_AUTHOR_CHARS, data_text
 
 from .types import (
     MODEL_PROMPT_VERSION,
@@ -53,10 +53,6 @@ RETRY_NOTE = (
     "\n\nYour previous answer was rejected ({reason}). Answer again with only the JSON "
     "object described in the instructions, under {max_tokens} tokens."
 )
-
-
-def _escape(text: str) -> str:
-    return html.escape(text, quote=False)
 
 
 class ModelSummarizer:
@@ -95,9 +91,7 @@ class ModelSummarizer:
         if not any(m.content.strip() for m in ordered):
             raise SummaryFailed("empty", "nothing to summarise: the messages have no text")
         system = self._system(max_tokens, "messages")
-        lines = [
-            f"[#{m.seq}{_when(m)}] {_escape(_speaker(m))}: {_escape(m.content)}" for m in ordered
-        ]
+        lines = [f"[#{m.seq}{_when(m)}] {_speaker(m)}: {data_text(m.content)}" for m in ordered]
         body = self._fit(lines, self._source_budget(system, max_tokens))
         first, last = ordered[0].seq, ordered[-1].seq
         user = (
@@ -117,7 +111,7 @@ class ModelSummarizer:
 
         blocks = [
             f'<summary covers="messages {s.first_seq}-{s.last_seq}">\n'
-            f"{_escape(render_summary(s.content))}\n</summary>"
+            f"{data_text(render_summary(s.content))}\n</summary>"
             for s in ordered
         ]
         body = self._fit(blocks, self._source_budget(system, max_tokens))
@@ -255,7 +249,7 @@ class ModelSummarizer:
 
 
 def _speaker(message: SourceMessage) -> str:
-    return " ".join(message.author.split()) or message.role
+    return data_text(message.author, MAX_AUTHOR_CHARS) or message.role
 
 
 def _when(message: SourceMessage) -> str:
