@@ -85,7 +85,7 @@ class Browser:
         self.base_url = base_url
         self.origin = "https://" + base_url.split("://", 1)[1]
         self.cookies: dict[str, str] = {}
-        self.client = httpx.Client(base_url=base_url, timeout=30)
+        self.client = httpx.Client(base_url=base_url, timeout=30, trust_env=False)
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         headers = {"X-Forwarded-Proto": "https", "Origin": self.origin}
@@ -158,7 +158,10 @@ def production_server(tmp_path: Path, transactional_db: None) -> Iterator[str]:
                 return True
             try:
                 answer = httpx.get(
-                    f"{base_url}/healthz", headers={"X-Forwarded-Proto": "https"}, timeout=2
+                    f"{base_url}/healthz",
+                    headers={"X-Forwarded-Proto": "https"},
+                    timeout=2,
+                    trust_env=False,
                 )
             except httpx.TransportError:
                 return False
