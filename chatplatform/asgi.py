@@ -16,11 +16,12 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from chatplatform.routing import websocket_urlpatterns  # noqa: E402
-from chatplatform.startup import require_secret_key  # noqa: E402
+from chatplatform.startup import require_secret_key, require_static_manifest  # noqa: E402
 from chatplatform.tokens import get_counter  # noqa: E402
 from chats.replies.warmup import preload_reply_path_modules, warm_up  # noqa: E402
 
 require_secret_key()
+require_static_manifest()
 
 # The vocabularies load once per process, here, rather than inside the first user's turn, and
 # so do the modules the reply path imports where it first needs them (the provider SDKs, the

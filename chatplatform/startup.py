@@ -23,3 +23,24 @@ def _configured_secret() -> str:
         return str(settings.SECRET_KEY)
     except ImproperlyConfigured:  # Django refuses to hand out an empty key
         return ""
+
+
+def require_static_manifest() -> None:
+    """Refuse to serve pages whose static file URLs cannot be built.
+
+    With ``DEBUG`` off, static files are served under content-hashed names that
+    ``manage.py collectstatic`` writes into a manifest in ``STATIC_ROOT`` (the release process
+    runs it); every page looks its scripts and style sheets up there, so without the manifest
+    every HTML page would answer 500. Raises :class:`ImproperlyConfigured` when the manifest
+    storage is configured and its manifest is missing.
+    """
+    from django.contrib.staticfiles.storage import ManifestFilesMixin, staticfiles_storage
+
+    if isinstance(staticfiles_storage, ManifestFilesMixin) and (
+        staticfiles_storage.read_manifest() is None
+    ):
+        raise ImproperlyConfigured(
+            f"No static files manifest in STATIC_ROOT ({settings.STATIC_ROOT}): run "
+            "`python manage.py collectstatic --noinput` (the release process does) before "
+            "starting the web process."
+        )

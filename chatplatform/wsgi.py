@@ -5,6 +5,7 @@ from django.core.wsgi import get_wsgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.settings")
 application = get_wsgi_application()
 
-from chatplatform.startup import require_secret_key  # noqa: E402
+from chatplatform.startup import require_secret_key, require_static_manifest  # noqa: E402
 
 require_secret_key()
+require_static_manifest()

@@ -77,8 +77,6 @@ def test_concurrent_retries_create_one_message(key_a, conversation_a):
 
     from tests.api.conftest import key_client
 
-    if connection.vendor != "postgresql":
-        pytest.skip("concurrent writers need PostgreSQL")
     barrier = threading.Barrier(4)
     statuses: list[int] = []
 

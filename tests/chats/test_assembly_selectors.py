@@ -125,9 +125,10 @@ def test_items_read_again_are_reused_only_when_nothing_changed(conversation, mem
     assert all(a is b for a, b in zip(first[1:], edited[1:], strict=True))
 
 
+@pytest.mark.postgres
 def test_the_history_statement_is_prepared_once_per_connection(conversation, member_a):
-    if connection.vendor != "postgresql" or not _server_side_binding():
-        pytest.skip("prepared statements need PostgreSQL with server-side binding")
+    if not _server_side_binding():
+        pytest.skip("prepared statements need server-side binding (DB_SERVER_SIDE_BINDING=1)")
     before = connection.connection.prepare_threshold
     for _ in range(3):
         recent, _ = read(conversation, member_a.pk)

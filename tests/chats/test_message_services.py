@@ -93,8 +93,6 @@ def test_bad_messages_are_rejected_and_nothing_is_stored(conversation, content, 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_duplicates_yield_one_row(tenant_a, member_a):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL's concurrent writers")
     conversation = conversation_create(tenant=tenant_a, created_by=member_a)
     results: list[int] = []
     errors: list[BaseException] = []

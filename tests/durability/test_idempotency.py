@@ -60,17 +60,9 @@ def one_exchange(rows: list[dict[str, Any]], client_id: str) -> dict[str, Any]:
 # --- WebSocket ----------------------------------------------------------------------------------
 
 
-def needs_concurrent_writers() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip(
-            "concurrent writers need PostgreSQL: the in-memory SQLite test database's shared "
-            "cache raises 'table is locked' instead of waiting"
-        )
-
-
+@pytest.mark.postgres  # concurrent writers: SQLite's shared cache says "locked", not waits
 @pytest.mark.asyncio
 async def test_websocket_same_client_id_5_concurrent(chat, member_a, fake_anthropic):
-    needs_concurrent_writers()
     fake_anthropic.script(b.Reply(ANSWER, delay=0.01))
     frame = {"type": "message", "client_id": "same-ws", "content": "Only once, please"}
     sockets = [await ws_connect(chat, member_a) for _ in range(5)]
@@ -172,10 +164,10 @@ def post(client: APIClient, conversation, key: str, **extra: Any) -> Any:
     )
 
 
+@pytest.mark.postgres  # concurrent writers
 def test_rest_same_idempotency_key_5_concurrent_then_4_sequential(
     chat, tenant_a, member_a, fake_anthropic
 ):
-    needs_concurrent_writers()
     fake_anthropic.script(b.Reply(ANSWER, delay=0.01))
     client = api_client(tenant_a, member_a)
     barrier = threading.Barrier(5)

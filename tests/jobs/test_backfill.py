@@ -7,7 +7,6 @@ import io
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 from django.db.models import Count, Sum
 
 from chatplatform.models import ModelProfile
@@ -234,8 +233,6 @@ def test_command_with_progress_and_idempotent(tenant_a, data):
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_parallel_writers_on_postgresql(tenant_a, member_a):
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL only")
     make_policy(tenant_a)
     conversations = [make_conversation(tenant_a, member_a) for _ in range(6)]
     for conversation in conversations:

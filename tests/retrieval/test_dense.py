@@ -451,8 +451,6 @@ def conversation_messages(conversation):
 @pytest.mark.postgres
 @needs_model
 def test_vector_read_uses_the_tenant_index_on_postgresql(story, conversation, tenant_a):
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL only")
     embed_conversation(tenant_a.pk, conversation.pk, check_policy=False)
     with connection.cursor() as cursor:  # a 31-row table: make the planner show the index
         cursor.execute("SET LOCAL enable_seqscan = off")

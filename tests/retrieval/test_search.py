@@ -151,9 +151,8 @@ def test_index_follows_edits_and_deletes(conversation, member_a):
     assert search(conversation, "orchids") == []
 
 
+@pytest.mark.postgres
 def test_postgres_index_leads_with_tenant_when_btree_gin_is_available(db):
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL only")
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT indexdef FROM pg_indexes WHERE indexname = 'chats_message_search_idx'"
