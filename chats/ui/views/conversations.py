@@ -15,7 +15,13 @@ from chats.services import participant_add, policy_for
 from chats.services.conversations import ConversationRejected, conversation_create
 from chats.ui.forms import ConversationCreateForm, ParticipantAddForm, member_label
 from chats.ui.selectors import conversations_of, message_window, participants_of
-from chats.ui.views._common import conversation_or_404, page, tenant_member_required, tenant_of
+from chats.ui.views._common import (
+    conversation_or_404,
+    int_param,
+    page,
+    tenant_member_required,
+    tenant_of,
+)
 
 #: Largest image the composer accepts (checked in the browser; the server refuses all
 #: attachments until they are supported).
@@ -65,11 +71,8 @@ def _schedule_carry_over(conversation: Any) -> None:
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
-    try:
-        value = int(request.GET.get(name, ""))
-    except ValueError:
-        return None
-    return value if value > 0 else None
+    value = int_param(request, name)
+    return value if value is not None and value > 0 else None
 
 
 @tenant_member_required
