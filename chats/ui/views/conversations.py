@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from chats.services import participant_add, policy_for
+from chats.services import max_message_chars, participant_add, policy_for
 from chats.services.conversations import ConversationRejected, conversation_create
 from chats.ui.forms import ConversationCreateForm, ParticipantAddForm, member_label
 from chats.ui.selectors import conversations_of, message_window, participants_of
@@ -92,7 +91,7 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpRespo
         "attachmentUrl": reverse("chats_ui:attachment_upload", args=[conversation.pk]),
         "botName": policy.bot_name,
         "userLabel": _user_label(request.user),
-        "maxChars": min(policy.max_message_chars, settings.CHAT_MAX_MESSAGE_CHARS),
+        "maxChars": max_message_chars(policy),
         "maxAttachmentBytes": MAX_ATTACHMENT_BYTES,
         "attachmentTypes": list(ATTACHMENT_TYPES),
         "isLatestWindow": window.later_after_seq is None,
