@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 
 if TYPE_CHECKING:
@@ -35,6 +36,13 @@ def policy_errors(policy: ContextPolicy) -> dict[str, list[str]]:
         name = FIELD_NAMES.get(field, field) or NON_FIELD_ERRORS
         errors.setdefault(name, []).append(message[:1].upper() + message[1:])
 
+    ceiling = settings.CHAT_MAX_MESSAGE_CHARS
+    if policy.max_message_chars > ceiling:
+        add(
+            "max_message_chars",
+            f"this server accepts at most {ceiling:,} characters per message "
+            f"(CHAT_MAX_MESSAGE_CHARS): lower it to {ceiling:,} or less",
+        )
     if not policy.model_profile_id:
         add("model_profile", "choose the model this policy assembles prompts for")
         return errors

@@ -32,16 +32,48 @@ def tenant_create(*, name: str, slug: str | None = None, policy_name: str = "Hyb
     return tenant
 
 
+class PolicyNotAllowed(ValueError):
+    """The policy belongs to another tenant: a tenant activates its own policies or presets."""
+
+
+def tenant_set_active_policy(*, tenant: Tenant, policy: ContextPolicy | None) -> None:
+    """Make ``policy`` the one every new turn of ``tenant`` uses (None: the Hybrid preset).
+
+    Saving the tenant clears this process's cached policies at once (the cache listens to
+    tenant saves); other processes follow within seconds."""
+    if not tenant.may_activate(policy):
+        raise PolicyNotAllowed(f"{policy} belongs to another tenant.")
+    tenant.active_policy = policy
+    tenant.save(update_fields=["active_policy"])
+
+
 def membership_add(*, tenant: Tenant, user: Any, role: str = Role.MEMBER) -> Membership:
-    """Add ``user`` to ``tenant`` (or change their role); admins get the staff flag."""
+    """Add ``user`` to ``tenant`` (or change their role); the staff flag follows the role."""
     with tenant_scope(tenant):
         membership, _ = Membership.objects.update_or_create(
             tenant=tenant, user=user, defaults={"role": role}
         )
-    if role == Role.ADMIN and not user.is_staff:
-        user.is_staff = True
-        user.save(update_fields=["is_staff"])
+    user_sync_staff(user)
     return membership
+
+
+def membership_remove(*, membership: Membership) -> None:
+    """Remove a membership; a user who administers no tenant any more loses the staff flag."""
+    user = membership.user
+    with tenant_scope(membership.tenant_id):
+        Membership.objects.filter(pk=membership.pk).delete()
+    user_sync_staff(user)
+
+
+def user_sync_staff(user: Any) -> None:
+    """The staff flag (the admin log-in) follows the admin role: set while the user is an
+    admin of some tenant, cleared when they are not, kept for superusers."""
+    with all_tenants():
+        is_admin = Membership.objects.filter(user_id=user.pk, role=Role.ADMIN).exists()
+    staff = bool(user.is_superuser or is_admin)
+    if user.is_staff != staff:
+        user.is_staff = staff
+        user.save(update_fields=["is_staff"])
 
 
 def api_key_create(

@@ -42,6 +42,11 @@ class MessageAdmin(TenantScopedAdmin):
     readonly_fields = ("seq", "token_count", "token_counter", "created_at", "updated_at")
     list_select_related = ("conversation",)
 
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        # Messages come from the chat (the message service allocates the sequence number,
+        # counts tokens and starts the reply); the admin reads, edits and deletes them.
+        return False
+
 
 @admin.register(TurnRecord)
 class TurnRecordAdmin(TenantScopedAdmin):

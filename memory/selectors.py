@@ -56,7 +56,9 @@ def facts_list(
         current = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
         total = current.count()
         start = (page - 1) * page_size
-        items = list(current.order_by("-created_at", "-pk")[start : start + page_size])
+        items: list[UserFact] = []
+        if start < total:  # a page past the end is not queried: its offset may overflow
+            items = list(current.order_by("-created_at", "-pk")[start : start + page_size])
     return FactPage(items=items, page=page, page_size=page_size, total=total)
 
 

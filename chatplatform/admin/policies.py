@@ -7,11 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.http import Http404, HttpRequest, HttpResponse
+from django.db import models
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.template.response import TemplateResponse
-from django.urls import URLPattern, path
+from django.urls import URLPattern, path, reverse
 
 from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
 from chatplatform.admin.policy_preview import (
@@ -20,7 +27,8 @@ from chatplatform.admin.policy_preview import (
     model_windows,
     preview_conversations,
 )
-from chatplatform.models import ContextPolicy
+from chatplatform.models import ContextPolicy, Tenant
+from chatplatform.services import tenant_set_active_policy
 
 POLICY_FIELDSETS: Any = (
     (None, {"fields": ("tenant", "name", "description", "model_profile", "strategy")}),
@@ -120,6 +128,7 @@ class ContextPolicyAdmin(TenantScopedAdmin):
     list_display = (
         "name",
         "tenant",
+        "is_active_policy",
         "model_profile",
         "strategy",
         "max_context_tokens",
@@ -129,6 +138,7 @@ class ContextPolicyAdmin(TenantScopedAdmin):
     search_fields = ("name",)
     fieldsets = POLICY_FIELDSETS
     save_as = True
+    actions = ("make_active",)
 
     class Media:
         css = {"all": ("admin-extras/admin-extras.css",)}
@@ -137,6 +147,65 @@ class ContextPolicyAdmin(TenantScopedAdmin):
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
         form = super().get_form(request, obj, change=change, **kwargs)
         return type(form.__name__, (PolicyRulesAfterFieldsMixin, form), {})
+
+    # --- the active policy: a column, an action and a button on the change page -------------
+
+    def _tenants_in_view(self, request: HttpRequest) -> models.QuerySet:
+        tenants = Tenant.objects.all()
+        return tenants if request.user.is_superuser else tenants.filter(pk__in=_tenant_ids(request))
+
+    def get_queryset(self, request: HttpRequest) -> models.QuerySet:
+        active = self._tenants_in_view(request).filter(active_policy=models.OuterRef("pk"))
+        return super().get_queryset(request).annotate(active_in_tenant=models.Exists(active))
+
+    @admin.display(description="active", boolean=True, ordering="-active_in_tenant")
+    def is_active_policy(self, obj: ContextPolicy) -> bool:
+        return bool(getattr(obj, "active_in_tenant", False))
+
+    def activate(self, request: HttpRequest, policy: ContextPolicy) -> None:
+        """Make ``policy`` the active policy of its tenant (a preset: of the tenant the admin
+        administers) and say so. Only a tenant the admin administers is changed."""
+        if policy.tenant_id is not None:
+            tenant_ids = [policy.tenant_id] if self._owns(request, policy) else []
+            problem = "You do not administer the tenant of this policy."
+        else:
+            tenant_ids = list(_tenant_ids(request))
+            problem = (
+                "You administer several tenants: choose the preset as the active policy on "
+                "the tenant's page."
+                if tenant_ids
+                else "Choose the preset as the active policy on the tenant's page."
+            )
+        if len(tenant_ids) != 1:
+            self.message_user(request, problem, messages.ERROR)
+            return
+        tenant = Tenant.objects.get(pk=tenant_ids[0])
+        tenant_set_active_policy(tenant=tenant, policy=policy)
+        self.message_user(
+            request,
+            f"“{policy.name}” is now the active policy of {tenant.name}: new turns use it.",
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Make the selected policy the active one")
+    def make_active(self, request: HttpRequest, queryset: models.QuerySet) -> None:
+        policies = list(queryset[:2])
+        if len(policies) != 1:
+            self.message_user(request, "Select exactly one policy to make active.", messages.ERROR)
+            return
+        self.activate(request, policies[0])
+
+    def activate_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The "Make active" button of the change page (POST)."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        policy = self.get_object(request, unquote(object_id))
+        if policy is None or not self.has_view_permission(request, policy):
+            raise Http404("No such policy.")
+        self.activate(request, policy)
+        return HttpResponseRedirect(
+            reverse("admin:chatplatform_contextpolicy_change", args=[policy.pk])
+        )
 
     def render_change_form(
         self,
@@ -151,6 +220,12 @@ class ContextPolicyAdmin(TenantScopedAdmin):
         field = form.fields.get("model_profile")
         profiles = list(field.queryset) if field is not None else []
         context["model_windows"] = model_windows(profiles)
+        if obj is not None:
+            context["active_for"] = list(
+                self._tenants_in_view(request)
+                .filter(active_policy=obj)
+                .values_list("name", flat=True)
+            )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def get_urls(self) -> list[URLPattern]:
@@ -159,7 +234,12 @@ class ContextPolicyAdmin(TenantScopedAdmin):
             self.admin_site.admin_view(self.preview_view),
             name="chatplatform_contextpolicy_preview",
         )
-        return [preview, *super().get_urls()]
+        activate = path(
+            "<path:object_id>/activate/",
+            self.admin_site.admin_view(self.activate_view),
+            name="chatplatform_contextpolicy_activate",
+        )
+        return [preview, activate, *super().get_urls()]
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The policy's breakdown on one of the admin's conversations, beside the active one."""

@@ -6,6 +6,8 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -15,6 +17,7 @@ from django.utils import timezone
 from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
 from chatplatform.admin.reports import calibrations, job_status, usage_report
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
+from chatplatform.services import membership_remove, user_sync_staff
 
 
 @admin.register(Tenant)
@@ -33,6 +36,20 @@ class TenantAdmin(admin.ModelAdmin):
         if request.user.is_superuser:
             return ()
         return ("name", "slug", "is_active", "service_user")
+
+    def get_prepopulated_fields(self, request: HttpRequest, obj: Any = None) -> dict[str, Any]:
+        # The slug is read-only for tenant admins: a prepopulated field must be in the form.
+        return dict(self.prepopulated_fields) if request.user.is_superuser else {}
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        field = form.base_fields.get("active_policy")
+        if field is not None and obj is not None:
+            # Only this tenant's own policies and the presets can be its active policy.
+            field.queryset = field.queryset.filter(  # type: ignore[attr-defined]
+                models.Q(tenant=obj) | models.Q(tenant__isnull=True)
+            )
+        return form
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.is_superuser or _tenant_ids(request))
@@ -126,17 +143,37 @@ class TenantAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/chatplatform/tenant/jobs.html", context)
 
     def save_model(self, request: HttpRequest, obj: Tenant, form: Any, change: bool) -> None:
-        policy = obj.active_policy
-        if policy is not None and policy.tenant_id not in (None, obj.pk):
-            raise ValueError("a tenant can only activate its own policies or presets")
+        # The form's clean (Tenant.clean) refused another tenant's policy; this re-checks.
+        if not obj.may_activate(obj.active_policy):
+            raise PermissionDenied("A tenant can only activate its own policies or presets.")
         super().save_model(request, obj, form, change)
 
 
 @admin.register(Membership)
 class MembershipAdmin(TenantScopedAdmin):
+    """Memberships; the staff flag (the admin log-in) follows the admin role."""
+
     list_display = ("user", "tenant", "role", "created_at")
     list_filter = ("role",)
     search_fields = ("user__username", "user__email")
+
+    def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
+        previous_user_id = form.initial.get("user") if change else None
+        super().save_model(request, obj, form, change)
+        user_sync_staff(obj.user)
+        if previous_user_id is not None and previous_user_id != obj.user_id:
+            user_sync_staff(get_user_model().objects.get(pk=previous_user_id))
+
+    def delete_model(self, request: HttpRequest, obj: Membership) -> None:
+        if not self._owns(request, obj):
+            raise PermissionDenied
+        membership_remove(membership=obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: models.QuerySet) -> None:
+        if not request.user.is_superuser:
+            queryset = queryset.filter(tenant_id__in=_tenant_ids(request))
+        for membership in queryset.select_related("user"):
+            membership_remove(membership=membership)
 
 
 class ApiKeyStatusFilter(admin.SimpleListFilter):

@@ -6,6 +6,7 @@ import hashlib
 import secrets
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from chatplatform.tenancy.scoping import TenantOwnedModel
@@ -42,6 +43,16 @@ class Tenant(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def may_activate(self, policy: models.Model | None) -> bool:
+        """A tenant's active policy is one of its own policies or a preset (no tenant)."""
+        return policy is None or getattr(policy, "tenant_id", None) in (None, self.pk)
+
+    def clean(self) -> None:
+        if not self.may_activate(self.active_policy):
+            raise ValidationError(
+                {"active_policy": "Choose one of this tenant's own policies or a preset."}
+            )
 
 
 class Role(models.TextChoices):

@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
@@ -53,6 +54,12 @@ def validate_message_content(content: Any, *, max_chars: int) -> str:
     return content
 
 
+def max_message_chars(policy: Any) -> int:
+    """The longest message a conversation under ``policy`` accepts: the policy's limit, never
+    above the server's ``CHAT_MAX_MESSAGE_CHARS`` (a ceiling no policy can raise)."""
+    return min(int(policy.max_message_chars), int(settings.CHAT_MAX_MESSAGE_CHARS))
+
+
 def message_create(
     *,
     conversation: Conversation,
@@ -84,7 +91,7 @@ def message_create(
         if image is not None and isinstance(content, str) and not content.strip():
             content = ""  # an image alone is a message
         else:
-            content = validate_message_content(content, max_chars=policy.max_message_chars)
+            content = validate_message_content(content, max_chars=max_message_chars(policy))
     counter = storage_counter_for(policy.model_profile)
     token_count = counter.count(content) if status == Status.COMPLETE else None
     tokens_added = (token_count or 0) + (counter.message_overhead if token_count is not None else 0)

@@ -25,7 +25,8 @@ def conversations_of(
 ) -> list[Conversation]:
     """The user's conversations in ``tenant``, most recently active first; ``query`` matches
     the title or any message's text. Each row carries ``last_activity`` and ``last_text``."""
-    query = query.strip()[:MAX_SEARCH_CHARS]
+    # PostgreSQL text cannot hold NUL (no stored text has one): it is dropped from the query.
+    query = query.replace("\x00", "").strip()[:MAX_SEARCH_CHARS]
     with tenant_scope(tenant):
         latest = Message.objects.filter(conversation_id=OuterRef("pk")).order_by("-seq")
         mine = Participant.objects.filter(conversation_id=OuterRef("pk"), user=user)

@@ -130,6 +130,24 @@ def test_rejected_messages_store_nothing(client_a, conversation_a, content, stat
     assert rows(conversation_a) == []
 
 
+def test_no_policy_lifts_the_servers_message_size_ceiling(client_a, conversation_a, tenant_a):
+    # A policy allowing 1 MiB (stored before the ceiling was checked, or the operator lowered
+    # CHAT_MAX_MESSAGE_CHARS since): the server's 65,536 characters still apply.
+    with tenant_scope(tenant_a):
+        policy = ContextPolicy.objects.get(pk=tenant_a.active_policy_id)
+        policy.pk = None
+        policy.tenant = tenant_a
+        policy.name = "Roomy"
+        policy.save()
+        ContextPolicy.objects.filter(pk=policy.pk).update(max_message_chars=1024 * 1024)
+    tenant_a.active_policy = policy
+    tenant_a.save(update_fields=["active_policy"])
+    response = client_a.post(url(conversation_a), {"content": "x" * 900_000}, format="json")
+    error = error_of(response, 413, "too_large")
+    assert "the limit is 65,536" in error["message"]
+    assert rows(conversation_a) == []
+
+
 def test_bad_bodies_and_reply_to(client_a, conversation_a, conversation_b, member_b):
     error_of(client_a.post(url(conversation_a), {}, format="json"), 400, "invalid")
     error_of(client_a.post(url(conversation_a), {"content": 5}, format="json"), 400, "invalid")

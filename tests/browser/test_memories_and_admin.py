@@ -1,6 +1,6 @@
 """Memories and the tenant admin in a real browser: add a fact and see /memories list it; a
-tenant admin edits a policy, is told what to change, fixes it and previews it; the usage and
-job pages draw."""
+tenant admin edits a policy, is told what to change, fixes it, previews it and makes it active;
+the usage and job pages draw."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_add_a_fact_and_see_it_listed(page, tenant_a, member_a):
     screenshot(page, "10-memories")
 
 
-def test_tenant_admin_edits_a_policy_fixes_an_error_and_previews_it(
+def test_tenant_admin_edits_a_policy_fixes_an_error_previews_it_and_makes_it_active(
     page, tenant_a, admin_a, member_a
 ):
     with all_tenants():
@@ -90,6 +90,16 @@ def test_tenant_admin_edits_a_policy_fixes_an_error_and_previews_it(
     assert "Compact" in this and "saved" in this and "did not fit the budget" in this
     assert "Hybrid" in active
     screenshot(page, "13-policy-preview")
+
+    # "Make active" on the policy's page: new turns of the tenant use it.
+    page.goto(f"/admin/chatplatform/contextpolicy/{policy.pk}/change/")
+    page.click("button.policy-activate-button")
+    page.wait_for_selector(".messagelist .success")
+    assert "is now the active policy" in page.inner_text(".messagelist")
+    assert "Active policy of: Tenant A" in page.inner_text(".policy-active-note")
+    screenshot(page, "14-policy-made-active")
+    tenant_a.refresh_from_db()
+    assert tenant_a.active_policy_id == policy.pk
 
 
 def ensure_beat_schedules() -> None:

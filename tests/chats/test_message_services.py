@@ -7,6 +7,7 @@ import threading
 import pytest
 from django.db import connection
 
+from chatplatform.models import ContextPolicy
 from chatplatform.tenancy.scoping import tenant_scope
 from chatplatform.tokens import get_counter
 from chats.models import Conversation, Message
@@ -118,3 +119,19 @@ def test_concurrent_duplicates_yield_one_row(tenant_a, member_a):
     with tenant_scope(tenant_a):
         assert Message.objects.filter(conversation=conversation).count() == 1
         assert Conversation.objects.get(pk=conversation.pk).last_seq == 1
+
+
+def test_the_servers_ceiling_caps_a_larger_policy_limit(conversation, member_a, settings):
+    # A policy stored before the ceiling was checked (or the operator lowered the setting).
+    with tenant_scope(conversation.tenant_id):
+        ContextPolicy.objects.filter(pk=conversation.tenant.active_policy_id).update(
+            max_message_chars=1024 * 1024
+        )
+    settings.CHAT_MAX_MESSAGE_CHARS = 1000
+    with pytest.raises(MessageRejected) as info:
+        message_create(conversation=conversation, role="user", content="x" * 1001, author=member_a)
+    assert info.value.code == "too_large" and "the limit is 1,000" in info.value.message
+    message, created = message_create(
+        conversation=conversation, role="user", content="x" * 1000, author=member_a
+    )
+    assert created and len(message.content) == 1000

@@ -69,15 +69,15 @@ def test_database_refuses_budgets_that_cannot_fit(tenant_a):
         policy(tenant_a, max_context_tokens=5000, system_budget=6000).save()
 
 
-def test_admin_form_shows_the_error_and_saves_nothing(client, tenant_a, admin_a):
-    client.force_login(admin_a)
+def admin_form_data(tenant, **changes):
+    """The admin's policy form, filled in (``changes`` overrides fields)."""
     data = {
-        "tenant": tenant_a.pk,
-        "name": "too big",
+        "tenant": tenant.pk,
+        "name": "Policy",
         "description": "",
         "model_profile": offline_profile().pk,
         "strategy": "hybrid",
-        "max_context_tokens": 300000,
+        "max_context_tokens": 32000,
         "reserved_response_tokens": 2048,
         "safety_margin_percent": 2,
         "budget_unit": "tokens",
@@ -110,6 +110,13 @@ def test_admin_form_shows_the_error_and_saves_nothing(client, tenant_a, admin_a)
         "max_message_chars": 65536,
         "user_messages_per_minute": 30,
     }
+    data.update(changes)
+    return data
+
+
+def test_admin_form_shows_the_error_and_saves_nothing(client, tenant_a, admin_a):
+    client.force_login(admin_a)
+    data = admin_form_data(tenant_a, name="too big", max_context_tokens=300000)
     response = client.post(reverse("admin:chatplatform_contextpolicy_add"), data)
     assert response.status_code == 200
     assert "exceed the context window" in response.content.decode()
@@ -120,3 +127,28 @@ def test_admin_form_shows_the_error_and_saves_nothing(client, tenant_a, admin_a)
     assert response.status_code == 302
     with tenant_scope(tenant_a):
         assert ContextPolicy.objects.filter(name="too big").exists()
+
+
+def test_no_policy_raises_the_servers_message_size_ceiling(tenant_a, settings):
+    with tenant_scope(tenant_a), pytest.raises(ValidationError) as info:
+        policy(tenant_a, max_message_chars=1024 * 1024).full_clean()
+    [message] = info.value.message_dict["max_message_chars"]
+    assert "65,536" in message and "CHAT_MAX_MESSAGE_CHARS" in message
+    settings.CHAT_MAX_MESSAGE_CHARS = 1000
+    with tenant_scope(tenant_a), pytest.raises(ValidationError) as info:
+        policy(tenant_a, max_message_chars=1001).full_clean()
+    assert "1,000" in info.value.message_dict["max_message_chars"][0]
+    with tenant_scope(tenant_a):
+        policy(tenant_a, max_message_chars=1000).full_clean()
+
+
+def test_the_admin_form_refuses_a_message_limit_above_the_ceiling(client, tenant_a, admin_a):
+    client.force_login(admin_a)
+    url = reverse("admin:chatplatform_contextpolicy_add")
+    response = client.post(url, admin_form_data(tenant_a, max_message_chars=1024 * 1024))
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors["max_message_chars"]
+    assert any("at most 65,536 characters" in e for e in errors), errors
+    with tenant_scope(tenant_a):
+        assert not ContextPolicy.objects.filter(name="Policy").exists()
+    assert client.post(url, admin_form_data(tenant_a, max_message_chars=65536)).status_code == 302

@@ -208,6 +208,9 @@ HTTP_CASES: dict[str, list[Case]] = {
             query=lambda t, own: f"conversation={t['conversation']}",
         ),
     ],
+    "admin:chatplatform_contextpolicy_activate": [
+        Case(kwargs=lambda t, own: {"object_id": t["policy"]})
+    ],
     "admin:chatplatform_tenant_usage_index": [Case()],
     "admin:chatplatform_tenant_jobs": [Case()],
     "admin:chatplatform_tenant_usage": [Case(kwargs=lambda t, own: {"object_id": t["tenant"]})],

@@ -49,7 +49,8 @@ class MessageCreateSerializer(serializers.Serializer):
     content = TextField(
         allow_blank=True,
         trim_whitespace=False,
-        help_text="The message text (at most the policy's max_message_chars: 413 beyond).",
+        help_text="The message text (at most the policy's max_message_chars, and never more "
+        "than the server's CHAT_MAX_MESSAGE_CHARS: 413 beyond).",
     )
     client_id = TextField(
         required=False,

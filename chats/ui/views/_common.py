@@ -18,6 +18,18 @@ from chats.selectors import conversation_for_member
 
 View = Callable[..., HttpResponse]
 
+#: The largest id a query parameter may name: ids are 64-bit integers in both databases, and a
+#: larger number reaching a query is a database error instead of "not found".
+MAX_ID = 2**62
+
+
+def int_param(request: HttpRequest, name: str) -> int | None:
+    """``?name=`` as an integer; None when it is absent or not a number."""
+    try:
+        return int(request.GET.get(name, ""))
+    except ValueError:  # not a number, or more digits than int() accepts
+        return None
+
 
 def tenant_member_required(view: View) -> View:
     """Log-in required; a user with no tenant gets the "no tenant" page (403)."""

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from chats.services import participant_add, policy_for
+from chats.services import max_message_chars, participant_add, policy_for
 from chats.services.conversations import ConversationRejected, conversation_create
 from chats.ui.forms import ConversationCreateForm, ParticipantAddForm, member_label
 from chats.ui.selectors import conversations_of, message_window, participants_of
-from chats.ui.views._common import conversation_or_404, page, tenant_member_required, tenant_of
+from chats.ui.views._common import (
+    conversation_or_404,
+    int_param,
+    page,
+    tenant_member_required,
+    tenant_of,
+)
 
 #: Largest image the composer accepts (checked in the browser; the server refuses all
 #: attachments until they are supported).
@@ -65,11 +70,8 @@ def _schedule_carry_over(conversation: Any) -> None:
 
 
 def _int_param(request: HttpRequest, name: str) -> int | None:
-    try:
-        value = int(request.GET.get(name, ""))
-    except ValueError:
-        return None
-    return value if value > 0 else None
+    value = int_param(request, name)
+    return value if value is not None and value > 0 else None
 
 
 @tenant_member_required
@@ -89,7 +91,7 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpRespo
         "attachmentUrl": reverse("chats_ui:attachment_upload", args=[conversation.pk]),
         "botName": policy.bot_name,
         "userLabel": _user_label(request.user),
-        "maxChars": min(policy.max_message_chars, settings.CHAT_MAX_MESSAGE_CHARS),
+        "maxChars": max_message_chars(policy),
         "maxAttachmentBytes": MAX_ATTACHMENT_BYTES,
         "attachmentTypes": list(ATTACHMENT_TYPES),
         "isLatestWindow": window.later_after_seq is None,

@@ -9,7 +9,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from chats.ui.forms import FactEditForm, FactForm
-from chats.ui.views._common import page, tenant_member_required, tenant_of
+from chats.ui.views._common import int_param, page, tenant_member_required, tenant_of
 from memory.models import FactSource, UserFact
 from memory.selectors import fact_get, fact_history, facts_list
 from memory.services import FactRejected, fact_delete, fact_save, fact_update
@@ -20,10 +20,7 @@ ENDED_LISTED = 20
 @tenant_member_required
 def memory_list(request: HttpRequest) -> HttpResponse:
     tenant = tenant_of(request)
-    try:
-        page_number = max(1, int(request.GET.get("page", "1")))
-    except ValueError:
-        page_number = 1
+    page_number = max(1, int_param(request, "page") or 1)  # past the end: an empty page
     return page(
         request,
         "chats/memories.html",
