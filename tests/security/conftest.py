@@ -172,8 +172,19 @@ def global_objects() -> dict[str, int]:
         SolarSchedule,
     )
 
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+
     interval = IntervalSchedule.objects.create(every=7, period="days")
+    seen = {
+        "user_agent": "ua",
+        "ip_address": "192.0.2.7",
+        "username": "someone",
+        "http_accept": "*/*",
+    }
     return {
+        "accessattempt": AccessAttempt.objects.create(**seen, failures_since_start=1).pk,
+        "accesslog": AccessLog.objects.create(**seen).pk,
+        "accessfailurelog": AccessFailureLog.objects.create(**seen).pk,
         "group": Group.objects.create(name="global group").pk,
         "intervalschedule": interval.pk,
         "crontabschedule": CrontabSchedule.objects.create(minute="7").pk,
