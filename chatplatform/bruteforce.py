@@ -51,23 +51,31 @@ class ApiKeyLookupsThrottled(Exception):
         self.retry_after = retry_after
 
 
-def client_ip(request: HttpRequest, *args: Any) -> str:
-    """The client address of a request (also django-axes' ``AXES_CLIENT_IP_CALLABLE``)."""
-    return str(request.META.get("REMOTE_ADDR") or UNKNOWN_CLIENT)
+def _valid(address: Any) -> str | None:
+    try:
+        return str(ipaddress.ip_address(str(address)))
+    except ValueError:  # none (a Unix socket, a request built in code) or not an address
+        return None
 
 
-def scope_client_ip(scope: Mapping[str, Any]) -> str:
+def client_ip(request: HttpRequest, *args: Any) -> str | None:
+    """The client address of a request, None when there is none (also django-axes'
+    ``AXES_CLIENT_IP_CALLABLE``)."""
+    return _valid(request.META.get("REMOTE_ADDR"))
+
+
+def scope_client_ip(scope: Mapping[str, Any]) -> str | None:
     """The client address of an ASGI scope (WebSocket handshakes)."""
     client = scope.get("client")
-    return str(client[0]) if client else UNKNOWN_CLIENT
+    return _valid(client[0]) if client else None
 
 
-def _client_bucket(address: str) -> str:
-    """IPv4 addresses count alone; IPv6 ones by /64, the block one subscriber usually holds."""
-    try:
-        parsed = ipaddress.ip_address(address)
-    except ValueError:
-        return address[:64]
+def _client_bucket(address: str | None) -> str:
+    """IPv4 addresses count alone; IPv6 ones by /64, the block one subscriber usually holds;
+    requests without an address share one count."""
+    if address is None:
+        return UNKNOWN_CLIENT
+    parsed = ipaddress.ip_address(address)
     if parsed.version == 6:
         return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
     return str(parsed)
@@ -80,7 +88,7 @@ def failure_rate() -> tuple[int, int]:
     return int(count), _PERIODS[period.strip()[:1].lower() or "m"]
 
 
-def _counter_key(address: str) -> str:
+def _counter_key(address: str | None) -> str:
     return f"apikey-failures:{_client_bucket(address)}"
 
 
@@ -105,7 +113,7 @@ def _count_failure(key: str, period: int) -> None:
             cache.delete(key)
 
 
-def authenticate_api_key_limited(raw_key: str, client_address: str) -> KeyPrincipal | None:
+def authenticate_api_key_limited(raw_key: str, client_address: str | None) -> KeyPrincipal | None:
     """:func:`~chatplatform.apikeys.authenticate_api_key` for a client address, counting its
     failures. Raises :class:`ApiKeyLookupsThrottled` (without looking the key up) once the
     address has used up its failures for the period."""

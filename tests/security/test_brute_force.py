@@ -18,7 +18,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chatplatform.asgi import application
-from chatplatform.bruteforce import _counter_key, failure_rate
+from chatplatform.bruteforce import _counter_key, client_ip, failure_rate, scope_client_ip
 from chatplatform.services import api_key_create
 from chats.services import conversation_create
 from tests.factories import make_admin
@@ -191,3 +191,13 @@ async def test_websocket_handshake_refused_from_a_throttled_address(
         assert not await connect(f"cpk_guess{n}", ip)
     assert not await connect(raw, ip)  # refused: the address used up its failures
     assert await connect(raw, other)
+
+
+def test_client_address_is_none_without_a_valid_one(rf):
+    # A request without an address (force_login builds one) must not reach the database as a
+    # bad IP value (PostgreSQL refuses it).
+    assert client_ip(rf.get("/", REMOTE_ADDR="")) is None
+    assert client_ip(rf.get("/", REMOTE_ADDR="unix:/run/app.sock")) is None
+    assert client_ip(rf.get("/", REMOTE_ADDR="2001:DB8::1")) == "2001:db8::1"
+    assert scope_client_ip({"client": None}) is None
+    assert scope_client_ip({"client": ("192.0.2.1", 4)}) == "192.0.2.1"
