@@ -164,6 +164,7 @@ def missing_twin(world: World) -> World:
 def global_objects() -> dict[str, int]:
     """Rows that belong to no tenant but are registered in the admin (tenant admins must not
     reach them either)."""
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
     from django_celery_beat.models import (
         ClockedSchedule,
         CrontabSchedule,
@@ -171,8 +172,6 @@ def global_objects() -> dict[str, int]:
         PeriodicTask,
         SolarSchedule,
     )
-
-    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 
     interval = IntervalSchedule.objects.create(every=7, period="days")
     seen = {
