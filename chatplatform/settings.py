@@ -7,10 +7,12 @@ the channel layer, the Celery broker and the cache to Redis; ``DATABASE_URL`` mo
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -40,6 +42,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_celery_beat",
+    "axes",
+    "csp",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -59,6 +63,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "chatplatform.tenancy.middleware.TenantScopeMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "chatplatform.urls"
@@ -298,3 +304,51 @@ API_STREAM_TIMEOUT_SECONDS = env.float("API_STREAM_TIMEOUT_SECONDS", default=300
 #: A comment line is sent on an idle event stream this often (seconds), for proxies.
 API_STREAM_KEEPALIVE_SECONDS = env.float("API_STREAM_KEEPALIVE_SECONDS", default=15.0)
 # --- end of REST API ---------------------------------------------------------------------------
+
+# --- Brute-force protection and Content-Security-Policy (chatplatform.bruteforce) -----------
+# Log-in pages (the site's and the admin's): django-axes locks a username from one client
+# address after LOGIN_FAILURE_LIMIT failed attempts for LOGIN_LOCKOUT_MINUTES (a correct
+# password is refused meanwhile; a success clears the count). Attempts are kept in the database
+# (admins see and delete them under "Axes"; ``manage.py axes_reset`` clears them all). The
+# client address is the one the ASGI server reports: behind a proxy, uvicorn's
+# --proxy-headers takes it from X-Forwarded-For only for connections from FORWARDED_ALLOW_IPS.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True  # failures are kept; successful log-ins are not logged
+AXES_LOCKOUT_CALLABLE = "chatplatform.bruteforce.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "chatplatform.bruteforce.client_ip"
+#: Failed API-key look-ups allowed per client address (an IPv6 /64) and period; past it
+#: every API-key request from that address is refused (429, or a refused WebSocket handshake),
+#: valid keys included, until the period ends.
+API_KEY_FAILURE_RATE = env.str("API_KEY_FAILURE_RATE", default="20/min")
+
+# Content-Security-Policy on every page (django-csp). Scripts only from this origin (no
+# inline scripts or handlers); styles also inline (style attributes carry computed widths);
+# connect-src 'self' covers the same-origin WebSocket. CSP_REPORT_ONLY=1 sends it as
+# Content-Security-Policy-Report-Only, to try it on a deployment first.
+_csp_policy = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        **({"report-uri": [env.str("CSP_REPORT_URI")]} if env.str("CSP_REPORT_URI", "") else {}),
+    }
+}
+if env.bool("CSP_REPORT_ONLY", default=False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = _csp_policy
+else:
+    CONTENT_SECURITY_POLICY = _csp_policy
+# --- end of brute-force protection and Content-Security-Policy --------------------------------

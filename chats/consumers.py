@@ -19,7 +19,11 @@ from typing import Any
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from chatplatform.apikeys import authenticate_api_key
+from chatplatform.bruteforce import (
+    ApiKeyLookupsThrottled,
+    authenticate_api_key_limited,
+    scope_client_ip,
+)
 from chats.models import Conversation
 from chats.replies import commands
 from chats.replies.coordination import coordination, runner_lock_name
@@ -88,7 +92,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         offered = self.scope.get("subprotocols") or []
         keys = [p[len(APIKEY_SUBPROTOCOL) :] for p in offered if p.startswith(APIKEY_SUBPROTOCOL)]
         if keys:
-            principal = await db(authenticate_api_key)(keys[0])
+            try:
+                principal = await db(authenticate_api_key_limited)(
+                    keys[0], scope_client_ip(self.scope)
+                )
+            except ApiKeyLookupsThrottled:  # refused like an invalid key
+                principal = None
             if principal is None:
                 return None, None, None
             chosen = PROTOCOL if PROTOCOL in offered else offered[0]

@@ -40,3 +40,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.path.join(tempfile.gettempdir(), f"chatplatform-test-{os.getpid()}.sqlite3")
     }
+
+# The suite sends many bad API keys from the test client's one address; the tests of the
+# failure limit set their own rate (tests/security/test_brute_force.py).
+API_KEY_FAILURE_RATE = "100000/min"

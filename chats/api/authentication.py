@@ -14,7 +14,7 @@ from rest_framework.authentication import (
 )
 from rest_framework.request import Request
 
-from chatplatform.apikeys import authenticate_api_key
+from chatplatform.bruteforce import ApiKeyLookupsThrottled, authenticate_api_key_limited, client_ip
 from chatplatform.models import Role
 from chats.api.principal import ApiPrincipal, enter_request_scope
 
@@ -24,7 +24,8 @@ BEARER = b"bearer"
 class ApiKeyAuthentication(BaseAuthentication):
     """``Authorization: Bearer <key>``: the key's user (or the tenant's service user) in the
     key's tenant. A missing header defers to the next class; a malformed, unknown or revoked
-    key is 401."""
+    key is 401; past the failures allowed per client address, every key is 429
+    (``chatplatform.bruteforce``)."""
 
     def authenticate(self, request: Request) -> tuple[Any, ApiPrincipal] | None:
         parts = get_authorization_header(request).split()
@@ -38,7 +39,12 @@ class ApiKeyAuthentication(BaseAuthentication):
             raw_key = parts[1].decode("ascii")
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid API key.") from None
-        found = authenticate_api_key(raw_key)
+        try:
+            found = authenticate_api_key_limited(raw_key, client_ip(request._request))
+        except ApiKeyLookupsThrottled as throttled:
+            raise exceptions.Throttled(
+                throttled.retry_after, "Too many failed API-key attempts from this address."
+            ) from None
         if found is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
         enter_request_scope(request._request, found.tenant)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from chats.api import schema  # noqa: F401  (registers the authentication schemes)
 from chats.api.errors import not_found
@@ -30,7 +30,7 @@ CONVERSATION = "conversations/<int:conversation_id>/"
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("me/", MeView.as_view(), name="me"),
     path("conversations/", ConversationListView.as_view(), name="conversations"),
     path(CONVERSATION, ConversationDetailView.as_view(), name="conversation"),

@@ -119,9 +119,23 @@ def page(browser: Any, live_server_url: str) -> Iterator[Any]:
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda error: errors.append(str(error)))
+    violations = watch_csp(tab)
     yield tab
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not violations, f"Content-Security-Policy violations: {violations}"
+
+
+def watch_csp(page: Any) -> list[str]:
+    """The Content-Security-Policy violations Chromium reports on ``page``'s console."""
+    violations: list[str] = []
+
+    def seen(message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            violations.append(message.text)
+
+    page.on("console", seen)
+    return violations
 
 
 def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:

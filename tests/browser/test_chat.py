@@ -86,9 +86,9 @@ def test_stop_a_slow_reply(page, tenant_a, member_a, monkeypatch):
     page.wait_for_selector("body.chat-connected")
     send(page, "Tell me everything")
     page.wait_for_selector("#stop:visible")
-    page.wait_for_function(
-        "document.querySelector('li.msg-assistant .msg-body')?.textContent.length > 20"
-    )
+    # A selector, not wait_for_function: its string predicate is eval, which the page's
+    # Content-Security-Policy refuses.
+    page.wait_for_selector(r"li.msg-assistant .msg-body >> text=/[\s\S]{21,}/")
     page.click("#stop")
     page.wait_for_selector("li.msg-assistant[data-status=incomplete]")
     assert page.locator("#stop").is_hidden()
@@ -109,9 +109,9 @@ def test_a_dropped_socket_resumes_the_reply_from_the_last_delta(
     page.goto(f"/chats/{conversation.pk}/")
     page.wait_for_selector("body.chat-connected")
     send(page, "A long answer please")
-    page.wait_for_function(
-        "document.querySelector('li.msg-assistant .msg-body')?.textContent.length > 10"
-    )
+    # A selector, not wait_for_function: its string predicate is eval, which the page's
+    # Content-Security-Policy refuses.
+    page.wait_for_selector(r"li.msg-assistant .msg-body >> text=/[\s\S]{11,}/")
     page.evaluate("window.ChatSocket.drop()")
     page.wait_for_selector("#connection:visible", timeout=5_000)
     page.wait_for_selector(COMPLETE_REPLY, timeout=30_000)

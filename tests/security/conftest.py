@@ -164,6 +164,7 @@ def missing_twin(world: World) -> World:
 def global_objects() -> dict[str, int]:
     """Rows that belong to no tenant but are registered in the admin (tenant admins must not
     reach them either)."""
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog
     from django_celery_beat.models import (
         ClockedSchedule,
         CrontabSchedule,
@@ -173,7 +174,16 @@ def global_objects() -> dict[str, int]:
     )
 
     interval = IntervalSchedule.objects.create(every=7, period="days")
+    seen = {
+        "user_agent": "ua",
+        "ip_address": "192.0.2.7",
+        "username": "someone",
+        "http_accept": "*/*",
+    }
     return {
+        "accessattempt": AccessAttempt.objects.create(**seen, failures_since_start=1).pk,
+        "accesslog": AccessLog.objects.create(**seen).pk,
+        "accessfailurelog": AccessFailureLog.objects.create(**seen).pk,
         "group": Group.objects.create(name="global group").pk,
         "intervalschedule": interval.pk,
         "crontabschedule": CrontabSchedule.objects.create(minute="7").pk,

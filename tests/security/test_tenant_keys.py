@@ -34,6 +34,7 @@ GLOBAL_KEYS = [
     (r"summaries:lock:beat", "the single beat scheduler's leader lock"),
     (r"summaries:lock:run:", "a periodic sweep's dedupe claim (one per schedule, all tenants)"),
     (r"summaries:lock:backfill:all", "the backfill sweep over every tenant"),
+    (r"apikey-failures:", "failed API-key look-ups per client address, before any tenant is known"),
 ]
 
 #: Celery tasks that work across tenants by design: name -> why.

@@ -1,0 +1,140 @@
+"""Brute-force protection: the client address and the limit on failed API-key look-ups.
+
+The log-in pages (the site's and the admin's) are guarded by django-axes, configured in the
+settings (``AXES_*``, from ``LOGIN_FAILURE_LIMIT`` and ``LOGIN_LOCKOUT_MINUTES``); it takes the
+client address from :func:`client_ip` here.
+
+API keys: every failed look-up (unknown, revoked, malformed key) counts against the client
+address, in the default cache (Redis when ``REDIS_URL`` is set, so every process shares the
+counts). Past ``API_KEY_FAILURE_RATE`` failures in a period, every API-key request from that
+address is refused until the period ends, a valid key included: answering valid keys would let
+a guesser go on at full speed and learn which guess was right.
+
+The client address is the one the ASGI server reports (``REMOTE_ADDR``, the scope's
+``client``), never a header read here: behind a reverse proxy, uvicorn's ``--proxy-headers``
+replaces it with the X-Forwarded-For address only for connections from the proxies the operator
+lists in ``FORWARDED_ALLOW_IPS``, so a client cannot choose its own address.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from chatplatform.apikeys import KeyPrincipal, authenticate_api_key
+
+try:  # incr on a value that is not a number: TypeError locally, ResponseError from Redis
+    from redis.exceptions import ResponseError
+
+    _NOT_A_COUNTER: tuple[type[Exception], ...] = (TypeError, ResponseError)
+except ImportError:  # pragma: no cover
+    _NOT_A_COUNTER = (TypeError,)
+
+UNKNOWN_CLIENT = "unknown"
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class ApiKeyLookupsThrottled(Exception):
+    """Too many failed API-key look-ups from this client address; ``retry_after`` seconds
+    until the period ends."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"Too many failed API-key attempts; retry in {retry_after} s.")
+        self.retry_after = retry_after
+
+
+def _valid(address: Any) -> str | None:
+    try:
+        return str(ipaddress.ip_address(str(address)))
+    except ValueError:  # none (a Unix socket, a request built in code) or not an address
+        return None
+
+
+def client_ip(request: HttpRequest, *args: Any) -> str | None:
+    """The client address of a request, None when there is none (also django-axes'
+    ``AXES_CLIENT_IP_CALLABLE``)."""
+    return _valid(request.META.get("REMOTE_ADDR"))
+
+
+def scope_client_ip(scope: Mapping[str, Any]) -> str | None:
+    """The client address of an ASGI scope (WebSocket handshakes)."""
+    client = scope.get("client")
+    return _valid(client[0]) if client else None
+
+
+def _client_bucket(address: str | None) -> str:
+    """IPv4 addresses count alone; IPv6 ones by /64, the block one subscriber usually holds;
+    requests without an address share one count."""
+    if address is None:
+        return UNKNOWN_CLIENT
+    parsed = ipaddress.ip_address(address)
+    if parsed.version == 6:
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
+
+
+def failure_rate() -> tuple[int, int]:
+    """``API_KEY_FAILURE_RATE`` ("20/min": failures, per second/minute/hour/day) as (count,
+    seconds); read on every call, so a settings change applies."""
+    count, _, period = str(settings.API_KEY_FAILURE_RATE).partition("/")
+    return int(count), _PERIODS[period.strip()[:1].lower() or "m"]
+
+
+def _counter_key(address: str | None) -> str:
+    return f"apikey-failures:{_client_bucket(address)}"
+
+
+def _retry_after(key: str, period: int) -> int:
+    until = cache.get(f"{key}:until")
+    if not isinstance(until, (int, float)):
+        return period
+    return max(int(until - time.time()) + 1, 1)
+
+
+def _count_failure(key: str, period: int) -> None:
+    for _attempt in range(3):
+        # The period starts with the first failure and ends when the counter expires.
+        if cache.add(key, 0, period):
+            cache.set(f"{key}:until", time.time() + period, period)
+        try:
+            cache.incr(key)
+            return
+        except ValueError:  # expired between add and incr: start a new period
+            continue
+        except _NOT_A_COUNTER:
+            cache.delete(key)
+
+
+def authenticate_api_key_limited(raw_key: str, client_address: str | None) -> KeyPrincipal | None:
+    """:func:`~chatplatform.apikeys.authenticate_api_key` for a client address, counting its
+    failures. Raises :class:`ApiKeyLookupsThrottled` (without looking the key up) once the
+    address has used up its failures for the period."""
+    limit, period = failure_rate()
+    key = _counter_key(client_address)
+    failures = cache.get(key)
+    if isinstance(failures, int) and failures >= limit:
+        raise ApiKeyLookupsThrottled(_retry_after(key, period))
+    principal = authenticate_api_key(raw_key)
+    if principal is None:
+        _count_failure(key, period)
+    return principal
+
+
+def lockout_response(
+    request: HttpRequest, original_response: Any = None, credentials: Any = None
+) -> HttpResponse:
+    """The page of a locked-out log-in (django-axes' ``AXES_LOCKOUT_CALLABLE``): 429, with
+    how long the lock lasts."""
+    minutes = max(1, math.ceil(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
+    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}
+    response = render(request, "registration/locked_out.html", context, status=429)
+    response["Retry-After"] = str(minutes * 60)
+    return response
