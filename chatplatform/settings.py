@@ -296,3 +296,10 @@ API_STREAM_TIMEOUT_SECONDS = env.float("API_STREAM_TIMEOUT_SECONDS", default=300
 #: A comment line is sent on an idle event stream this often (seconds), for proxies.
 API_STREAM_KEEPALIVE_SECONDS = env.float("API_STREAM_KEEPALIVE_SECONDS", default=15.0)
 # --- end of REST API ---------------------------------------------------------------------------
+
+# --- WebSocket credentials (chats.socket_access) --------------------------------------------
+# A socket closes when the key or session that opened it ends: at once by a channel-layer
+# event, and, should that event be lost, at the socket's next frame or event once its last
+# check is older than this (seconds; 0 checks before every frame and event).
+WS_AUTH_RECHECK_SECONDS = env.float("WS_AUTH_RECHECK_SECONDS", default=30.0)
+# --- end of WebSocket credentials -----------------------------------------------------------
