@@ -16,6 +16,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
+from django.urls import reverse
 
 from chatplatform.asgi import application
 from chatplatform.models import ApiKey, Membership
@@ -25,6 +26,7 @@ from chats import socket_access
 from chats.models import Message
 from chats.services import conversation_create
 from memory.services import fact_save
+from tests.factories import make_admin
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -98,6 +100,19 @@ def revoke_key(opened: Opened, user: Any, tenant: Any) -> None:
     api_key_revoke(key=opened.key)
 
 
+def revoke_key_in_the_admin(opened: Opened, user: Any, tenant: Any) -> None:
+    assert opened.key is not None
+    admin = Client()
+    admin.force_login(make_admin(tenant, username="key-keeper"))
+    response = admin.post(
+        reverse("admin:chatplatform_apikey_changelist"),
+        {"action": "revoke", "_selected_action": [opened.key.pk]},
+    )
+    assert response.status_code == 302, response.status_code
+    with tenant_scope(tenant):
+        assert ApiKey.objects.get(pk=opened.key.pk).revoked_at is not None
+
+
 def log_out(opened: Opened, user: Any, tenant: Any) -> None:
     assert opened.browser is not None
     response = opened.browser.post("/accounts/logout/")
@@ -117,6 +132,7 @@ def deactivate(opened: Opened, user: Any, tenant: Any) -> None:
 Open = Callable[[Any, Any], Awaitable[Opened]]
 CASES: list[tuple[str, Open, Callable[[Opened, Any, Any], None], int]] = [
     ("key revoked", by_key, revoke_key, 4401),
+    ("key revoked in the admin", by_key, revoke_key_in_the_admin, 4401),
     ("logged out", by_session, log_out, 4401),
     ("membership removed (session)", by_session, remove_membership, 4403),
     ("membership removed (key)", by_key, remove_membership, 4403),
