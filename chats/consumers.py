@@ -152,7 +152,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             return False
         if not now and time.monotonic() - self._checked_at < self._recheck_seconds:
             return True
-        refusal = await db(grant_refusal)(grant)
+        try:
+            refusal = await db(grant_refusal)(grant)
+        except Exception:
+            # The database is away: an outage revokes nothing, so the socket goes on (its
+            # own steps report their errors) and checks again after the interval.
+            logger.warning("checking the grant of a socket failed", exc_info=True)
+            refusal = None
         self._checked_at = time.monotonic()
         if refusal is None:
             return True

@@ -245,3 +245,19 @@ async def test_the_handshake_never_echoes_a_key(chat, tenant_a, member_a, offere
     assert raw not in str(subprotocol)
     await works(ws, "handshake")
     await ws.disconnect()
+
+
+async def test_a_check_that_cannot_reach_the_database_keeps_the_socket(
+    chat, member_a, settings, monkeypatch
+):
+    """An outage revokes nothing: the socket goes on and checks again later."""
+    from chats import consumers
+
+    def unreachable(grant: Any) -> None:
+        raise ConnectionError("the database is away")
+
+    settings.WS_AUTH_RECHECK_SECONDS = 0
+    opened = await by_key(chat, member_a)
+    monkeypatch.setattr(consumers, "grant_refusal", unreachable)
+    await works(opened.ws, "during")
+    await opened.ws.disconnect()
