@@ -89,8 +89,16 @@ def api_key_create(
 
 
 def api_key_revoke(*, key: ApiKey) -> None:
+    """Revoke ``key`` (a revoked key keeps the time it was first revoked). The key is saved,
+    not updated in bulk, so that its ``post_save`` reaches whatever ends the key's open
+    WebSockets."""
     with tenant_scope(key.tenant_id):
-        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        current = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).first()
+        if current is None:
+            return
+        current.revoked_at = timezone.now()
+        current.save(update_fields=["revoked_at"])
+    key.revoked_at = current.revoked_at
 
 
 def random_password() -> str:

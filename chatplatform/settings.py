@@ -352,3 +352,10 @@ if env.bool("CSP_REPORT_ONLY", default=False):
 else:
     CONTENT_SECURITY_POLICY = _csp_policy
 # --- end of brute-force protection and Content-Security-Policy --------------------------------
+
+# --- WebSocket credentials (chats.socket_access) --------------------------------------------
+# A socket closes when the key or session that opened it ends: at once by a channel-layer
+# event, and, should that event be lost, at the socket's next frame or event once its last
+# check is older than this (seconds; 0 checks before every frame and event).
+WS_AUTH_RECHECK_SECONDS = env.float("WS_AUTH_RECHECK_SECONDS", default=30.0)
+# --- end of WebSocket credentials -----------------------------------------------------------

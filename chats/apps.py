@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class ChatsConfig(AppConfig):
     name = "chats"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Ending the sockets whose credentials ended: receivers of key, membership, user and
+        # log-out signals.
+        from chats import socket_access  # noqa: F401

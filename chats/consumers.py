@@ -4,9 +4,11 @@ In: ``{"type": "message", "client_id", "content"}``, ``{"type": "stop"}``,
 ``{"type": "resume", "message_id", "last_seq"}``. Out: ``ack``, ``message``, ``reply``,
 ``delta`` (with sequence numbers), ``done``, ``error`` (code and human message), ``resync``,
 ``command``. Authentication: the browser session, or an API key sent as the subprotocol
-``apikey.<key>`` (browsers cannot set headers on WebSockets). The Origin is checked by the
-ASGI router; a socket for a conversation the caller cannot see is closed with 4404, exactly as
-for one that does not exist.
+``apikey.<key>`` (browsers cannot set headers on WebSockets) beside ``chatplatform.v1``, the
+one subprotocol the handshake ever selects (a credential is never echoed). The Origin is
+checked by the ASGI router; a socket for a conversation the caller cannot see is closed with
+4404, exactly as for one that does not exist. A socket lives as long as its credential: see
+:mod:`chats.socket_access` (closed with 4401 or 4403 when it ends).
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from typing import Any
 
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from chatplatform.bruteforce import (
     ApiKeyLookupsThrottled,
@@ -31,9 +35,15 @@ from chats.replies.db import db
 from chats.replies.events import conversation_group, emit, message_event, received_events
 from chats.replies.intake import accept_and_prepare, reply_snapshot
 from chats.replies.runner import start_runner
-from chats.selectors import conversation_for_member
+from chats.selectors import MAX_ID, conversation_for_member
 from chats.services.conversations import cached_policy, policy_for
 from chats.services.messages import MessageRejected
+from chats.socket_access import (
+    CLOSE_ACCESS_ENDED,
+    CLOSE_CREDENTIALS_ENDED,
+    SocketGrant,
+    grant_refusal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,14 +66,28 @@ CLOSE_NOT_FOUND = 4404
 MAX_FRAME_CHARS = 1024 * 1024
 
 
+#: Why a socket whose grant ended is closed: its close code -> the error frame sent first.
+ENDED = {
+    CLOSE_CREDENTIALS_ENDED: (
+        "credentials_ended",
+        "The key or session that opened this socket is no longer valid.",
+    ),
+    CLOSE_ACCESS_ENDED: ("access_ended", "You no longer have access to this conversation."),
+}
+
+
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
     conversation: Conversation | None = None
     group: str = ""
+    grant: SocketGrant | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         #: Delta sequence numbers sent on this socket, per reply still streaming.
         self._delivered: dict[int, set[int]] = {}
+        #: When the grant was last checked (time.monotonic()), and how often it is.
+        self._checked_at = 0.0
+        self._recheck_seconds = 0.0
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         # Channels closes stale database connections before every event, in a thread of its
@@ -76,19 +100,34 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await handler(message)
 
     async def connect(self) -> None:
-        user, tenant_id, subprotocol = await self._principal()
+        user, tenant_id, key_id = await self._principal()
         conversation_id = self.scope["url_route"]["kwargs"].get("conversation_id")
         conversation = await db(conversation_for_member)(user, conversation_id, tenant_id=tenant_id)
         if conversation is None:
             await self.close(code=CLOSE_NOT_FOUND)
             return
+        session = self.scope.get("session") if key_id is None else None
         self.user = user
         self.conversation = conversation
+        self.grant = SocketGrant(
+            tenant_id=conversation.tenant_id,
+            conversation_id=conversation.pk,
+            user_id=user.pk,
+            key_id=key_id,
+            session_key=getattr(session, "session_key", None),
+        )
+        self._checked_at = time.monotonic()
+        self._recheck_seconds = float(settings.WS_AUTH_RECHECK_SECONDS)
         self.group = conversation_group(conversation.tenant_id, conversation.pk)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept(subprotocol)
+        for group in (self.group, *self.grant.groups()):
+            await self.channel_layer.group_add(group, self.channel_name)
+        # Only the protocol's own name is ever selected: never an offered credential.
+        offered = self.scope.get("subprotocols") or []
+        await self.accept(PROTOCOL if PROTOCOL in offered else None)
 
-    async def _principal(self) -> tuple[Any, int | None, str | None]:
+    async def _principal(self) -> tuple[Any, int | None, int | None]:
+        """The user, the tenant a key confines them to, and the key's id (None for the
+        session)."""
         offered = self.scope.get("subprotocols") or []
         keys = [p[len(APIKEY_SUBPROTOCOL) :] for p in offered if p.startswith(APIKEY_SUBPROTOCOL)]
         if keys:
@@ -100,18 +139,62 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 principal = None
             if principal is None:
                 return None, None, None
-            chosen = PROTOCOL if PROTOCOL in offered else offered[0]
-            return principal.user, principal.tenant.pk, chosen
-        chosen = PROTOCOL if PROTOCOL in offered else None
-        return self.scope.get("user"), None, chosen
+            return principal.user, principal.tenant.pk, principal.key.pk
+        return self.scope.get("user"), None, None
 
     async def disconnect(self, code: int) -> None:
         # The reply keeps running: it is not tied to this socket.
-        if self.group:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self._leave_groups()
+
+    async def _leave_groups(self) -> None:
+        groups = [self.group, *(self.grant.groups() if self.grant else [])]
+        self.group, self.grant = "", None
+        for group in groups:
+            if group:
+                await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def _access_holds(self, *, now: bool = False) -> bool:
+        """Whether this socket's grant still holds, checked ``now`` or when the last check
+        is older than ``WS_AUTH_RECHECK_SECONDS``; a socket whose grant ended is closed."""
+        grant = self.grant
+        if grant is None:
+            return False
+        if not now and time.monotonic() - self._checked_at < self._recheck_seconds:
+            return True
+        try:
+            refusal = await db(grant_refusal)(grant)
+        except Exception:
+            # The database is away: an outage revokes nothing, so the socket goes on (its
+            # own steps report their errors) and checks again after the interval.
+            logger.warning("checking the grant of a socket failed", exc_info=True)
+            refusal = None
+        self._checked_at = time.monotonic()
+        if refusal is None:
+            return True
+        await self._end(refusal)
+        return False
+
+    async def _end(self, close_code: int) -> None:
+        """Close the socket for good: nothing it sends is handled, nothing is sent to it."""
+        code, text = ENDED[close_code]
+        self.conversation = None
+        await self._leave_groups()
+        await self._error(code, text)
+        await self.close(code=close_code)
+
+    async def access_changed(self, message: dict[str, Any]) -> None:
+        """``access.changed``: the grant of this socket may have ended (see
+        :mod:`chats.socket_access`); with ``session``, the session of that digest ended."""
+        if self.grant is None:
+            return
+        ended = message.get("session")
+        if ended is None:
+            await self._access_holds(now=True)
+        elif ended == self.grant.session_digest:
+            await self._end(CLOSE_CREDENTIALS_ENDED)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if self.conversation is None:
+        if self.conversation is None or not await self._access_holds():
             return
         if text_data is None:
             await self._error("invalid", "Frames must be JSON text.")
@@ -123,6 +206,9 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             data = json.loads(text_data)
         except ValueError:
             await self._error("invalid_json", "The frame is not valid JSON.")
+            return
+        except RecursionError:
+            await self._error("invalid_json", "The frame is nested too deeply.")
             return
         if not isinstance(data, dict):
             await self._error("invalid", "The frame must be a JSON object.")
@@ -148,7 +234,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self._error("invalid", "client_id must be a string of 1 to 64 characters.")
             return
         if isinstance(content, str) and content.strip().startswith("/memories"):
-            text = await db(commands.memories_command)(conversation.tenant_id, self.user, content)
+            try:
+                text = await db(commands.memories_command)(
+                    conversation.tenant_id, self.user, content
+                )
+            except commands.CommandError as exc:
+                await self._error(exc.code, exc.message, client_id)
+                return
             await self.send_json({"type": "command", "command": "memories", "text": text})
             return
         policy = cached_policy(conversation) or await db(policy_for)(conversation)
@@ -237,13 +329,15 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         assert self.conversation is not None
         try:
             message_id, last_seq = int(data["message_id"]), int(data.get("last_seq", 0))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             await self._error("invalid", "resume needs message_id and last_seq.")
             return
         tenant_id = self.conversation.tenant_id
-        snapshot = await db(reply_snapshot)(
-            tenant_id, None, reply_id=message_id, conversation_id=self.conversation.pk
-        )
+        snapshot = None
+        if 0 < message_id <= MAX_ID:
+            snapshot = await db(reply_snapshot)(
+                tenant_id, None, reply_id=message_id, conversation_id=self.conversation.pk
+            )
         if snapshot is None:
             await self._error("not_found", "No such reply in this conversation.")
             return
@@ -261,6 +355,8 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def chat_event(self, message: dict[str, Any]) -> None:
         """``chat.event`` (one event) and ``chat.events`` (several, in order)."""
+        if self.conversation is None or not await self._access_holds():
+            return
         for event, origin in received_events(message):
             if origin == self.channel_name:
                 continue

@@ -9,15 +9,29 @@ from chatplatform.models import Membership
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.models import Conversation, Participant
 
+#: Ids above this are not ids of ours (and would overflow a bigint column in a query).
+MAX_ID = 2**62
+
+
+def row_id(value: Any) -> int | None:
+    """``value`` (an int, or a string of digits) as an id that can name a row; None for
+    anything else (not a whole number, below 1, above :data:`MAX_ID`)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    try:
+        number = int(value)
+    except (ValueError, OverflowError):
+        return None
+    return number if 0 < number <= MAX_ID else None
+
 
 def conversation_for_member(
     user: Any, conversation_id: Any, *, tenant_id: int | None = None
 ) -> Conversation | None:
     """The conversation if ``user`` is a member of its tenant and a participant (and, when
     ``tenant_id`` is given, it belongs to that tenant); else None."""
-    try:
-        conversation_id = int(conversation_id)
-    except (TypeError, ValueError):
+    conversation_id = row_id(conversation_id)
+    if conversation_id is None:
         return None
     if user is None or not getattr(user, "is_authenticated", False):
         return None

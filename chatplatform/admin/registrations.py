@@ -12,12 +12,11 @@ from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
-from django.utils import timezone
 
 from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
 from chatplatform.admin.reports import calibrations, job_status, usage_report
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
-from chatplatform.services import membership_remove, user_sync_staff
+from chatplatform.services import api_key_revoke, membership_remove, user_sync_staff
 
 
 @admin.register(Tenant)
@@ -232,8 +231,10 @@ class ApiKeyAdmin(TenantScopedAdmin):
     def revoke(self, request: HttpRequest, queryset: models.QuerySet) -> None:
         if not request.user.is_superuser:
             queryset = queryset.filter(tenant_id__in=_tenant_ids(request))
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-        self.message_user(request, f"Revoked {count} key(s).")
+        keys = list(queryset.filter(revoked_at__isnull=True))
+        for key in keys:
+            api_key_revoke(key=key)
+        self.message_user(request, f"Revoked {len(keys)} key(s).")
 
 
 @admin.register(ModelProfile)

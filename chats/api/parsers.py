@@ -1,4 +1,5 @@
-"""A JSON parser that refuses bodies larger than ``API_MAX_BODY_BYTES`` with 413.
+"""A JSON parser that refuses bodies larger than ``API_MAX_BODY_BYTES`` with 413, and
+malformed or too deeply nested ones with 400.
 
 DRF reads request bodies from the stream, past Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``
 check, so the API enforces its own limit: the declared ``Content-Length`` first (see the base
@@ -45,6 +46,10 @@ class LimitedJSONParser(JSONParser):
             return json.loads(text, parse_constant=_reject_constant)
         except (ValueError, LookupError) as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
+        except RecursionError:
+            # The decoder recurses once per level: a body nested past the interpreter's limit
+            # is refused like any other malformed body.
+            raise ParseError("JSON parse error - the body is nested too deeply.") from None
 
 
 def _reject_constant(name: str) -> Any:

@@ -5,24 +5,55 @@ from __future__ import annotations
 from typing import Any
 
 PAGE_SIZE = 10
+#: Page numbers are read only up to this many digits: more cannot name a page of anyone's
+#: facts, and would overflow the query's offset.
+MAX_PAGE_DIGITS = 6
+
+
+class CommandError(Exception):
+    """A command the platform cannot answer as asked: ``code`` and a message for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _page_number(argument: str) -> int | None:
+    """The page a ``/memories`` argument names, or None when it names none (not a whole
+    number of at most :data:`MAX_PAGE_DIGITS` ASCII digits, or below 1)."""
+    if not (argument.isascii() and argument.isdigit()) or len(argument) > MAX_PAGE_DIGITS:
+        return None
+    page = int(argument)
+    return page if page >= 1 else None
 
 
 def memories_command(tenant_id: int, user: Any, text: str) -> str:
-    """``/memories [page]``: the user's facts, paginated."""
+    """``/memories [page]``: the user's facts, paginated. Raises CommandError
+    (``invalid_page``, saying how many pages there are) for anything but an existing page."""
     parts = text.strip().split()
-    try:
-        page = max(1, int(parts[1])) if len(parts) > 1 else 1
-    except ValueError:
-        page = 1
+    page: int | None = 1
+    if len(parts) == 2:
+        page = _page_number(parts[1])
+    elif len(parts) > 2:
+        page = None
     try:
         from memory.selectors import facts_page
     except ImportError:
         return "Memories are not available."
-    facts, total = facts_page(tenant_id=tenant_id, user_id=user.pk, page=page, page_size=PAGE_SIZE)
+    facts, total = facts_page(
+        tenant_id=tenant_id, user_id=user.pk, page=page or 1, page_size=PAGE_SIZE
+    )
+    pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
+    if page is None or page > pages:
+        raise CommandError(
+            "invalid_page",
+            f"No such page: your memories fill {pages} page{'s' if pages > 1 else ''}; "
+            f"send /memories or /memories followed by a page number from 1 to {pages}.",
+        )
     if total == 0:
         return "No memories saved yet."
-    pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
-    lines = [f"Your memories (page {min(page, pages)} of {pages}, {total} in all):"]
+    lines = [f"Your memories (page {page} of {pages}, {total} in all):"]
     first = (page - 1) * PAGE_SIZE
     for number, fact in enumerate(facts, start=first + 1):
         key = f"[{fact.key}] " if fact.key else ""

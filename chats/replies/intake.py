@@ -9,6 +9,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageRejected, decode_base64_image
 from chats.models import Conversation, Message, Role
 from chats.replies.turns import NextTurn, prepare_next_turn
+from chats.selectors import row_id
 from chats.services.conversations import policy_for
 from chats.services.messages import MessageRejected, message_create
 
@@ -38,10 +39,9 @@ def accept_user_message(
             raise MessageRejected("invalid_image", exc.message) from None
     reply_to = None
     if reply_to_id is not None:
-        try:
-            reply_to_pk = int(reply_to_id)
-        except (TypeError, ValueError):
-            raise MessageRejected("invalid", "reply_to must be a message id.") from None
+        reply_to_pk = row_id(reply_to_id)
+        if reply_to_pk is None:
+            raise MessageRejected("invalid", "reply_to must be a message id.")
         with tenant_scope(conversation.tenant_id):
             reply_to = Message.objects.filter(
                 pk=reply_to_pk, conversation_id=conversation.pk

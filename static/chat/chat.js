@@ -192,6 +192,15 @@
       banner.hidden = false;
       return;
     }
+    if (event.code === 4401 || event.code === 4403) {
+      // The session ended (logged out elsewhere, password changed) or the access did:
+      // reconnecting with the same credential cannot help.
+      banner.textContent = event.code === 4401
+        ? "Your session has ended. Log in again to continue."
+        : "You no longer have access to this conversation.";
+      banner.hidden = false;
+      return;
+    }
     banner.textContent = "Connection lost. Reconnecting…";
     banner.hidden = false;
     clearTimeout(reconnectTimer);
