@@ -13,6 +13,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
 from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
+from chatplatform.admin.profile_form import ModelProfileForm
 from chatplatform.admin.reports import calibrations, job_status, usage_report
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
 
@@ -211,7 +212,12 @@ class ModelProfileAdmin(TenantScopedAdmin):
         "calibration",
     )
     list_filter = ("provider",)
-    readonly_fields = ("calibration",)
+    form = ModelProfileForm
+    readonly_fields = ("api_key_status", "calibration")
+
+    @admin.display(description="Own API key")
+    def api_key_status(self, obj: ModelProfile) -> str:
+        return "set (not shown)" if obj.has_own_api_key else "not set"
 
     @admin.display(description="Calibration (real / estimated prompt tokens)")
     def calibration(self, obj: ModelProfile) -> str:
