@@ -47,7 +47,7 @@ class ModelProfileForm(forms.ModelForm):
         return self.instance.tenant if self.instance.tenant_id else None
 
     def clean(self) -> dict[str, Any]:
-        cleaned: dict[str, Any] = super().clean()
+        cleaned: dict[str, Any] = super().clean() or {}
         base_url = cleaned.get("base_url") or ""
         new_key = cleaned.get("api_key") or ""
         if self._tenant(cleaned) is None:
