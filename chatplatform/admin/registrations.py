@@ -11,6 +11,8 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
 
 from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
 from chatplatform.admin.profile_form import ModelProfileForm
@@ -218,6 +220,10 @@ class ModelProfileAdmin(TenantScopedAdmin):
     @admin.display(description="Own API key")
     def api_key_status(self, obj: ModelProfile) -> str:
         return "set (not shown)" if obj.has_own_api_key else "not set"
+
+    @method_decorator(sensitive_post_parameters("api_key"))  # kept out of error reports
+    def changeform_view(self, *args: Any, **kwargs: Any) -> HttpResponse:
+        return super().changeform_view(*args, **kwargs)
 
     @admin.display(description="Calibration (real / estimated prompt tokens)")
     def calibration(self, obj: ModelProfile) -> str:

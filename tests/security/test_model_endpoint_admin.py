@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.views.debug import SafeExceptionReporterFilter
 from rest_framework.test import APIClient
 
 from chatplatform.models import ModelProfile, Role
@@ -115,6 +116,8 @@ def test_the_own_key_is_stored_encrypted_and_never_shown_back(admin_client, tena
         form_data(tenant_a, base_url="http://127.0.0.1:11434/v1", api_key=TENANT_KEY),
     )
     assert response.status_code == 302, response.content.decode()[:2000]
+    reported = SafeExceptionReporterFilter().get_post_parameters(response.wsgi_request)
+    assert reported["api_key"] != TENANT_KEY  # an error report would not show it
     profile = saved(tenant_a)
     assert profile is not None
     assert TENANT_KEY not in profile.api_key_encrypted
