@@ -273,7 +273,10 @@ async def _stream(
         else:
             provider = _provider_factory(prepared)
     except ProviderError as exc:  # a refused endpoint: the reply fails, the message stays
-        return await _fail(prepared, "", exc)
+        seq = 0
+        if lead:  # the events due before the reply's own still go first
+            seq = await DeltaSender(hub, tenant_id, conversation_id, message_id, lead=lead).flush()
+        return await _fail(prepared, "", exc, seq=seq)
     announcement = {
         "type": "reply",
         "message_id": message_id,

@@ -229,3 +229,45 @@ async def test_redirects_are_not_followed(redirect_to_fakes, fake_openai, fake_a
             pass
     await client.aclose()  # type: ignore[attr-defined]
     assert fake_openai.requests == [] and fake_anthropic.requests == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_socket_sees_its_message_then_a_clear_error_for_a_refused_endpoint(
+    settings, fake_openai, tenant_a, member_a
+):
+    from channels.testing import WebsocketCommunicator
+
+    from chatplatform.asgi import application
+    from tests.replies.conftest import session_headers
+
+    platform_keys(settings)  # no allow-list
+    profile = await database_sync_to_async(make_profile)(
+        tenant_a, base_url=fake_openai.url + "/v1"
+    )
+    chat = await database_sync_to_async(chat_with)(tenant_a, member_a, profile)
+    headers = await database_sync_to_async(session_headers)(member_a)
+    sockets = [
+        WebsocketCommunicator(application, f"/ws/conversations/{chat.pk}/", headers=headers)
+        for _ in range(2)
+    ]
+    for ws in sockets:
+        connected, _ = await ws.connect(timeout=5)
+        assert connected
+    sender, watcher = sockets
+    await sender.send_json_to({"type": "message", "client_id": "c1", "content": "Hello"})
+
+    async def until_error(ws: WebsocketCommunicator) -> list[dict]:
+        events: list[dict] = []
+        while not events or events[-1]["type"] != "error":
+            events.append(await ws.receive_json_from(timeout=10))
+        return events
+
+    sent, watched = await until_error(sender), await until_error(watcher)
+    for ws in sockets:
+        await ws.disconnect()
+    assert [event["type"] for event in sent] == ["ack", "error"]
+    assert [event["type"] for event in watched] == ["message", "error"]  # the message first
+    error = watched[-1]
+    assert error["code"] == "endpoint_refused" and error["status"] == "failed"
+    assert fake_openai.requests == []
