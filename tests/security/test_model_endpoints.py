@@ -242,9 +242,7 @@ async def test_a_socket_sees_its_message_then_a_clear_error_for_a_refused_endpoi
     from tests.replies.conftest import session_headers
 
     platform_keys(settings)  # no allow-list
-    profile = await database_sync_to_async(make_profile)(
-        tenant_a, base_url=fake_openai.url + "/v1"
-    )
+    profile = await database_sync_to_async(make_profile)(tenant_a, base_url=fake_openai.url + "/v1")
     chat = await database_sync_to_async(chat_with)(tenant_a, member_a, profile)
     headers = await database_sync_to_async(session_headers)(member_a)
     sockets = [
