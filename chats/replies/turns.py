@@ -17,6 +17,7 @@ from django.utils import timezone
 from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection, ImagePart, TextPart
 from chatplatform.llm.base import Message as LlmMessage
 from chatplatform.llm.tools import FACT_TOOLS
+from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chatplatform.tokens import calibration
@@ -397,8 +398,6 @@ def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
     timeout, falling back to the estimate when unreachable). Returns the exact prompt tokens,
     or None when no exact count was needed or possible. Feeds the model's calibration."""
     from django.conf import settings
-
-    from chatplatform.model_endpoints import provider_access
 
     profile = turn.profile
     if profile.provider != "anthropic" or profile.tokenizer != "anthropic":
