@@ -224,6 +224,18 @@ OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 TOKEN_COUNT_TIMEOUT_SECONDS = env.float("TOKEN_COUNT_TIMEOUT_SECONDS", default=5.0)
 
+# --- Model endpoints that tenants name (chatplatform/model_endpoints.py) ----------------------
+# Platform credentials only go to the endpoints above or to platform-wide profiles. A tenant's
+# own profile may name its own endpoint (with its own key, never the platform's) only on a host
+# listed here ("*.example.com" for subdomains); empty: tenants cannot name endpoints.
+TENANT_MODEL_HOSTS = env.list("TENANT_MODEL_HOSTS", default=[])
+TENANT_MODEL_ALLOW_HTTP = env.bool("TENANT_MODEL_ALLOW_HTTP", default=False)
+TENANT_MODEL_ALLOW_PRIVATE_NETWORKS = env.bool("TENANT_MODEL_ALLOW_PRIVATE_NETWORKS", default=False)
+# Fernet keys (comma-separated, newest first) that encrypt tenants' own API keys at rest;
+# without one a key is derived from SECRET_KEY (set one to rotate SECRET_KEY independently).
+FIELD_ENCRYPTION_KEY = env.list("FIELD_ENCRYPTION_KEY", default=[])
+# --- end of model endpoints -------------------------------------------------------------------
+
 # Limits for end-user input.
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=64 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)

@@ -12,8 +12,11 @@ from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils.decorators import method_decorator
+from django.views.decorators.debug import sensitive_post_parameters
 
 from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
+from chatplatform.admin.profile_form import ModelProfileForm
 from chatplatform.admin.reports import calibrations, job_status, usage_report
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
 from chatplatform.services import api_key_revoke, membership_remove, user_sync_staff
@@ -249,7 +252,16 @@ class ModelProfileAdmin(TenantScopedAdmin):
         "calibration",
     )
     list_filter = ("provider",)
-    readonly_fields = ("calibration",)
+    form = ModelProfileForm
+    readonly_fields = ("api_key_status", "calibration")
+
+    @admin.display(description="Own API key")
+    def api_key_status(self, obj: ModelProfile) -> str:
+        return "set (not shown)" if obj.has_own_api_key else "not set"
+
+    @method_decorator(sensitive_post_parameters("api_key"))  # kept out of error reports
+    def changeform_view(self, *args: Any, **kwargs: Any) -> HttpResponse:
+        return super().changeform_view(*args, **kwargs)
 
     @admin.display(description="Calibration (real / estimated prompt tokens)")
     def calibration(self, obj: ModelProfile) -> str:

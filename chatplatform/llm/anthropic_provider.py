@@ -64,6 +64,8 @@ class AnthropicProvider(Provider):
             base_url=base_url,
             max_retries=0,
             timeout=anthropic.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout)),
+            # A redirect could carry the key and the prompt to a host nobody checked.
+            http_client=anthropic.DefaultAsyncHttpxClient(follow_redirects=False),
         )
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:

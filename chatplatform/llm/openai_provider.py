@@ -83,6 +83,8 @@ class OpenAICompatibleProvider(Provider):
             base_url=base_url,
             max_retries=0,
             timeout=openai.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout)),
+            # A redirect could carry the key and the prompt to a host nobody checked.
+            http_client=openai.DefaultAsyncHttpxClient(follow_redirects=False),
         )
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:

@@ -7,6 +7,7 @@ from decimal import Decimal
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from chatplatform.encryption import decrypt, encrypt
 from chatplatform.tenancy.scoping import TenantScopedManager
 
 
@@ -32,7 +33,18 @@ class ModelProfile(models.Model):
     provider = models.CharField(max_length=16, choices=Provider.choices)
     model = models.CharField(max_length=100, help_text="The model id the provider's API expects.")
     base_url = models.URLField(
-        blank=True, help_text="OpenAI-compatible servers only, e.g. http://localhost:11434/v1."
+        blank=True,
+        help_text=(
+            "Empty: the platform's endpoint and credentials. A tenant's own endpoint, e.g. "
+            "https://llm.example.com/v1, gets only this profile's own API key, never the "
+            "platform's, and only on a host the operator allows."
+        ),
+    )
+    api_key_encrypted = models.TextField(
+        blank=True,
+        default="",
+        editable=False,
+        help_text="The tenant's own API key for its own endpoint, encrypted (Fernet).",
     )
     context_window = models.PositiveIntegerField(validators=[MinValueValidator(512)])
     max_output_tokens = models.PositiveIntegerField(validators=[MinValueValidator(16)])
@@ -74,6 +86,23 @@ class ModelProfile(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def uses_own_endpoint(self) -> bool:
+        """A tenant's profile that names its own endpoint (gets only its own key)."""
+        return self.tenant_id is not None and bool(self.base_url)
+
+    @property
+    def has_own_api_key(self) -> bool:
+        return bool(self.api_key_encrypted)
+
+    def own_api_key(self) -> str:
+        """The tenant's own API key, decrypted (empty when none is set)."""
+        return decrypt(self.api_key_encrypted)
+
+    def set_own_api_key(self, raw: str) -> None:
+        """Store ``raw`` encrypted (empty clears it); the caller saves the profile."""
+        self.api_key_encrypted = encrypt(raw)
 
     def cost_usd(
         self,

@@ -70,6 +70,7 @@ class AnthropicCounter(TokenCounter):
                 base_url=base_url,
                 max_retries=0,
                 timeout=anthropic.Timeout(timeout, connect=min(2.0, timeout)),
+                http_client=anthropic.DefaultHttpxClient(follow_redirects=False),
             )
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()

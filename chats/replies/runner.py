@@ -21,6 +21,7 @@ from chatplatform.llm.base import Done, Provider, TextDelta, ToolCall, Usage
 from chatplatform.llm.errors import PromptTooLong, ProviderError, StreamInterrupted
 from chatplatform.llm.registry import build_provider_or_offline
 from chatplatform.llm.tool_loop import stream_with_tools
+from chatplatform.model_endpoints import provider_access
 from chats.models import Status
 from chats.replies import turns
 from chats.replies.coordination import coordination, runner_lock_name
@@ -42,23 +43,19 @@ _background: set[asyncio.Task[Any]] = set()
 
 
 def default_provider(prepared: turns.PreparedTurn) -> Provider:
-    """The provider of the turn's model; the offline one when no credentials are set."""
-    name = prepared.provider_name
-    if name == "anthropic":
-        return build_provider_or_offline(
-            name,
-            api_key=settings.ANTHROPIC_API_KEY,
-            base_url=settings.ANTHROPIC_BASE_URL or None,
-            timeout=settings.LLM_TIMEOUT_SECONDS,
-        )
-    if name == "openai":
-        return build_provider_or_offline(
-            name,
-            api_key=settings.OPENAI_API_KEY or None,
-            base_url=prepared.base_url or settings.OPENAI_BASE_URL or None,
-            timeout=settings.LLM_TIMEOUT_SECONDS,
-        )
-    return build_provider_or_offline("offline")
+    """The provider of the turn's model; the offline one when no credentials are set.
+    Raises :class:`EndpointRefused` for a tenant's endpoint the operator does not allow
+    (checked at every call: a DNS answer can change since the profile was saved)."""
+    access = provider_access(prepared.profile)
+    if access is None:
+        return build_provider_or_offline("offline")
+    access.check()
+    return build_provider_or_offline(
+        access.provider,
+        api_key=access.api_key,
+        base_url=access.base_url,
+        timeout=settings.LLM_TIMEOUT_SECONDS,
+    )
 
 
 _provider_factory: ProviderFactory = default_provider
@@ -269,7 +266,17 @@ async def _stream(
     hub = coordination()
     tenant_id, conversation_id = prepared.tenant_id, prepared.conversation_id
     message_id = prepared.assistant_message_id
-    provider = _provider_factory(prepared)
+    try:
+        if prepared.profile.uses_own_endpoint:
+            # In a thread: checking a tenant's endpoint resolves its host name (blocking DNS).
+            provider = await asyncio.to_thread(_provider_factory, prepared)
+        else:
+            provider = _provider_factory(prepared)
+    except ProviderError as exc:  # a refused endpoint: the reply fails, the message stays
+        seq = 0
+        if lead:  # the events due before the reply's own still go first
+            seq = await DeltaSender(hub, tenant_id, conversation_id, message_id, lead=lead).flush()
+        return await _fail(prepared, "", exc, seq=seq)
     announcement = {
         "type": "reply",
         "message_id": message_id,
@@ -412,5 +419,7 @@ def _human_error(exc: ProviderError, partial: bool) -> str:
         "request_too_large": "The request was too large for the model provider.",
         "authentication_failed": "The model provider refused the platform's credentials.",
     }.get(getattr(exc, "code", ""), "The model provider returned an error.")
+    if getattr(exc, "code", "") == "endpoint_refused":
+        base = f"The model's endpoint is not allowed here: {exc.message}."
     tail = " The text received so far is kept." if partial else " Send the message again to retry."
     return base + tail

@@ -17,6 +17,7 @@ from django.utils import timezone
 from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection, ImagePart, TextPart
 from chatplatform.llm.base import Message as LlmMessage
 from chatplatform.llm.tools import FACT_TOOLS
+from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chatplatform.tokens import calibration
@@ -401,23 +402,27 @@ def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
     profile = turn.profile
     if profile.provider != "anthropic" or profile.tokenizer != "anthropic":
         return None
-    if not settings.ANTHROPIC_API_KEY or turn.counter.exact:
+    access = provider_access(profile)
+    # Only the operator's endpoint counts tokens: a tenant's own endpoint gets nothing more
+    # than its replies (and the count would need the call-time endpoint check too).
+    if access is None or access.own_endpoint or not access.api_key or turn.counter.exact:
         return None
     prompt = turn.prompt
     if prompt.prompt_tokens * prompt.margin_ratio < prompt.budget * (1 - NEAR_BUDGET_SHARE):
         return None
     from chatplatform.tokens.anthropic_counter import AnthropicCounter
 
-    counter = _exact_counters.get(profile.model)
+    cache_key = f"{profile.model}\x00{access.base_url or ''}"
+    counter = _exact_counters.get(cache_key)
     if counter is None:
         counter = AnthropicCounter(
             profile.model,
             fallback=turn.counter,
-            api_key=settings.ANTHROPIC_API_KEY,
-            base_url=settings.ANTHROPIC_BASE_URL or None,
+            api_key=access.api_key,
+            base_url=access.base_url,
             timeout=settings.TOKEN_COUNT_TIMEOUT_SECONDS,
         )
-        _exact_counters[profile.model] = counter
+        _exact_counters[cache_key] = counter
     text = "\n\n".join([prompt.system, *(m["content"] for m in prompt.messages)])
     tokens = counter.count(text) + counter.message_overhead * len(prompt.messages)
     if counter.last_source == "fallback":

@@ -17,6 +17,7 @@ from django.conf import settings
 from chatplatform.counting import storage_counter_for
 from chatplatform.llm.base import Provider, Usage
 from chatplatform.llm.registry import build_provider
+from chatplatform.model_endpoints import can_work, provider_access
 from chatplatform.models import ContextPolicy, ModelProfile
 
 from .extractive import ExtractiveSummarizer
@@ -25,24 +26,16 @@ from .types import Summarizer
 
 
 def provider_settings(profile: ModelProfile) -> dict[str, Any] | None:
-    """Constructor arguments of the profile's provider, or None when it cannot work here."""
-    timeout = float(getattr(settings, "LLM_TIMEOUT_SECONDS", 60.0))
-    if profile.provider == "anthropic":
-        key = getattr(settings, "ANTHROPIC_API_KEY", "")
-        if not key:
-            return None
-        return {
-            "api_key": key,
-            "base_url": getattr(settings, "ANTHROPIC_BASE_URL", "") or None,
-            "timeout": timeout,
-        }
-    if profile.provider == "openai":
-        base_url = profile.base_url or getattr(settings, "OPENAI_BASE_URL", "")
-        key = getattr(settings, "OPENAI_API_KEY", "")
-        if not base_url and not key:
-            return None
-        return {"api_key": key or None, "base_url": base_url or None, "timeout": timeout}
-    return None
+    """Constructor arguments of the profile's provider, or None when it cannot work here.
+    The endpoint and key are :func:`chatplatform.model_endpoints.provider_access`'s."""
+    access = provider_access(profile)
+    if access is None or not can_work(access):
+        return None
+    return {
+        "api_key": access.api_key,
+        "base_url": access.base_url,
+        "timeout": float(getattr(settings, "LLM_TIMEOUT_SECONDS", 60.0)),
+    }
 
 
 def summarizer_for(
@@ -57,7 +50,11 @@ def summarizer_for(
             return ExtractiveSummarizer(counter)
         name = profile.provider
 
+        access = provider_access(profile)
+
         def provider_factory() -> Provider:
+            if access is not None:
+                access.check()  # a tenant's endpoint, checked before every call
             return build_provider(name, **options)
 
     def pricing(usage: Usage) -> Decimal:

@@ -174,6 +174,10 @@ async def test_prompt_too_long_reassembles_once_with_a_smaller_budget(
 
 async def test_openai_compatible_server(settings, fake_openai, tenant_a, member_a):
     settings.OPENAI_API_KEY = ""
+    # The tenant's own server on this machine: the operator allows it explicitly.
+    settings.TENANT_MODEL_HOSTS = ["127.0.0.1"]
+    settings.TENANT_MODEL_ALLOW_HTTP = True
+    settings.TENANT_MODEL_ALLOW_PRIVATE_NETWORKS = True
     await database_sync_to_async(use_model)(
         tenant_a, provider="openai", base_url=fake_openai.url + "/v1"
     )

@@ -1,0 +1,130 @@
+"""Which model endpoints a tenant may name, checked before anything is sent there.
+
+Platform credentials only ever go to endpoints the operator configured. A tenant's own
+endpoint (a model profile's base URL) gets only the tenant's own key, and only when the
+operator's policy allows it:
+
+- its host matches the operator's allow-list (empty: tenants cannot name endpoints at all);
+  an entry ``*.example.com`` matches the subdomains of ``example.com``, not the domain itself;
+- it uses https, unless the operator allows http;
+- every address its host resolves to is a public unicast address, unless the operator allows
+  private networks (loopback, private, link-local such as 169.254.169.254, carrier-grade NAT,
+  reserved, multicast and unspecified addresses are refused).
+
+The check runs when the profile is saved and again before every call (a DNS answer can
+change). Pure: no Django; the operator's values come in as an :class:`EndpointPolicy`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from .errors import ProviderError
+
+Resolver = Callable[[str, int], Iterable[str]]
+
+
+@dataclass(frozen=True)
+class EndpointPolicy:
+    """The operator's rules for endpoints that tenants name."""
+
+    allowed_hosts: tuple[str, ...] = ()
+    allow_http: bool = False
+    allow_private_networks: bool = False
+
+
+class EndpointRefused(ProviderError):
+    """A tenant's endpoint that the operator's policy does not allow; never retried."""
+
+    code = "endpoint_refused"
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (the system resolver, as the HTTP client uses)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise EndpointRefused(f"the endpoint's host {host!r} does not resolve") from exc
+    return [str(info[4][0]) for info in infos]
+
+
+def host_allowed(host: str, allowed_hosts: Iterable[str]) -> bool:
+    """Whether ``host`` matches an entry of the allow-list (exact, or ``*.`` for subdomains)."""
+    host = host.lower().rstrip(".")
+    for entry in allowed_hosts:
+        entry = entry.strip().lower().rstrip(".")
+        if not entry:
+            continue
+        if entry.startswith("*."):
+            if host.endswith(entry[1:]) and len(host) > len(entry) - 1:
+                return True
+        elif host == entry:
+            return True
+    return False
+
+
+def check_url(url: str, policy: EndpointPolicy) -> tuple[str, int]:
+    """Check what the URL itself says (scheme, credentials, host on the allow-list), without
+    the network; returns ``(host, port)``. Raises :class:`EndpointRefused`."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise EndpointRefused(f"the endpoint {url!r} is not a valid URL") from exc
+    scheme, host = parts.scheme.lower(), (parts.hostname or "")
+    if scheme not in ("http", "https") or not host:
+        raise EndpointRefused("the endpoint must be an http(s) URL with a host")
+    if scheme == "http" and not policy.allow_http:
+        raise EndpointRefused("the endpoint must use https (the operator does not allow http)")
+    if parts.username is not None or parts.password is not None:
+        raise EndpointRefused("the endpoint URL must not carry credentials")
+    if not host_allowed(host, policy.allowed_hosts):
+        if not policy.allowed_hosts:
+            raise EndpointRefused(
+                "this platform does not allow tenants to name their own model endpoints"
+            )
+        raise EndpointRefused(f"the host {host!r} is not on the operator's list of model hosts")
+    return host, port or (443 if scheme == "https" else 80)
+
+
+def address_refused(address: str) -> bool:
+    """Whether ``address`` is anything but a public unicast address."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return (
+        not ip.is_global
+        or ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_reserved
+        or ip.is_multicast
+        or ip.is_unspecified
+    )
+
+
+def check_addresses(host: str, addresses: Iterable[str], policy: EndpointPolicy) -> None:
+    """Refuse a host that resolves to nothing, or to any non-public address (unless the
+    operator allows private networks)."""
+    addresses = list(addresses)
+    if not addresses:
+        raise EndpointRefused(f"the endpoint's host {host!r} does not resolve")
+    if policy.allow_private_networks:
+        return
+    for address in addresses:
+        if address_refused(address):
+            raise EndpointRefused(
+                f"the endpoint's host {host!r} resolves to a private or reserved address "
+                f"({address}); the operator does not allow private networks"
+            )
+
+
+def check_endpoint(url: str, policy: EndpointPolicy, *, resolver: Resolver = resolve) -> None:
+    """The whole check of a tenant's endpoint: the URL, then every address it resolves to.
+    Raises :class:`EndpointRefused` with a message fit for the tenant's admin."""
+    host, port = check_url(url, policy)
+    check_addresses(host, resolver(host, port), policy)

@@ -1,0 +1,100 @@
+"""Which endpoint and which key a model profile's calls use: the one place that decides.
+
+- A platform-wide profile (no tenant, set up by the operator) uses the platform's key, at the
+  profile's base URL or the operator's ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``.
+- A tenant's profile without a base URL uses the platform's key at the operator's endpoint.
+- A tenant's profile with a base URL uses only its own key (possibly none) at that URL, and
+  only when the operator's policy allows the URL (:mod:`chatplatform.llm.endpoints`), checked
+  at save time and again before each call. It never gets the platform's key.
+
+The rules (``TENANT_MODEL_HOSTS``, ``TENANT_MODEL_ALLOW_HTTP``,
+``TENANT_MODEL_ALLOW_PRIVATE_NETWORKS``) come from the settings here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from chatplatform.llm.endpoints import EndpointPolicy, EndpointRefused, Resolver, check_endpoint
+from chatplatform.llm.endpoints import resolve as system_resolve
+from chatplatform.models import ModelProfile
+
+__all__ = ["EndpointRefused", "ProviderAccess", "endpoint_policy", "provider_access"]
+
+
+def endpoint_policy() -> EndpointPolicy:
+    """The operator's rules for tenants' own endpoints, from the settings."""
+    return EndpointPolicy(
+        allowed_hosts=tuple(settings.TENANT_MODEL_HOSTS),
+        allow_http=settings.TENANT_MODEL_ALLOW_HTTP,
+        allow_private_networks=settings.TENANT_MODEL_ALLOW_PRIVATE_NETWORKS,
+    )
+
+
+@dataclass(frozen=True)
+class ProviderAccess:
+    """Where a profile's calls go and with which key. ``own_endpoint``: a tenant's endpoint,
+    to be checked with :meth:`check` before each call. ``repr`` never shows the key."""
+
+    provider: str
+    base_url: str | None
+    api_key: str | None
+    own_endpoint: bool = False
+
+    def __repr__(self) -> str:
+        return (
+            f"ProviderAccess(provider={self.provider!r}, base_url={self.base_url!r}, "
+            f"own_endpoint={self.own_endpoint}, key={'set' if self.api_key else 'none'})"
+        )
+
+    def check(self, *, resolver: Resolver = system_resolve) -> None:
+        """Raise :class:`EndpointRefused` unless the call may go out (call-time check)."""
+        if self.own_endpoint and self.base_url:
+            check_endpoint(self.base_url, endpoint_policy(), resolver=resolver)
+        if self.own_endpoint and self.provider == "anthropic" and not self.api_key:
+            raise EndpointRefused("this model profile names its own endpoint but has no API key")
+
+
+def _platform_key(provider: str) -> str | None:
+    if provider == "anthropic":
+        return getattr(settings, "ANTHROPIC_API_KEY", "") or None
+    return getattr(settings, "OPENAI_API_KEY", "") or None
+
+
+def _platform_base_url(provider: str) -> str | None:
+    if provider == "anthropic":
+        return getattr(settings, "ANTHROPIC_BASE_URL", "") or None
+    return getattr(settings, "OPENAI_BASE_URL", "") or None
+
+
+def provider_access(profile: ModelProfile) -> ProviderAccess | None:
+    """The endpoint and key of ``profile``'s calls; None for the offline provider."""
+    provider = profile.provider
+    if provider not in ("anthropic", "openai"):
+        return None
+    if profile.uses_own_endpoint:
+        return ProviderAccess(
+            provider,
+            base_url=profile.base_url,
+            api_key=profile.own_api_key() or None,
+            own_endpoint=True,
+        )
+    if profile.tenant_id is None and profile.base_url:
+        base_url: str | None = profile.base_url  # set by the operator
+    else:
+        base_url = _platform_base_url(provider)
+    return ProviderAccess(provider, base_url=base_url, api_key=_platform_key(provider))
+
+
+def can_work(access: ProviderAccess | None) -> bool:
+    """Whether calls can be made at all: anthropic needs a key, OpenAI-compatible servers a
+    key or a URL. A tenant's own endpoint always counts (the check decides at call time)."""
+    if access is None:
+        return False
+    if access.own_endpoint:
+        return True
+    if access.provider == "anthropic":
+        return bool(access.api_key)
+    return bool(access.api_key or access.base_url)
