@@ -18,7 +18,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from chatplatform.routing import websocket_urlpatterns  # noqa: E402
 from chatplatform.startup import require_secret_key  # noqa: E402
 from chatplatform.tokens import get_counter  # noqa: E402
-from chats.replies.recovery import start_sweeper  # noqa: E402
+from chats.replies.recovery import start_sweeper, stop_sweeper  # noqa: E402
 from chats.replies.warmup import preload_reply_path_modules, warm_up  # noqa: E402
 
 require_secret_key()
@@ -44,6 +44,7 @@ async def lifespan(scope: Any, receive: Any, send: Any) -> None:
             start_sweeper()  # replies of dead runners, when no beat can see this process's locks
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            await stop_sweeper()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

@@ -18,7 +18,6 @@ from typing import Any, ParamSpec, TypeVar
 from django.conf import settings
 
 logger = logging.getLogger(__name__)
-
 DELTA_LOG_TTL_SECONDS = 600
 #: A runner lock expires this long after its last refresh: its holder died.
 LOCK_TTL_SECONDS = 30
@@ -363,9 +362,8 @@ class RedisCoordination(Coordination):
 @contextlib.asynccontextmanager
 async def keep_alive(hub: Coordination, name: str, token: str) -> AsyncIterator[None]:
     """Refresh lock ``name`` (held with ``token``) every :data:`LOCK_REFRESH_SECONDS` while
-    the block runs, whatever the block waits for (the model's first token, a tool, the
-    database): the lock expires only when its holder's process is gone, which is how
-    ``chats.replies.recovery`` tells a dead runner from a slow one."""
+    the block runs, whatever it waits for: the lock expires only when its holder is gone,
+    which is how ``chats.replies.recovery`` tells a dead runner from a slow one."""
 
     async def refresh() -> None:
         while True:

@@ -21,6 +21,7 @@ for a runner that hangs, and the only rule where the locks cannot be seen.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -293,9 +294,20 @@ def start_sweeper(interval: float = SWEEP_INTERVAL_SECONDS) -> asyncio.Task[None
     global _sweeper
     if shared_locks():
         return None
-    if _sweeper is None or _sweeper.done():
-        _sweeper = asyncio.create_task(_sweep_forever(interval))
+    loop = asyncio.get_running_loop()
+    if _sweeper is None or _sweeper.done() or _sweeper.get_loop() is not loop:
+        _sweeper = loop.create_task(_sweep_forever(interval))
     return _sweeper
+
+
+async def stop_sweeper() -> None:
+    """Stop the sweep :func:`start_sweeper` started (the ASGI process shuts down)."""
+    global _sweeper
+    task, _sweeper = _sweeper, None
+    if task is not None and task.get_loop() is asyncio.get_running_loop():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def _sweep_forever(interval: float) -> None:

@@ -290,6 +290,6 @@ async def test_the_web_process_sweeps_its_own_locks(chat, member_a, fake_anthrop
             chat, lambda rows: len(rows) == 4 and rows[3]["status"] == "complete"
         )
     finally:
-        sweeper.cancel()
+        await recovery.stop_sweeper()
     assert (rows[1]["status"], rows[1]["content"]) == ("incomplete", "".join(STREAMED))
     assert rows[3]["answers_id"] == waiting.pk and rows[3]["content"] == ANSWER
