@@ -293,3 +293,28 @@ async def test_the_web_process_sweeps_its_own_locks(chat, member_a, fake_anthrop
         await recovery.stop_sweeper()
     assert (rows[1]["status"], rows[1]["content"]) == ("incomplete", "".join(STREAMED))
     assert rows[3]["answers_id"] == waiting.pk and rows[3]["content"] == ANSWER
+
+
+@pytest.mark.asyncio
+async def test_the_asgi_lifespan_starts_and_stops_the_web_process_sweep(monkeypatch):
+    from chatplatform import asgi
+
+    async def no_warm_up() -> None:
+        return None
+
+    monkeypatch.setattr(asgi, "warm_up", no_warm_up)
+    started: list[Any] = []
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    inbox.put_nowait({"type": "lifespan.startup"})
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            started.append(recovery._sweeper)
+            inbox.put_nowait({"type": "lifespan.shutdown"})
+
+    await asyncio.wait_for(asgi.application({"type": "lifespan"}, inbox.get, send), 10)
+    if recovery.shared_locks():
+        assert started == [None]  # beat sweeps
+    else:
+        assert started[0] is not None and started[0].done()  # stopped at shutdown
+    assert recovery._sweeper is None
