@@ -18,6 +18,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from chatplatform.routing import websocket_urlpatterns  # noqa: E402
 from chatplatform.startup import require_secret_key, require_static_manifest  # noqa: E402
 from chatplatform.tokens import get_counter  # noqa: E402
+from chats.replies.recovery import start_sweeper, stop_sweeper  # noqa: E402
 from chats.replies.warmup import preload_reply_path_modules, warm_up  # noqa: E402
 
 require_secret_key()
@@ -34,14 +35,17 @@ preload_reply_path_modules()
 async def lifespan(scope: Any, receive: Any, send: Any) -> None:
     """ASGI lifespan: warm the reply path's database threads and Redis client at start-up
     (``WARM_UP=0`` skips it, as does a server that sends no lifespan events: connections
-    then open as they are needed)."""
+    then open as they are needed); with in-process coordination, start the reply recovery
+    sweep (``chats.replies.recovery``)."""
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
             if os.environ.get("WARM_UP", "1") != "0":
                 await warm_up()
+            start_sweeper()  # replies of dead runners, when no beat can see this process's locks
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            await stop_sweeper()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

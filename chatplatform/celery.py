@@ -1,10 +1,7 @@
-"""The Celery application. Configuration comes from Django settings (``CELERY_*``).
-
-``CELERY_VISIBILITY_TIMEOUT`` (seconds; environment) overrides the Redis broker's visibility
-timeout: how long a delivered but unacknowledged task (its worker was killed with ``kill -9``,
-or lost its machine) waits before Redis hands it to another worker. Tasks are acknowledged
-late, so such a task runs again; the timeout must stay above the longest task run plus its
-retry backoff, hence the long default in settings. Tests that kill workers shorten it.
+"""The Celery application. Configuration comes from Django settings (``CELERY_*``): the
+task time limits, the jobs' locks and the Redis broker's visibility timeout (how long a task
+of a worker that was killed waits before Redis hands it to another worker) are derived from
+each other there (``docs/jobs.md``).
 """
 
 from __future__ import annotations
@@ -33,15 +30,3 @@ def _require_secret_key(**_: object) -> None:
     except ImproperlyConfigured as exc:
         # Celery logs and swallows a receiver's exceptions; SystemExit stops the process.
         raise SystemExit(str(exc)) from exc
-
-
-_visibility = os.environ.get("CELERY_VISIBILITY_TIMEOUT")
-if _visibility:
-    seconds = int(_visibility)
-    app.conf.broker_transport_options = {
-        **(app.conf.broker_transport_options or {}),
-        "visibility_timeout": seconds,
-        # Look for tasks to restore at least as often as they may become due.
-        "unacked_restore_interval": max(1, min(10, seconds // 2)),
-        "unacked_restore_throttle": 1,
-    }

@@ -152,7 +152,8 @@ if REDIS_URL:
         }
     }
     CELERY_BROKER_URL = REDIS_URL
-    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {"visibility_timeout": 3600}
+    # The visibility timeout is set with the jobs' time limits and locks (below).
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -172,8 +173,6 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_TIME_LIMIT = 600
-CELERY_TASK_SOFT_TIME_LIMIT = 540
 # Ticks only while it holds a lock, so a second beat started by mistake stays idle.
 CELERY_BEAT_SCHEDULER = "summaries.beat:LockedDatabaseScheduler"
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
@@ -235,6 +234,36 @@ TENANT_MODEL_ALLOW_PRIVATE_NETWORKS = env.bool("TENANT_MODEL_ALLOW_PRIVATE_NETWO
 # without one a key is derived from SECRET_KEY (set one to rotate SECRET_KEY independently).
 FIELD_ENCRYPTION_KEY = env.list("FIELD_ENCRYPTION_KEY", default=[])
 # --- end of model endpoints -------------------------------------------------------------------
+
+# Background jobs: time limits, locks and redelivery, each derived from the one before
+# (docs/jobs.md). A job's hard time limit < the lock it holds < the broker's visibility
+# timeout: a live task never outlives its lock, and a task whose worker died is handed out
+# again once its lock has expired, so it runs again, once, within minutes.
+#: One unit of a job's work: a summary chunk is the model's answer and at most one retry of
+#: an invalid answer, each within the model timeout.
+JOB_UNIT_SECONDS = 2 * int(LLM_TIMEOUT_SECONDS)
+#: A job starts no new unit after this; what remains goes to a follow-up run.
+JOB_WORK_SECONDS = 60
+CELERY_TASK_SOFT_TIME_LIMIT = JOB_WORK_SECONDS + JOB_UNIT_SECONDS  # 180 s
+#: After the soft limit, time to stop cleanly (keep what is done, let go of the lock).
+CELERY_TASK_TIME_LIMIT = CELERY_TASK_SOFT_TIME_LIMIT + 60  # 240 s
+#: A job's lock outlives its holder's hard limit: only a dead holder's lock expires.
+JOB_LOCK_SECONDS = CELERY_TASK_TIME_LIMIT + 60  # 300 s
+#: The Redis broker hands out again a task whose worker was lost after this (its lock is free
+#: by then). ``CELERY_VISIBILITY_TIMEOUT`` in the environment overrides it (tests that kill
+#: workers shorten it).
+JOB_VISIBILITY_SECONDS = JOB_LOCK_SECONDS + 60  # 360 s
+#: A retry waits at most this long: the broker holds a delayed task unacknowledged on its
+#: worker until it is due, so its wait plus its run must end within the visibility timeout.
+JOB_RETRY_BACKOFF_MAX = JOB_VISIBILITY_SECONDS - CELERY_TASK_TIME_LIMIT - 60  # 60 s
+CELERY_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=JOB_VISIBILITY_SECONDS)
+if REDIS_URL:
+    CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"] = CELERY_VISIBILITY_TIMEOUT
+    # Look for tasks to hand out again every few seconds, not every 100 (kombu's default).
+    CELERY_BROKER_TRANSPORT_OPTIONS["unacked_restore_interval"] = max(
+        1, min(10, CELERY_VISIBILITY_TIMEOUT // 2)
+    )
+    CELERY_BROKER_TRANSPORT_OPTIONS["unacked_restore_throttle"] = 1
 
 # Limits for end-user input.
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=64 * 1024)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from celery import shared_task
 
-from chats.replies.turns import mark_stale_streaming
+from chats.replies import recovery
 from summaries.tasks import COMMON
 
-#: A reply still ``streaming`` this long after its last write lost its process.
-STALE_REPLY_SECONDS = 300
+#: The sweep runs every minute: it is done well before the next one.
+SWEEP_SOFT_LIMIT, SWEEP_HARD_LIMIT = 45, 55
 
 EMBED_SOFT_LIMIT, EMBED_HARD_LIMIT = 120, 150
 EMBED_BACKFILL_SOFT_LIMIT, EMBED_BACKFILL_HARD_LIMIT = 120, 150
@@ -21,12 +22,35 @@ EMBED_BACKFILL_WORK_SECONDS = 60
 EMBED_BACKFILL_DEDUPE_SECONDS = 5 * 60
 
 
-@shared_task(name="chats.tasks.mark_stale_replies", acks_late=True, ignore_result=True)
+@shared_task(
+    name="chats.tasks.mark_stale_replies",
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=SWEEP_SOFT_LIMIT,
+    time_limit=SWEEP_HARD_LIMIT,
+)
 def mark_stale_replies() -> int:
-    """Replies left ``streaming`` by a process that died become ``incomplete`` with the text
-    stored so far (beat, every minute). Idempotent: a second run finds nothing to change.
-    Works across tenants by design: it only finishes rows whose own process is gone."""
-    return mark_stale_streaming(older_than_seconds=STALE_REPLY_SECONDS)
+    """Beat, every minute: replies whose runner died become ``incomplete`` with the text
+    streamed so far, and the conversations they (or a message stored without a reply) left
+    get a new runner (``chats.replies.recovery``); returns how many replies it finished.
+    A runner's death is seen by its lock when the locks are on Redis; otherwise (this worker
+    cannot see the web process's locks) only a reply not written to for five minutes is
+    finished. Idempotent: a second run finds nothing to change. Cross-tenant by design: it
+    only finishes rows whose runner is gone; each runner works inside its own tenant."""
+    shared = recovery.shared_locks()
+    swept = asyncio.run(recovery.sweep_once(locks_visible=shared))
+    for tenant_id, conversation_id in swept.handed_off:
+        answer_waiting_messages.delay(tenant_id, conversation_id)
+    return len(swept.interrupted)
+
+
+@shared_task(name="chats.tasks.answer_waiting_messages", acks_late=True, ignore_result=True)
+def answer_waiting_messages(tenant_id: int, conversation_id: int) -> None:
+    """Run the conversation's reply runner here: it answers the user messages still waiting,
+    oldest first, streaming to the conversation's sockets through the channel layer. Does
+    nothing while another runner holds the conversation (that one looks again when done).
+    Idempotent: a message is answered once (one reply per message, in the database)."""
+    asyncio.run(recovery.answer_once(tenant_id, conversation_id))
 
 
 def _same_queue(task: Any) -> dict[str, Any]:

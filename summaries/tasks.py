@@ -7,9 +7,11 @@ The services bound their own work below the soft limit and ask for another run w
 remains, which the task enqueues. The beat tasks claim their run for a dedupe window, so a
 second beat started by mistake does not double the work.
 
-Retry backoff (at most ``RETRY_BACKOFF_MAX`` s) plus the hard time limit stays below the
-Redis broker's visibility timeout (3,600 s), so a task waiting for its retry is never
-redelivered to a second worker.
+The time limits, the retry backoff and the locks come from settings, where they are derived
+from each other (``docs/jobs.md``): hard time limit < lock < the Redis broker's visibility
+timeout, and retry backoff plus hard time limit below the visibility timeout, so a task
+waiting for its retry is never handed to a second worker, and a task whose worker died runs
+again, once, within minutes.
 """
 
 from __future__ import annotations
@@ -48,11 +50,12 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     BrokerError,
     *_REDIS_ERRORS,
 )
-RETRY_BACKOFF_MAX = 600
-MAX_RETRIES = 6
+RETRY_BACKOFF_MAX = settings.JOB_RETRY_BACKOFF_MAX
+MAX_RETRIES = 8  # with backoff 10, 20, 40 and then the cap: about six minutes of outage
 
-SUMMARY_SOFT_LIMIT, SUMMARY_HARD_LIMIT = 300, 360
-SUMMARY_WORK_SECONDS = 200  # start no new chunk after this; the rest goes to the next run
+SUMMARY_SOFT_LIMIT = settings.CELERY_TASK_SOFT_TIME_LIMIT
+SUMMARY_HARD_LIMIT = settings.CELERY_TASK_TIME_LIMIT
+SUMMARY_WORK_SECONDS = settings.JOB_WORK_SECONDS  # no new chunk after this; the rest: next run
 FANOUT_SOFT_LIMIT, FANOUT_HARD_LIMIT = 120, 150
 FANOUT_WORK_SECONDS = 60
 FANOUT_BATCH = 500
@@ -223,7 +226,7 @@ def backfill_token_counts(
     if not continuation and tenant_id is None and not claim_run(name, dedupe_seconds(name)):
         return {"status": "duplicate"}
     scope = "all" if tenant_id is None else f"t{tenant_id}"
-    with exclusive(f"backfill:{scope}", BACKFILL_HARD_LIMIT + 30) as acquired:
+    with exclusive(f"backfill:{scope}", settings.JOB_LOCK_SECONDS) as acquired:
         if not acquired:
             return {"status": "locked"}
         stats, resume_from = backfill_core.backfill_token_counts(

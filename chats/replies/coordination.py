@@ -6,17 +6,23 @@ structures (the embedded default runs one process). Every key carries the tenant
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import logging
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 
+logger = logging.getLogger(__name__)
 DELTA_LOG_TTL_SECONDS = 600
+#: A runner lock expires this long after its last refresh: its holder died.
 LOCK_TTL_SECONDS = 30
+#: A live holder refreshes its lock this often (:func:`keep_alive`), whatever it is waiting for.
+LOCK_REFRESH_SECONDS = LOCK_TTL_SECONDS / 3
 #: Redis connections per process and event loop for coordination.
 REDIS_POOL_SIZE = 64
 
@@ -114,6 +120,9 @@ class Coordination:
     async def request_recheck(self, name: str) -> None:
         """Ask the holder of lock ``name`` to look at its queue again after it lets go."""
         raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the connections of the running event loop (a task's loop about to end)."""
 
     async def request_stop(self, tenant_id: int, conversation_id: int) -> None:
         raise NotImplementedError
@@ -235,6 +244,11 @@ class RedisCoordination(Coordination):
             self._clients[loop_id] = client
         return client
 
+    async def aclose(self) -> None:
+        client = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.aclose(close_connection_pool=True)
+
     @_bounded
     async def append_delta(self, tenant_id: int, message_id: int, seq: int, text: str) -> None:
         key = _key("deltas", tenant_id, message_id)
@@ -343,6 +357,30 @@ class RedisCoordination(Coordination):
             keys=[full_key], args=[window_seconds * 2], client=client
         )
         return int(count)
+
+
+@contextlib.asynccontextmanager
+async def keep_alive(hub: Coordination, name: str, token: str) -> AsyncIterator[None]:
+    """Refresh lock ``name`` (held with ``token``) every :data:`LOCK_REFRESH_SECONDS` while
+    the block runs, whatever it waits for: the lock expires only when its holder is gone,
+    which is how ``chats.replies.recovery`` tells a dead runner from a slow one."""
+
+    async def refresh() -> None:
+        while True:
+            await asyncio.sleep(LOCK_REFRESH_SECONDS)
+            try:
+                if not await hub.refresh(name, token):
+                    return  # expired or taken over: nothing left to keep
+            except Exception:  # unreachable for now: the next beat tries again
+                logger.warning("could not refresh lock %s", name, exc_info=True)
+
+    task = asyncio.create_task(refresh())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 _instance: Coordination | None = None

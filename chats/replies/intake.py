@@ -8,6 +8,7 @@ from typing import Any
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageRejected, decode_base64_image
 from chats.models import Conversation, Message, Role
+from chats.replies.recovery import reopen_interrupted_reply
 from chats.replies.turns import NextTurn, prepare_next_turn
 from chats.selectors import row_id
 from chats.services.conversations import policy_for
@@ -26,7 +27,9 @@ def accept_user_message(
     image: Any = None,
 ) -> tuple[Message, bool]:
     """Store the user's message (validated; idempotent by ``client_id``); return it and
-    whether it is new. The caller starts the reply runner afterwards. Raises
+    whether it is new. A message sent again whose reply was interrupted gets its reply
+    regenerated (it is marked failed, as a retried failed reply is); any other reply stays
+    as it is. The caller starts the reply runner afterwards. Raises
     MessageRejected (nothing stored) for bad input. ``image`` is
     ``{"media_type": ..., "data": <base64>}``: checked by its own header and size."""
     decoded = None
@@ -48,7 +51,7 @@ def accept_user_message(
             ).first()
         if reply_to is None:
             raise MessageRejected("invalid", "The message replied to is not in this conversation.")
-    return message_create(
+    stored, created = message_create(
         conversation=conversation,
         role=Role.USER,
         content=content,
@@ -57,6 +60,10 @@ def accept_user_message(
         reply_to=reply_to,
         image=decoded,
     )
+    if not created:
+        # A send again of a message whose reply was interrupted asks for the reply again.
+        reopen_interrupted_reply(stored)
+    return stored, created
 
 
 def accept_and_prepare(*, prepare: bool, **message: Any) -> tuple[Message, bool, NextTurn | None]:

@@ -2,8 +2,9 @@
 order, streaming each reply to the conversation's group.
 
 Not tied to a socket: the runner is a task of the ASGI process (or of the calling request),
-so a closed tab neither loses nor cancels the reply. A process that dies mid-stream leaves the
-reply ``streaming``; ``mark_stale_streaming`` (beat) turns it ``incomplete`` with its text.
+so a closed tab neither loses nor cancels the reply. The runner keeps its lock alive while it
+lives; a process that dies mid-stream leaves the reply ``streaming`` and the lock to expire,
+and ``chats.replies.recovery`` finishes the reply ``incomplete`` with its text.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from chatplatform.llm.tool_loop import stream_with_tools
 from chatplatform.model_endpoints import provider_access
 from chats.models import Status
 from chats.replies import turns
-from chats.replies.coordination import coordination, runner_lock_name
+from chats.replies.coordination import coordination, keep_alive, runner_lock_name
 from chats.replies.db import db
 from chats.replies.deltas import DeltaSender
 from chats.replies.events import Addressed, broadcast, emit
@@ -121,35 +122,34 @@ async def run_replies(
         # The last reply's closing event goes out in the same round trip as the release.
         closing: dict[str, Any] | None = None
         try:
-            more = True
-            while more:
-                try:
-                    if first is not None:
-                        found, first = first, None
-                    else:
-                        found = await db(turns.prepare_next_turn)(
-                            tenant_id, conversation_id, frozenset(attempted)
+            async with keep_alive(hub, lock_name, token):
+                more = True
+                while more:
+                    try:
+                        if first is not None:
+                            found, first = first, None
+                        else:
+                            found = await db(turns.prepare_next_turn)(
+                                tenant_id, conversation_id, frozenset(attempted)
+                            )
+                    except Exception:
+                        # The database is unreachable: the messages stay waiting, and the next
+                        # message (or a resend, or the recovery sweep) starts a runner.
+                        logger.exception("the reply queue of %s failed", conversation_id)
+                        return
+                    attempted.update(found.tried)
+                    for _message_id, reply_id in found.failures:
+                        await emit(
+                            tenant_id, conversation_id, [_internal_error(reply_id)], leading=pending
                         )
-                except Exception:
-                    # The database is unreachable: the messages stay waiting, and the next
-                    # message (or a resend) starts a runner that answers them in order.
-                    logger.exception("the reply queue of conversation %s failed", conversation_id)
-                    return
-                attempted.update(found.tried)
-                for _message_id, reply_id in found.failures:
-                    await emit(
-                        tenant_id, conversation_id, [_internal_error(reply_id)], leading=pending
-                    )
-                    pending.clear()
-                if found.prepared is None:
-                    break
-                closing = await _answer(found.prepared, (lock_name, token), lead=pending)
-                more = found.more
-                if more:
-                    if closing is not None:
+                        pending.clear()
+                    if found.prepared is None:
+                        break
+                    closing = await _answer(found.prepared, (lock_name, token), lead=pending)
+                    more = found.more
+                    if more and closing is not None:
                         await broadcast(tenant_id, conversation_id, closing)
                         closing = None
-                    await hub.refresh(lock_name, token)
         finally:
             recheck, _ = await emit(
                 tenant_id,

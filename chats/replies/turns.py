@@ -7,7 +7,6 @@ import base64
 import contextlib
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -434,7 +433,7 @@ def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
 def flush_content(tenant_id: int, message_id: int, content: str) -> None:
     """Store the reply as it grows (called at intervals, not per token)."""
     with tenant_scope(tenant_id):
-        # updated_at is the reply's heartbeat: mark_stale_streaming spares replies written to
+        # updated_at is the reply's heartbeat: the recovery sweep spares replies written to
         # recently (a queryset update does not touch auto_now fields by itself).
         Message.objects.filter(pk=message_id, status=Status.STREAMING).update(
             content=content, updated_at=timezone.now()
@@ -521,7 +520,7 @@ def finish_turn(
             calibration_record(
                 profile.pk, prepared.estimated_prompt_tokens, fields["prompt_tokens_reported"]
             )
-        transaction.on_commit(lambda: _after_reply(conversation))
+        transaction.on_commit(lambda: after_reply(conversation))
     summary: dict[str, Any] = {"prompt_tokens_estimated": prepared.estimated_prompt_tokens}
     if recorded:
         summary.update(
@@ -535,7 +534,7 @@ def finish_turn(
     return summary
 
 
-def _after_reply(conversation: Conversation) -> None:
+def after_reply(conversation: Conversation) -> None:
     """What the policy asks after a reply: a rolling summary when the threshold is crossed."""
     schedule_embedding(conversation)  # retrieval by meaning: embed the new turns; never raises
     try:
@@ -570,16 +569,4 @@ def calibration_record(profile_id: int, estimated: int, actual: int) -> None:
             calibration_ratio_mean=state.mean,
             calibration_ratio_m2=state.m2,
             calibration_updated_at=timezone.now(),
-        )
-
-
-def mark_stale_streaming(older_than_seconds: int = 300) -> int:
-    """Replies left ``streaming`` by a crashed process become ``incomplete`` (their stored
-    text is kept). Returns how many. Idempotent."""
-    cutoff = timezone.now() - timedelta(seconds=older_than_seconds)
-    with all_tenants():
-        return Message.objects.filter(status=Status.STREAMING, updated_at__lt=cutoff).update(
-            status=Status.INCOMPLETE,
-            error_code="interrupted",
-            error_message="The reply was interrupted; the text so far is kept.",
         )

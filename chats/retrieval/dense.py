@@ -176,7 +176,7 @@ def embed_conversation(
 
 
 def schedule_embedding(conversation: Conversation) -> bool:
-    """Called after a reply (``chats.replies.turns._after_reply``): when the conversation's
+    """Called after a reply (``chats.replies.turns.after_reply``): when the conversation's
     policy uses dense retrieval and the embeddings are installed here, queue
     ``embed_conversation_messages`` after commit, at most once per conversation per
     :data:`SCHEDULE_WINDOW_SECONDS` (delayed by as much, so the window's turns go together;

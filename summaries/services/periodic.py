@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
@@ -45,7 +46,7 @@ MAX_SOURCE_MESSAGES: dict[str, int] = {SummaryKind.RECENT: 1500, SummaryKind.LON
 DUE_SLACK = timedelta(minutes=10)
 #: A continued conversation quiet for this long gets its carry-over summary.
 CONTINUATION_QUIET = timedelta(hours=1)
-LOCK_SECONDS = 15 * 60
+LOCK_SECONDS = settings.JOB_LOCK_SECONDS  # outlives the task's hard time limit
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 
 from chatplatform.models import ContextPolicy
@@ -48,7 +49,7 @@ from .common import (
 logger = logging.getLogger(__name__)
 
 CHUNKS_PER_RUN = 4
-LOCK_SECONDS = 15 * 60
+LOCK_SECONDS = settings.JOB_LOCK_SECONDS  # outlives the task's hard time limit
 FAILURE_COOLDOWN_SECONDS = 30 * 60
 MAX_MERGE_INPUTS = 40
 

@@ -13,7 +13,12 @@ from django.utils import timezone
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.models import Message, Status
 from chats.replies import events
-from chats.replies.coordination import Coordination, LocalCoordination, coordination
+from chats.replies.coordination import (
+    Coordination,
+    LocalCoordination,
+    coordination,
+    runner_lock_name,
+)
 from chats.replies.deltas import DeltaSender
 from chats.replies.turns import flush_content
 from chats.services import conversation_create
@@ -84,8 +89,10 @@ async def test_release_reports_a_recheck_requested_while_the_lock_was_held() -> 
     assert await hub.release(name, again) is False
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 def test_stale_streaming_replies_become_incomplete_with_their_text(tenant_a, member_a) -> None:
+    """The backstop: a reply not written to for five minutes is finished even while its
+    runner's lock is held (a hung runner), and wherever the locks cannot be seen."""
     conversation = conversation_create(tenant=tenant_a, created_by=member_a)
     question, _ = message_create(
         conversation=conversation, role="user", content="hi", author=member_a
@@ -99,6 +106,15 @@ def test_stale_streaming_replies_become_incomplete_with_their_text(tenant_a, mem
         validate=False,
     )
     flush_content(tenant_a.pk, reply.pk, "partial answer")
+
+    async def hold_lock() -> str | None:
+        hub = coordination()
+        try:
+            return await hub.acquire(runner_lock_name(tenant_a.pk, conversation.pk))
+        finally:
+            await hub.aclose()
+
+    assert asyncio.run(hold_lock()) is not None  # its runner is alive
     assert mark_stale_replies() == 0  # written to just now: still alive
 
     with tenant_scope(tenant_a):
