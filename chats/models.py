@@ -48,6 +48,12 @@ class Conversation(TenantOwnedModel):
     message_count = models.PositiveIntegerField(default=0)
     history_tokens = models.PositiveBigIntegerField(default=0)
     archived_at = models.DateTimeField(null=True, blank=True)
+    #: The cached history window: the seq its oldest message has, and when a prompt holding
+    #: it was last sent. While the provider's cache keeps it, later turns append to it.
+    window_start_seq = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
+    window_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
+    #: The retrieved messages the window holds (ids, chronological), sent again unchanged.
+    window_recalled_ids = models.JSONField(default=list, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -56,7 +56,25 @@ POLICY_FIELDSETS: Any = (
     ),
     (
         "Recent history",
-        {"fields": ("min_recent_messages", "recent_message_cap", "raw_history_limit")},
+        {
+            "fields": (
+                "min_recent_messages",
+                "recent_message_cap",
+                "raw_history_limit",
+                "history_trim_percent",
+            )
+        },
+    ),
+    (
+        "Prompt cache",
+        {
+            "description": "The provider bills prompt tokens it reads from its cache at a "
+            "tenth of the input price. The prompt is laid out so that what changes rarely comes "
+            "first (system prompt, facts, summaries, then the history, which later turns only "
+            "append to) and what this turn alone needs (the time, what retrieval found for "
+            "this message) comes after the new message.",
+            "fields": ("cache_ttl",),
+        },
     ),
     (
         "Rolling summaries",
@@ -84,7 +102,17 @@ POLICY_FIELDSETS: Any = (
         },
     ),
     ("User facts", {"fields": ("facts_enabled", "max_facts_per_user", "max_fact_chars")}),
-    ("Retrieval", {"fields": ("retrieval_max_items", "retrieval_neighbors", "retrieval_dense")}),
+    (
+        "Retrieval",
+        {
+            "fields": (
+                "retrieval_max_items",
+                "retrieval_neighbors",
+                "retrieval_dense",
+                "turn_retrieval_percent",
+            )
+        },
+    ),
     (
         "Prompt",
         {

@@ -1,10 +1,12 @@
-"""ChatRequest -> Messages API parameters, with the prompt-cache breakpoint placed.
+"""ChatRequest -> Messages API parameters, with the prompt-cache breakpoints placed.
 
 Anthropic caches the prompt prefix in the order tools -> system -> messages, up to a block
-marked ``cache_control: {"type": "ephemeral"}``. We mark the last *stable* block: the last of
-the request's ``cache_prefix`` system blocks (which also caches every tool definition before
-it), or, without a stable system part, the last tool definition. Per-turn content (recent
-messages, retrieved turns) comes after the breakpoint, so it never invalidates the cache.
+marked ``cache_control: {"type": "ephemeral"}`` (at most four per request). We mark the last
+*stable* system block (which also caches every tool definition before it), or, without a
+stable system part, the last tool definition; then the message blocks the request names
+(the end of the history and the new message), so the next turn, which appends to the
+history, reads this turn's prefix from the cache. What only this turn sends (its tail) comes
+after the last breakpoint, so it never invalidates the cache.
 """
 
 from __future__ import annotations
@@ -14,18 +16,27 @@ from typing import Any
 from .base import ChatRequest, ImagePart, Message, TextPart, ToolResultPart, ToolUsePart
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
+
+
+def _mark(ttl: str) -> dict[str, str]:
+    """A breakpoint; the 5-minute lifetime is the API's default and is left implicit."""
+    return EPHEMERAL if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
 
 
 def build_params(request: ChatRequest) -> dict[str, Any]:
     """Keyword arguments for ``client.messages.create`` (without ``stream`` and ``timeout``)."""
+    mark = _mark(request.cache_ttl)
+    stable = request.stable_system_blocks()
+    left = MAX_BREAKPOINTS - 1
+    marks = set(request.cache_breakpoints[-left:] if left else ())
     params: dict[str, Any] = {
         "model": request.model,
         "max_tokens": request.max_tokens,
-        "messages": [_message(m) for m in request.messages],
+        "messages": [_message(m, i, marks, mark) for i, m in enumerate(request.messages)],
     }
-    stable = request.stable_system_blocks()
     system = [
-        {"type": "text", "text": text, **({"cache_control": EPHEMERAL} if i == stable - 1 else {})}
+        {"type": "text", "text": text, **({"cache_control": mark} if i == stable - 1 else {})}
         for i, text in enumerate(request.system_blocks())
     ]
     if system:
@@ -36,17 +47,26 @@ def build_params(request: ChatRequest) -> dict[str, Any]:
             for t in request.tools
         ]
         if stable == 0:
-            tools[-1]["cache_control"] = EPHEMERAL
+            tools[-1]["cache_control"] = mark
         params["tools"] = tools
         params["tool_choice"] = {"type": request.tool_choice}
     # No `temperature`: this SDK's Messages API has no sampling parameters any more.
     return params
 
 
-def _message(message: Message) -> dict[str, Any]:
+def _message(
+    message: Message, index: int, marks: set[tuple[int, int]], mark: dict[str, str]
+) -> dict[str, Any]:
     if isinstance(message.content, str):
+        if (index, 0) in marks:
+            block = {"type": "text", "text": message.content, "cache_control": mark}
+            return {"role": message.role, "content": [block]}
         return {"role": message.role, "content": message.content}
-    return {"role": message.role, "content": [_part(p) for p in message.content]}
+    parts = [_part(p) for p in message.content]
+    for k, part in enumerate(parts):
+        if (index, k) in marks:
+            part["cache_control"] = mark
+    return {"role": message.role, "content": parts}
 
 
 def _part(part: TextPart | ImagePart | ToolUsePart | ToolResultPart) -> dict[str, Any]:

@@ -134,6 +134,9 @@ class ChatRequest:
     breakpoint. With ``system`` a string, any ``cache_prefix >= 1`` marks all of it stable.
     With ``cache_prefix == 0`` only the tool definitions (if any) are cached.
 
+    ``cache_breakpoints`` mark message blocks (at most four breakpoints in all, the system's
+    first); ``cache_ttl`` is the lifetime asked for every breakpoint.
+
     ``timeout`` (seconds) bounds each HTTP request (connect + each read); ``idle_timeout``
     (seconds) is the longest gap allowed between two stream events before the stream counts
     as stalled. ``None`` means the provider's default for either. ``tool_choice="none"``
@@ -147,6 +150,11 @@ class ChatRequest:
     messages: Sequence[Message]
     system: str | Sequence[str] = ""
     cache_prefix: int = 0
+    #: Content blocks to mark as cache breakpoints too, as (message index, part index): the
+    #: end of the history and the new message, so the next turn reads what this one wrote.
+    cache_breakpoints: tuple[tuple[int, int], ...] = ()
+    #: How long the provider should keep what is marked: ``"5m"`` or ``"1h"``.
+    cache_ttl: str = "5m"
     tools: Sequence[ToolSpec] = ()
     tool_choice: Literal["auto", "none"] = "auto"
     max_tokens: int = 1024

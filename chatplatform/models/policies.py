@@ -95,6 +95,30 @@ class ContextPolicy(models.Model):
         20, minimum=1, maximum=500, help_text="Messages kept raw after the last summary (seed 002)."
     )
 
+    history_trim_percent = _positive(
+        60,
+        minimum=10,
+        maximum=100,
+        help_text=(
+            "When the history no longer fits, or after a pause longer than the prompt "
+            "cache's lifetime, it restarts at this share of its room; later turns only "
+            "append to it, so the provider reads the history from its prompt cache. "
+            "100 fills the room every turn (nothing cached: each trim rewrites the prompt)."
+        ),
+    )
+
+    # Prompt caching.
+    cache_ttl = models.CharField(
+        "prompt cache lifetime",
+        max_length=2,
+        choices=[("5m", "5 minutes (writes cost 1.25x input)"), ("1h", "1 hour (writes cost 2x)")],
+        default="5m",
+        help_text=(
+            "How long the provider keeps the prompt's cached prefix. Reads cost 0.1x input "
+            "either way; one hour pays off when people pause for more than five minutes."
+        ),
+    )
+
     # Rolling summaries (seeds 001, 002).
     summary_interval = _positive(
         20, minimum=2, maximum=1000, help_text="Summarise when this many messages are unsummarised."
@@ -122,6 +146,17 @@ class ContextPolicy(models.Model):
     # Retrieval (hybrid).
     retrieval_max_items = _positive(200, minimum=0, maximum=500)
     retrieval_neighbors = _positive(0, minimum=0, maximum=5)
+    turn_retrieval_percent = _positive(
+        10,
+        minimum=0,
+        maximum=100,
+        help_text=(
+            "Hybrid: the older messages found when the history restarts stay in the cached "
+            "prompt until it restarts again; on the turns in between, what a turn finds "
+            "besides them takes at most this share of the retrieval budget. It is sent after "
+            "the new message and paid in full each turn."
+        ),
+    )
     retrieval_dense = models.BooleanField(
         "retrieval by meaning",
         default=False,

@@ -59,6 +59,21 @@ class ModelProfile(models.Model):
     price_cache_write_per_mtok = models.DecimalField(
         max_digits=10, decimal_places=4, default=Decimal(0)
     )
+    price_cache_write_1h_per_mtok = models.DecimalField(
+        "price of cache writes, 1-hour lifetime, per Mtok",
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="Anthropic: 2x the input price (the other write price is for 5 minutes).",
+    )
+    cache_min_tokens = models.PositiveIntegerField(
+        "minimum cacheable prompt",
+        default=1024,
+        help_text=(
+            "Shortest prefix the provider caches (Anthropic: 1,024 to 4,096 tokens by model); "
+            "a shorter one is not cached, so no breakpoint is spent on it."
+        ),
+    )
     is_active = models.BooleanField(default=True)
     calibration_samples = models.PositiveIntegerField(default=0, editable=False)
     calibration_ratio_mean = models.FloatField(default=1.0, editable=False)
@@ -111,12 +126,19 @@ class ModelProfile(models.Model):
         output_tokens: int,
         cache_read_tokens: int = 0,
         cache_write_tokens: int = 0,
+        cache_ttl: str = "5m",
     ) -> Decimal:
-        """Cost of one call; ``input_tokens`` excludes cache reads and writes."""
+        """Cost of one call; ``input_tokens`` excludes cache reads and writes, which are
+        priced for the cache lifetime ``cache_ttl`` the request asked for."""
         million = Decimal(1_000_000)
+        write_price = (
+            self.price_cache_write_1h_per_mtok
+            if cache_ttl == "1h"
+            else self.price_cache_write_per_mtok
+        )
         return (
             Decimal(input_tokens) * self.price_input_per_mtok
             + Decimal(output_tokens) * self.price_output_per_mtok
             + Decimal(cache_read_tokens) * self.price_cache_read_per_mtok
-            + Decimal(cache_write_tokens) * self.price_cache_write_per_mtok
+            + Decimal(cache_write_tokens) * write_price
         ) / million

@@ -18,6 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
+from chatplatform.llm.prompt_cache import TTL_SECONDS
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.tenancy.scoping import tenant_scope
 from chatplatform.tokens import TokenCounter
@@ -39,6 +40,7 @@ from chats.context.types import (
     RetrievedItem,
 )
 from chats.models import Conversation, Message
+from chats.retrieval.retriever import recalled_items
 from chats.services.conversations import policy_for
 
 #: A retriever returns candidates relevant to the new message among messages older than
@@ -144,6 +146,8 @@ def packing_policy_for(
         retrieval_max_items=policy.retrieval_max_items,
         retrieval_neighbors=policy.retrieval_neighbors,
         model_name=profile.name,
+        history_trim_percent=policy.history_trim_percent,
+        turn_retrieval_percent=policy.turn_retrieval_percent,
     )
 
 
@@ -200,6 +204,19 @@ def _system_variables(
         "tools": TOOLS_DESCRIPTION if policy.tools_enabled else "none",
         **time_values(timezone.localtime(now)),
     }
+
+
+def cached_window_start(
+    conversation: Conversation, policy: ContextPolicy, now: datetime
+) -> int | None:
+    """The start of the history window the provider still caches: the stored one, while the
+    last prompt that held it is younger than the policy's cache lifetime."""
+    sent = conversation.window_sent_at
+    if conversation.window_start_seq is None or sent is None:
+        return None
+    if (now - sent).total_seconds() >= TTL_SECONDS.get(policy.cache_ttl, TTL_SECONDS["5m"]):
+        return None
+    return conversation.window_start_seq
 
 
 def assemble_context(
@@ -285,6 +302,14 @@ def assemble_context(
             # After the call: a model that failed to load during it reads "unavailable".
             dense = _dense_status(policy)
 
+    window_start = cached_window_start(conversation, policy, now)
+    recalled: list[MessageItem] = []
+    if (
+        window_start is not None
+        and policy.strategy == "hybrid"
+        and conversation.window_recalled_ids
+    ):
+        recalled = recalled_items(conversation, conversation.window_recalled_ids, bot_name)
     members = conversation.participants.count() if conversation.is_group else 1
     variables = _system_variables(conversation, author, policy, now, members)
     pronouns = next((f.text for f in facts if f.key == "pronouns"), "")
@@ -299,6 +324,8 @@ def assemble_context(
         recent=recent,
         multi_user=conversation.is_group,
         bot_name=bot_name,
+        window_start_seq=window_start,
+        recalled=recalled,
     )
     prompt = assemble(packing, inputs, counter)
     system_tokens = prompt.section("system")

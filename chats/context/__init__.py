@@ -15,7 +15,8 @@ from .budget import (
     policy_issues,
     validate_policy,
 )
-from .packing import AssemblyError, assemble
+from .draft import AssemblyError
+from .packing import assemble
 from .template import describe_variables, render_template, template_warnings, time_values
 from .types import (
     AssembledPrompt,

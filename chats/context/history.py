@@ -538,6 +538,24 @@ class History:
         self.count, self._body = 1, tokens
         return Truncation("message", item.id, original, cut.tokens)
 
+    def reset(self) -> None:
+        """Take nothing again (the walk restarts from the newest unit)."""
+        self.count, self._body, self._cut = 0, 0, None
+
+    def window_messages(self, start_seq: int | None) -> int | None:
+        """How many of the newest messages have a seq of at least ``start_seq`` (the cached
+        window), or ``None`` without a window or when it starts inside a unit."""
+        if start_seq is None:
+            return None
+        n = 0
+        for unit in self.units:
+            if unit[-1].seq < start_seq:
+                break
+            if unit[0].seq < start_seq:
+                return None
+            n += len(unit)
+        return n
+
     def drop_oldest(self, tokens: int) -> list[Taken]:
         """Drop oldest taken units until at least ``tokens`` are freed (at least one), judged
         by a fresh count of their rendered turns (stored counts may be wrong)."""
@@ -592,6 +610,16 @@ class History:
             return _records(plain.ids[count - 1 :: -1], plain.tokens[count - 1 :: -1])
         return [record for k in range(count - 1, -1, -1) for record in self._unit(k).records]
 
+    def oldest_seq(self) -> int | None:
+        """The seq of the oldest taken message, or ``None`` when nothing was taken."""
+        if not self.count:
+            return None
+        if self._cut is not None:
+            return int(self._cut.items[0].seq)
+        if self._plain is not None:
+            return int(self._plain.items[self.count - 1].seq)
+        return int(self._units[self.count - 1][0].seq)
+
     def ids(self) -> set[ItemId]:
         if self._plain is not None:
             return set(self._plain.ids[: self.count])
@@ -609,20 +637,28 @@ def one_message_each(roles: Sequence[str], texts: Sequence[str]) -> list[dict[st
     return [{"role": role, "content": text} for role, text in zip(roles, texts, strict=True)]
 
 
+def provider_blocks(
+    roles: Sequence[str], texts: Sequence[str]
+) -> list[tuple[str, tuple[str, ...]]]:
+    """Alternating provider messages, each as its role and its turns' texts (one content
+    block per turn, so a prompt cache can end at any turn): consecutive same-role turns share
+    a message; a conversation starting with the assistant gets a synthetic first user turn."""
+    out: list[tuple[str, list[str]]] = []
+    if roles and roles[0] != "user":
+        out.append(("user", [CONVERSATION_START]))
+    for role, text in zip(roles, texts, strict=True):
+        if out and out[-1][0] == role:
+            out[-1][1].append(text)
+        else:
+            out.append((role, [text]))
+    return [(role, tuple(parts)) for role, parts in out]
+
+
 def provider_messages(roles: Sequence[str], texts: Sequence[str]) -> list[dict[str, str]]:
-    """Alternating turns for the provider from each turn's role and text: consecutive
-    same-role turns are merged with a blank line; a conversation starting with the assistant
-    gets a synthetic first user turn."""
+    """:func:`provider_blocks` with each message's blocks joined into its content."""
     if turns_alternate(roles):  # as a rule: nothing to merge
         return one_message_each(roles, texts)
-    out: list[dict[str, str]] = []
-    if roles and roles[0] != "user":
-        out.append({"role": "user", "content": CONVERSATION_START})
-    last: dict[str, str] | None = out[-1] if out else None
-    for role, text in zip(roles, texts, strict=True):
-        if last is not None and last["role"] == role:
-            last["content"] += TURN_SEPARATOR + text
-        else:
-            last = {"role": role, "content": text}
-            out.append(last)
-    return out
+    return [
+        {"role": role, "content": TURN_SEPARATOR.join(parts)}
+        for role, parts in provider_blocks(roles, texts)
+    ]

@@ -34,13 +34,16 @@ the common case is a handful of C-level passes over columns (see
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections.abc import Sequence
 from itertools import islice
 from operator import attrgetter, gt, itemgetter
 from typing import TYPE_CHECKING, Any
 
-from .budget import BudgetPlan, check_policy, plan_budget, section_cap, system_cap
-from .formatting import BLOCK_SEPARATOR, USER_MEMORIES_POINTER, TurnText, format_turn
+from .budget import check_policy, plan_budget, section_cap, system_cap
+from .draft import Draft, fit
+from .formatting import (
+    USER_MEMORIES_POINTER,
+)
 from .history import (
     CONTENT,
     ID,
@@ -49,14 +52,16 @@ from .history import (
     History,
     Meter,
     drop_incomplete_groups,
-    one_message_each,
-    provider_messages,
     transpose,
-    turns_alternate,
 )
-from .sections import Picked, Retrieval, pick_facts, pick_retrieved, pick_summaries
-from .template import PER_TURN_VARIABLES, render_template, uses_variables
-from .truncate import truncate_middle, truncate_tail
+from .sections import (
+    SEPARATOR_TOKENS,
+    Retrieval,
+    pick_facts,
+    pick_retrieved,
+    pick_summaries,
+)
+from .template import PER_TURN_POINTER, per_turn_names, render_template, turn_values_block
 from .types import (
     AssembledPrompt,
     AssemblyInputs,
@@ -64,6 +69,7 @@ from .types import (
     Included,
     MessageItem,
     PackingPolicy,
+    RetrievedItem,
     SectionUsage,
     StablePrefix,
     Truncation,
@@ -79,21 +85,22 @@ _content_of = itemgetter("content")
 MIN_CUT_TOKENS = 48
 
 
-class AssemblyError(RuntimeError):
-    """The budget cannot hold even the framing (only possible with an invalid policy)."""
-
-
-def _system_text(inputs: AssemblyInputs, has_facts: bool, meter: Meter) -> tuple[str, int]:
+def _system_text(inputs: AssemblyInputs, has_facts: bool, meter: Meter) -> tuple[str, int, str]:
+    """The system prompt, its tokens, and the block of this turn's values it points to."""
     if inputs.system is not None:
         s = inputs.system
-        return s.text, meter.stored("system", "system", s.text, s.tokens, s.counted_by)
+        return s.text, meter.stored("system", "system", s.text, s.tokens, s.counted_by), ""
     if not inputs.system_template:
-        return "", 0
+        return "", 0, ""
     values = dict(inputs.variables)
     values["user_memories"] = USER_MEMORIES_POINTER if has_facts else "(none stored)"
     values.setdefault("botname", inputs.bot_name)
-    text = render_template(inputs.system_template, values)
-    return text, meter.text(text)
+    per_turn = per_turn_names(inputs.system_template, inputs.multi_user)
+    block = turn_values_block(per_turn, values)
+    text = render_template(
+        inputs.system_template, {**values, **dict.fromkeys(per_turn, PER_TURN_POINTER)}
+    )
+    return text, meter.text(text), block
 
 
 def _history_candidates(
@@ -139,79 +146,6 @@ def _history_candidates(
     return drop_incomplete_groups(out, excluded), None
 
 
-class _Draft:
-    """Mutable state of one assembly, rendered and recounted until it fits."""
-
-    def __init__(
-        self, plan: BudgetPlan, meter: Meter, inputs: AssemblyInputs, history: History
-    ) -> None:
-        self.plan, self.meter, self.inputs, self.history = plan, meter, inputs, history
-        self.system = ""
-        self.system_tokens = 0
-        self.system_full = ""
-        self.new_turn = TurnText("user", "", "")
-        self.new_tokens = 0
-        self.facts = Picked("facts", 0)
-        self.summaries = Picked("summaries", 0)
-        self.retrieval = Retrieval(0, 0)
-        self.cuts: dict[str, Truncation] = {}
-
-    def render(self) -> tuple[str, list[dict[str, str]], str, list[str]]:
-        """The system text, the provider messages, the stable prefix and the messages'
-        contents (in order)."""
-        stable = BLOCK_SEPARATOR.join(p for p in (self.system, *self.summaries.stable_blocks) if p)
-        volatile = [
-            *self.summaries.blocks,
-            *self.facts.blocks,
-            self.retrieval.render(self.inputs.bot_name),
-        ]
-        system = BLOCK_SEPARATOR.join(p for p in (stable, *volatile) if p)
-        roles, texts = self.history.roles_and_texts()
-        roles.append(self.new_turn.role)
-        texts.append(self.new_turn.text)
-        if turns_alternate(roles):
-            # One message per turn (as a rule): the contents are the texts themselves.
-            return system, one_message_each(roles, texts), stable, texts
-        messages = provider_messages(roles, texts)
-        return system, messages, stable, list(map(_content_of, messages))
-
-    def count(self, system: str, contents: list[str]) -> int:
-        """The recounted total of a rendered prompt (its system text and the contents of
-        its messages)."""
-        ov, meter = self.meter.overhead, self.meter
-        total = self.plan.framing - 2 * ov + (meter.text(system) + ov if system else 0)
-        return total + meter.texts(contents) + ov * len(contents)
-
-    def cut_system(self, original: str, original_tokens: int, limit: int) -> None:
-        cut = truncate_tail(original, limit, self.meter.counter, total_tokens=original_tokens)
-        self.system, self.system_tokens = cut.text, cut.tokens
-        if cut.truncated:
-            self.cuts["system"] = Truncation("system", "system", original_tokens, cut.tokens)
-
-    def set_new(self, limit: int | None = None) -> None:
-        """Fit the new message into ``limit`` (default: all the room the system prompt
-        leaves); a given ``limit`` (the final check) recounts instead of trusting its count."""
-        new = self.inputs.new_message
-        turn = format_turn(new, self.inputs.multi_user)
-        prefix = self.meter.small(turn.prefix)
-        if limit is None:
-            content = self.meter.stored(
-                "new_message", new.id, new.content, new.tokens, new.counted_by
-            )
-        else:
-            content = self.meter.text(new.content)
-        room = self.plan.room - self.system_tokens if limit is None else limit
-        if prefix + content <= room:
-            self.new_turn, self.new_tokens = turn, prefix + content
-            return
-        cut = truncate_middle(
-            turn.content, max(0, room - prefix - 1), self.meter.counter, total_tokens=content
-        )
-        self.new_turn = TurnText(turn.role, turn.prefix, cut.text)
-        self.new_tokens = prefix + cut.tokens + 1
-        self.cuts["new_message"] = Truncation("new_message", new.id, content, cut.tokens)
-
-
 def assemble(
     policy: PackingPolicy, inputs: AssemblyInputs, counter: TokenCounter
 ) -> AssembledPrompt:
@@ -227,13 +161,15 @@ def assemble(
     meter = Meter(counter, plan.overhead)
     excluded: list[Excluded] = []
     candidates, columns = _history_candidates(policy, inputs, excluded)
-    d = _Draft(plan, meter, inputs, History(candidates, meter, inputs.multi_user, columns))
+    d = Draft(plan, meter, inputs, History(candidates, meter, inputs.multi_user, columns))
 
     has_facts = bool(inputs.facts) and policy.max_facts > 0
-    d.system_full, system_full_tokens = _system_text(inputs, has_facts, meter)
+    d.system_full, system_full_tokens, d.turn_values = _system_text(inputs, has_facts, meter)
     d.cut_system(d.system_full, system_full_tokens, system_cap(policy, plan))
+    if d.turn_values:
+        d.turn_values_tokens = meter.text(d.turn_values) + SEPARATOR_TOKENS
     d.set_new()
-    rest = plan.room - d.system_tokens - d.new_tokens
+    rest = plan.room - d.system_tokens - d.new_tokens - d.turn_values_tokens
 
     d.history.extend(rest, max_messages=policy.min_recent_messages)
     avail = rest - d.history.used
@@ -256,65 +192,78 @@ def assemble(
             MIN_CUT_TOKENS,
         )
         avail -= d.summaries.used
-    if policy.strategy == "hybrid":
-        cap = min(section_cap(policy, policy.retrieval_budget, rest), avail)
-        skip = d.history.ids() | {inputs.new_message.id}
-        d.retrieval = pick_retrieved(
-            inputs.retrieved,
-            cap,
-            policy.retrieval_max_items,
-            policy.retrieval_neighbors,
-            skip,
-            meter,
-            inputs.bot_name,
-            excluded,
-        )
-    else:
+    fixed = d.facts.used + d.summaries.used
+    hybrid = policy.strategy == "hybrid"
+    if not hybrid:
         excluded += [
             Excluded("retrieved", r.message.id, r.message.tokens, "strategy")
             for r in inputs.retrieved
         ]
-
-    fixed = d.facts.used + d.summaries.used
-    while True:
-        d.history.extend(rest - fixed - d.retrieval.used)
-        # Without retrieved entries there is nothing to deduplicate (and no id set to build).
-        if not d.retrieval.entries or not d.retrieval.remove(d.history.ids(), excluded):
-            break
-    history_room = rest - fixed - d.retrieval.used
+    kept = _keep_window(d, policy, rest - fixed, excluded)
+    if kept and hybrid:
+        # The cached window stands; this turn's own finds go after the new message, within
+        # the policy's share of the retrieval budget and what the window leaves.
+        cap = section_cap(policy, policy.retrieval_budget, rest)
+        cap = min(cap * policy.turn_retrieval_percent // 100, rest - fixed - d.window_used())
+        d.retrieval = _pick(d, policy, inputs.retrieved, cap, excluded)
+    elif hybrid:
+        # A new window: recalled messages and history share the trim mark of the room, so
+        # the next turns can append; the recalled block is part of the cached prefix.
+        target = (rest - fixed) * policy.history_trim_percent // 100
+        cap = min(section_cap(policy, policy.retrieval_budget, rest), target - d.history.used)
+        d.recalled = _pick(d, policy, inputs.retrieved, max(0, cap), excluded)
+        while True:
+            d.history.extend(target - d.recalled.used)
+            if not d.recalled.entries or not d.recalled.remove(d.history.ids(), excluded):
+                break
+    elif not kept:
+        d.history.extend((rest - fixed) * policy.history_trim_percent // 100)
+    history_room = rest - fixed - d.recalled.used - d.retrieval.used
     if not d.history.count:
         cut = d.history.truncate_newest(history_room, MIN_CUT_TOKENS)
         if cut is not None:
             truncs.append(cut)
     excluded += [Excluded("message", m.id, m.tokens, "over_budget") for m in d.history.untaken()]
 
-    system, messages, stable, total, trimmed = _fit(d, excluded)
+    out, total, trimmed = fit(d, excluded)
     sections = (
         SectionUsage("framing", plan.framing, plan.framing, 0),
-        SectionUsage("system", system_cap(policy, plan), d.system_tokens, int(bool(d.system))),
+        SectionUsage(
+            "system",
+            system_cap(policy, plan),
+            d.system_tokens + d.turn_values_tokens,
+            int(bool(d.system)),
+        ),
         SectionUsage("new_message", plan.room - d.system_tokens, d.new_tokens, 1),
         SectionUsage("facts", d.facts.budget, d.facts.used, len(d.facts.included)),
         SectionUsage("summaries", d.summaries.budget, d.summaries.used, len(d.summaries.included)),
-        SectionUsage("retrieval", d.retrieval.cap, d.retrieval.used, len(d.retrieval.entries)),
+        SectionUsage(
+            "retrieval",
+            d.recalled.cap + d.retrieval.cap,
+            d.recalled.used + d.retrieval.used,
+            len(d.recalled.entries) + len(d.retrieval.entries),
+        ),
         SectionUsage("history", history_room, d.history.used, d.history.messages),
     )
     included = [Included("system", "system", d.system_tokens)] if d.system else []
+    history_items = d.history.included()
     included += [
         *d.facts.included,
         *d.summaries.included,
+        *d.recalled.included(),
         *d.retrieval.included(),
-        *d.history.included(),
+        *history_items,
         Included("new_message", inputs.new_message.id, d.new_tokens),
     ]
     return AssembledPrompt(
-        system=system,
-        messages=messages,
+        system=out.system,
+        messages=out.messages,
         sections=sections,
         included=tuple(included),
         excluded=tuple(excluded),
         truncated=tuple([*d.cuts.values(), *truncs]),
         recounted=tuple(meter.recounted),
-        stable_prefix=_stable_prefix(inputs, stable, meter),
+        stable_prefix=StablePrefix(len(out.system), meter.text(out.system) if out.system else 0),
         prompt_tokens=total,
         budget=plan.usable,
         counted_limit=plan.limit,
@@ -322,63 +271,62 @@ def assemble(
         counter_name=counter.name,
         strategy=policy.strategy,
         trimmed_after_recount=trimmed,
+        blocks=out.blocks,
+        tail=out.tail,
+        tail_tokens=meter.text(out.tail) + SEPARATOR_TOKENS if out.tail else 0,
+        window_start_seq=d.history.oldest_seq(),
+        window_kept=kept and not trimmed,
+        recalled_ids=tuple(sorted(d.recalled.entries, key=lambda i: d.recalled.entries[i][0].seq)),
     )
 
 
-def _stable_prefix(inputs: AssemblyInputs, stable: str, meter: Meter) -> StablePrefix:
-    """Empty when the template uses a per-turn variable ({timestamp}, {time}): marking a
-    prefix that changes every turn cacheable would only pay cache writes."""
-    template = inputs.system_template if inputs.system is None else None
-    if not stable or (template and _uses_per_turn_variables(template)):
-        return StablePrefix(0, 0)
-    return StablePrefix(len(stable), meter.text(stable))
+def _pick(
+    d: Draft,
+    policy: PackingPolicy,
+    items: Sequence[RetrievedItem],
+    cap: int,
+    excluded: list[Excluded],
+) -> Retrieval:
+    """Retrieved messages within ``cap``, none that the prompt already shows."""
+    skip = d.history.ids() | d.recalled.entries.keys() | {d.inputs.new_message.id}
+    return pick_retrieved(
+        items,
+        cap,
+        policy.retrieval_max_items,
+        policy.retrieval_neighbors,
+        skip,
+        d.meter,
+        d.inputs.bot_name,
+        excluded,
+    )
 
 
-@lru_cache(maxsize=256)
-def _uses_per_turn_variables(template: str) -> bool:
-    """Whether ``template`` uses a per-turn variable (a tenant's template is scanned once per
-    process, not on every turn)."""
-    return bool(uses_variables(template) & PER_TURN_VARIABLES)
-
-
-def _fit(d: _Draft, excluded: list[Excluded]) -> tuple[str, list[dict[str, str]], str, int, int]:
-    """Render, recount, and shed content until the recounted total fits (module docstring).
-
-    Each round removes history units, a whole optional section, or shrinks the larger of the
-    system prompt and the new message (by fresh counts) by more than the overflow, so the
-    loop ends; only a budget smaller than the framing itself raises :class:`AssemblyError`.
-    """
-    trimmed = 0
-    while True:
-        system, messages, stable, contents = d.render()
-        total = d.count(system, contents)
-        if d.plan.fits(total):
-            return system, messages, stable, total, trimmed
-        over = total - d.plan.limit
-        if d.history.count:
-            for unit in d.history.drop_oldest(over):
-                trimmed += len(unit.items)
-                excluded += [
-                    Excluded("message", m.id, n, "recount")
-                    for m, n in zip(unit.items, unit.per_item, strict=True)
-                ]
-        elif d.retrieval.entries:
-            excluded += [
-                Excluded(i.kind, i.id, i.tokens, "recount") for i in d.retrieval.included()
-            ]
-            d.retrieval.entries.clear()
-        elif d.summaries.included or d.facts.included:
-            for picked in (d.summaries, d.facts):
-                excluded += [Excluded(i.kind, i.id, i.tokens, "recount") for i in picked.included]
-                picked.blocks, picked.stable_blocks, picked.included = [], [], []
-                picked.used = 0
-        else:
-            system_now = d.meter.text(d.system)
-            new_now = d.meter.text(d.new_turn.text)
-            if system_now == 0 and new_now == 0:
-                raise AssemblyError("the prompt budget cannot hold the framing; check the policy")
-            if system_now > new_now:
-                full = d.meter.text(d.system_full)
-                d.cut_system(d.system_full, full, max(0, system_now - over - 2))
-            else:
-                d.set_new(max(0, new_now - over - 2))
+def _keep_window(d: Draft, policy: PackingPolicy, room: int, excluded: list[Excluded]) -> bool:
+    """Take the whole cached window (its recalled messages and its history from
+    ``window_start_seq``) if it fits in ``room``; otherwise keep only the guaranteed recent
+    messages and return False."""
+    history, inputs = d.history, d.inputs
+    window = history.window_messages(inputs.window_start_seq)
+    if window is None or window < history.messages:
+        return False
+    recalled = Retrieval(0, 0)
+    if inputs.recalled:
+        recalled = pick_retrieved(
+            [RetrievedItem(m) for m in inputs.recalled],
+            room,
+            len(inputs.recalled),
+            0,
+            {inputs.new_message.id},
+            d.meter,
+            inputs.bot_name,
+            [],
+        )
+        if len(recalled.entries) < len(inputs.recalled):
+            return False
+    history.extend(room - recalled.used, max_messages=window)
+    if history.messages >= window and not recalled.entries.keys() & history.ids():
+        d.recalled = recalled
+        return True
+    history.reset()
+    history.extend(room, max_messages=policy.min_recent_messages)
+    return False

@@ -71,6 +71,13 @@ class PackingPolicy:
     reply_primer_tokens: int = 3
     #: Shown in validation errors ("... of model M").
     model_name: str = ""
+    #: When the history window must restart (it no longer fits, or there is no cached window
+    #: to continue), it restarts at this percent of its room, so that the next turns only
+    #: append to it and the provider reads it from its prompt cache. 100: fill the room.
+    history_trim_percent: int = 100
+    #: While the cached window is kept, a turn's own retrieved messages (sent after the new
+    #: message, outside the cache) take at most this percent of the retrieval budget.
+    turn_retrieval_percent: int = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +178,13 @@ class AssemblyInputs:
     recent: Sequence[MessageItem] = ()
     multi_user: bool = False
     bot_name: str = "Assistant"
+    #: The seq of the oldest message of the history window the provider still has cached
+    #: (``None``: no such window; the history restarts at the policy's trim mark). The
+    #: window is kept whole while it fits, so the prompt's prefix stays what was cached.
+    window_start_seq: int | None = None
+    #: The retrieved messages the cached window holds (chosen when it started), which are
+    #: sent again, unchanged, while the window is kept.
+    recalled: Sequence[MessageItem] = ()
 
 
 class Included(NamedTuple):
@@ -251,6 +265,22 @@ class AssembledPrompt:
     strategy: Strategy
     #: Number of history messages dropped by the final recount check (normally 0).
     trimmed_after_recount: int = 0
+    #: The content blocks of each message of ``messages`` (one per turn; the last message's
+    #: last block is ``tail`` when there is one): ``TURN_SEPARATOR.join(blocks[i]) ==
+    #: messages[i]["content"]``. Providers that cache prompt prefixes mark block boundaries.
+    blocks: tuple[tuple[str, ...], ...] = ()
+    #: What was chosen for this turn alone (per-turn values, retrieved messages, a group
+    #: chat's author's facts), framed as data after the new message, outside the cached prefix.
+    tail: str = ""
+    #: Tokens of ``tail`` with its separator (what follows the new message).
+    tail_tokens: int = 0
+    #: The seq of the oldest history message sent (the window the next turn continues);
+    #: ``None`` when no history was sent.
+    window_start_seq: int | None = None
+    #: Whether the history continued the cached window (False: it restarted).
+    window_kept: bool = False
+    #: The ids of the retrieved messages in the cached window (chronological).
+    recalled_ids: tuple[ItemId, ...] = ()
 
     @property
     def new_message_truncated(self) -> bool:

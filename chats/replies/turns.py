@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import logging
 from dataclasses import dataclass
@@ -13,9 +12,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection, ImagePart, TextPart
-from chatplatform.llm.base import Message as LlmMessage
-from chatplatform.llm.tools import FACT_TOOLS
+from chatplatform.llm.base import ChatRequest
 from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -24,10 +21,10 @@ from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.records import turn_record_build
 from chats.assembly.recount import recount_queue
 from chats.assembly.service import TurnContext
-from chats.images import ImageRejected, image_tokens, inspect_image
 from chats.models import Conversation, Message, Role, Status, TurnRecord
+from chats.replies.request import attached_image, chat_request
 from chats.retrieval.dense import schedule_embedding
-from chats.services.conversations import policy_for
+from chats.services.conversations import conversation_window_advance, policy_for
 from chats.services.message_rows import (
     MessageAndReply,
     finish_reply_row,
@@ -167,86 +164,6 @@ def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int |
     return reply.pk
 
 
-def _context_report(turn: TurnContext) -> ContextReport:
-    prompt = turn.prompt
-    dropped: dict[str, int] = {}
-    for kind, *_rest in prompt.excluded:
-        dropped[kind] = dropped.get(kind, 0) + 1
-    return ContextReport(
-        sections=tuple(
-            ContextSection(s.name, s.used, s.items, dropped.get(s.name, 0)) for s in prompt.sections
-        ),
-        facts=tuple(f.text[:120] for f in turn.facts),
-        retrieved=tuple(str(i) for i in turn.retrieved_ids[:10]),
-        budget_tokens=prompt.budget,
-        counter=prompt.counter_name,
-        strategy=prompt.strategy,
-        prompt_tokens=prompt.prompt_tokens,
-    )
-
-
-@dataclass
-class AttachedImage:
-    """The new message's image: sent as an image block to a vision model (``tokens`` > 0),
-    otherwise described in the text (``note``)."""
-
-    media_type: str
-    data_base64: str
-    tokens: int
-    note: str
-    prompt_budget: int
-
-
-def attached_image(message: Message, policy: Any) -> AttachedImage | None:
-    if not message.attachment:
-        return None
-    profile = policy.model_profile
-    prompt_budget = (
-        min(policy.max_context_tokens, profile.context_window) - policy.reserved_response_tokens
-    )
-    with message.attachment.open("rb") as handle:
-        data = handle.read()
-    try:
-        info = inspect_image(data, message.attachment_type or None)
-    except ImageRejected:
-        return AttachedImage("", "", 0, "[An attached image could not be read.]", prompt_budget)
-    if profile.supports_vision:
-        tokens = image_tokens(profile.provider, info.width, info.height)
-        encoded = base64.b64encode(data).decode()
-        return AttachedImage(info.media_type, encoded, tokens, "", prompt_budget)
-    note = (
-        f"[The user attached an image ({info.media_type}, {info.width}x{info.height} px); "
-        "this model cannot see images.]"
-    )
-    return AttachedImage(info.media_type, "", 0, note, prompt_budget)
-
-
-def _request(turn: TurnContext, tools: bool, image: AttachedImage | None = None) -> ChatRequest:
-    prompt = turn.prompt
-    stable = prompt.system[: prompt.stable_prefix.chars]
-    rest = prompt.system[prompt.stable_prefix.chars :]
-    system = [part for part in (stable, rest) if part]
-    messages = [LlmMessage(role=m["role"], content=m["content"]) for m in prompt.messages]  # type: ignore[arg-type]
-    if image is not None and image.tokens and messages:
-        last = prompt.messages[-1]
-        messages[-1] = LlmMessage(
-            role="user",
-            content=[
-                ImagePart(data=image.data_base64, media_type=image.media_type),
-                TextPart(text=last["content"]),
-            ],
-        )
-    return ChatRequest(
-        model=turn.profile.model,
-        system=system,
-        cache_prefix=1 if stable else 0,
-        messages=messages,
-        tools=FACT_TOOLS if tools else (),
-        max_tokens=turn.policy.reserved_response_tokens,
-        context_report=_context_report(turn),
-    )
-
-
 def prepare_turn(
     tenant_id: int,
     user_message_id: int,
@@ -298,6 +215,12 @@ def prepare_turn(
             # The database's one-reply-per-message rule: another runner created the reply
             # since we looked, and answers it. Nothing of ours was stored.
             return None
+        conversation_window_advance(
+            conversation,
+            turn.prompt.window_start_seq,
+            turn.prompt.recalled_ids,
+            timezone.now(),
+        )
     profile = turn.profile
     tools = bool(
         turn.policy.tools_enabled and profile.supports_tools and profile.provider != "offline"
@@ -310,7 +233,7 @@ def prepare_turn(
         user_id=user_message.author_id,
         provider_name=profile.provider,
         base_url=profile.base_url,
-        request=_request(turn, tools, image),
+        request=chat_request(turn, tools, image),
         estimated_prompt_tokens=turn.prompt.prompt_tokens,
         tools=tools,
         profile=profile,

@@ -97,7 +97,7 @@ def _run(
     dump: IO[str] | None,
     progress: Callable[[str], None] | None,
 ) -> dict[str, Any]:
-    tenant = tenant_create(name="LoCoMo recall evaluation (scratch)", slug=_scratch_slug())
+    tenant = tenant_create(name="LoCoMo recall evaluation (scratch)", slug=scratch_slug())
     policy = _policy(tenant, options)
     tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
     prompt_tokens: list[int] = []
@@ -190,8 +190,8 @@ def _retriever(options: EvalOptions) -> Retriever:
     return retriever
 
 
-def _scratch_slug() -> str:
-    base = "locomo-eval"
+def scratch_slug(base: str = "locomo-eval") -> str:
+    """A tenant slug no tenant has yet, for a scratch tenant."""
     slug, n = base, 1
     while Tenant.objects.filter(slug=slug).exists():
         n += 1
@@ -233,7 +233,8 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
         return ContextPolicy.objects.select_related("model_profile").get(pk=policy.pk)
 
 
-def _user(name: str) -> Any:
+def speaker_user(name: str) -> Any:
+    """A new user for a LoCoMo speaker (username = the name, made unique)."""
     User = get_user_model()
     username = name[:150] or "speaker"
     n = 1
@@ -244,7 +245,7 @@ def _user(name: str) -> Any:
 
 
 def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: int) -> _Loaded:
-    users = {name: _user(name) for name in sample.speakers}
+    users = {name: speaker_user(name) for name in sample.speakers}
     first, *others = list(users.values()) or [tenant.service_user]
     conversation = conversation_create(
         tenant=tenant,

@@ -89,6 +89,18 @@ _FIELDS = (
 )
 
 
+_SUMMARY_FIELDS = (
+    "id",
+    "text",
+    "first_seq",
+    "last_seq",
+    "token_count",
+    "token_counter",
+    "period_end",
+    "created_at",
+)
+
+
 def _names(row: dict[str, Any]) -> list[str]:
     """The words a question may name the author by (first, last and user name)."""
     names = (row["author__first_name"], row["author__last_name"], row["author__username"])
@@ -114,6 +126,42 @@ def _item(row: dict[str, Any], bot_name: str) -> MessageItem:
         counted_by=row["token_counter"] or None,
         created_at=row["created_at"],
     )
+
+
+def recalled_items(
+    conversation: Conversation, ids: Iterable[Any], bot_name: str
+) -> list[MessageItem]:
+    """The retrieved messages a cached window holds, by their ids (summaries as
+    ``"summary:<pk>"``), built exactly as retrieval built them: two bounded queries. A message
+    or summary deleted since is missing from the result (the window then restarts)."""
+    wanted = list(ids)
+    message_ids = [i for i in wanted if isinstance(i, int)]
+    summary_ids = [
+        int(i.removeprefix(SUMMARY_ID_PREFIX))
+        for i in wanted
+        if isinstance(i, str) and i.startswith(SUMMARY_ID_PREFIX)
+    ]
+    items: dict[Any, MessageItem] = {}
+    with tenant_scope(conversation.tenant_id):
+        if message_ids:
+            rows = Message.objects.filter(
+                tenant_id=conversation.tenant_id,
+                conversation_id=conversation.pk,
+                pk__in=message_ids,
+                role__in=RETRIEVABLE_ROLES,
+            ).exclude(status__in=SKIPPED_STATUSES)
+            for row in rows.values(*_FIELDS):
+                items[row["id"]] = _item(row, bot_name)
+        if summary_ids:
+            summaries = Summary.objects.filter(
+                tenant_id=conversation.tenant_id,
+                conversation_id=conversation.pk,
+                pk__in=summary_ids,
+            ).values(*_SUMMARY_FIELDS)
+            for row in summaries:
+                item = _summary_item(row)
+                items[item.id] = item
+    return [items[i] for i in wanted if i in items]
 
 
 def _fetch(conversation: Conversation, seqs: Iterable[int]) -> list[dict[str, Any]]:
@@ -249,16 +297,7 @@ def retrieve_summaries(
         rows = list(
             Summary.objects.filter(
                 tenant_id=conversation.tenant_id, pk__in=[h.summary_id for h in hits]
-            ).values(
-                "id",
-                "text",
-                "first_seq",
-                "last_seq",
-                "token_count",
-                "token_counter",
-                "period_end",
-                "created_at",
-            )
+            ).values(*_SUMMARY_FIELDS)
         )
     config = settings.rerank
     scores = bm25_scores(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -113,3 +115,20 @@ def participant_add(*, conversation: Conversation, user: Any) -> None:
 for _model in (ContextPolicy, Tenant):
     post_save.connect(clear_policy_cache, sender=_model, dispatch_uid=f"policy-cache-{_model}")
     post_delete.connect(clear_policy_cache, sender=_model, dispatch_uid=f"policy-del-{_model}")
+
+
+def conversation_window_advance(
+    conversation: Conversation,
+    start_seq: int | None,
+    recalled_ids: Sequence[Any],
+    sent_at: datetime,
+) -> None:
+    """Remember the window a prompt just sent to the provider (its oldest history message's
+    seq, the retrieved messages it holds, and when), so the next turn, in any process,
+    continues it while the provider caches it."""
+    recalled = list(recalled_ids)
+    Conversation.objects.filter(pk=conversation.pk, tenant_id=conversation.tenant_id).update(
+        window_start_seq=start_seq, window_recalled_ids=recalled, window_sent_at=sent_at
+    )
+    conversation.window_start_seq, conversation.window_sent_at = start_seq, sent_at
+    conversation.window_recalled_ids = recalled

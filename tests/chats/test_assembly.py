@@ -31,6 +31,8 @@ def make_policy(tenant, **overrides):
         summaries_budget=600,
         retrieval_budget=800,
         min_recent_messages=4,
+        # These tests are about filling the budget; the cached window has tests of its own.
+        history_trim_percent=100,
     )
     values.update(overrides)
     with tenant_scope(tenant):

@@ -55,6 +55,8 @@ def claude_policy(tenant, name, **overrides):
             retrieval_budget=0,
             min_recent_messages=4,
             recent_message_cap=500,
+            # These tests are about filling the budget; the cached window has tests of its own.
+            history_trim_percent=100,
         )
         values.update(overrides)
         return ContextPolicy.objects.create(**values)

@@ -104,6 +104,7 @@ def policies(draw: st.DrawFn, strategy: str | None = None) -> PackingPolicy:
         retrieval_neighbors=draw(st.integers(0, 2)),
         per_message_overhead=draw(st.sampled_from([None, None, 4, 7])),
         model_name="test-model",
+        history_trim_percent=draw(st.sampled_from([100, 100, 60, 25])),
     )
     assume(not validate_policy(p, exact=False))
     return p
@@ -208,6 +209,7 @@ def inputs_for(draw: st.DrawFn, history: list[MessageItem]) -> AssemblyInputs:
         recent=list(reversed(history)),
         multi_user=draw(st.booleans()),
         bot_name="Bot",
+        window_start_seq=draw(st.one_of(st.none(), st.integers(1, max(1, n)))),
     )
 
 
@@ -231,8 +233,15 @@ def check_invariants(p: PackingPolicy, inputs: AssemblyInputs, r: AssembledPromp
     assert roles[0] == "user" and roles[-1] == "user"
     assert all(a != b for a, b in itertools.pairwise(roles))
     assert all(m["content"] for m in r.messages)
-    # the new message is always there, whole or visibly truncated
+    # blocks make up the messages; the tail, if any, is the last block, after the new message
+    assert len(r.blocks) == len(r.messages)
+    for blocks, message in zip(r.blocks, r.messages, strict=True):
+        assert "\n\n".join(blocks) == message["content"]
     last = r.messages[-1]["content"]
+    if r.tail:
+        assert r.blocks[-1][-1] == r.tail
+        last = "\n\n".join(r.blocks[-1][:-1])
+    # the new message is always there, whole or visibly truncated
     turn = format_turn(inputs.new_message, inputs.multi_user)
     if r.new_message_truncated:
         assert "tokens omitted …]" in last or "[…]" in last
@@ -264,7 +273,7 @@ def check_invariants(p: PackingPolicy, inputs: AssemblyInputs, r: AssembledPromp
             groups.setdefault(m.tool_group, set()).add(m.id)
     for members in groups.values():
         assert not (members & inside) or members <= inside, members
-    check_facts_block(r.system)
+    check_facts_block(r.system + "\n\n" + r.tail)
 
 
 def check_facts_block(system: str) -> None:

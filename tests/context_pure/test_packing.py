@@ -115,6 +115,8 @@ def test_hybrid_retrieval_dedups_adds_neighbours_and_renders_chronologically() -
     _, r = run(policy, recent=list(reversed(history)), retrieved=retrieved, bot_name="Bot")
     assert ids(r, "retrieved") == [9, 10, 11, 49, 50, 51]
     assert ("retrieved", 200, None, "duplicate") in r.excluded
+    # a new window: the recalled messages are part of its cached prefix
+    assert not r.window_kept and r.recalled_ids == (9, 10, 11, 49, 50, 51)
     block = r.system.split("<retrieved_messages>\n", 1)[1]
     lines = block.split("\n")[1:9]
     assert lines[0] == "[2023-05-08 14:05] Caroline: message 9"
@@ -235,7 +237,7 @@ def test_unknown_and_foreign_counts_are_recounted_and_reported() -> None:
     assert all(i.tokens == COUNTER.count(f"message {i.id}") for i in r.recounted if i.id != 1000)
 
 
-def test_stable_prefix_is_system_and_long_lived_summaries() -> None:
+def test_cached_prefix_is_system_facts_and_summaries_the_tail_is_this_turns() -> None:
     summaries = [
         SummaryItem(1, "rolling", "rolling text", 90, 100),
         SummaryItem(2, "long", "long text", 1, 89),
@@ -247,19 +249,35 @@ def test_stable_prefix_is_system_and_long_lived_summaries() -> None:
         summaries=summaries,
         facts=[FactItem(1, "likes tea")],
     )
-    prefix = r.system[: r.stable_prefix.chars]
-    assert prefix.startswith("SYSTEM PROMPT") and prefix.endswith("</conversation_summary>")
-    assert "previous chat" in prefix and "long text" in prefix
-    assert "rolling text" not in prefix and "likes tea" not in prefix
-    assert prefix.index("previous chat") < prefix.index("long text")
-    assert r.stable_prefix.tokens == COUNTER.count(prefix)
+    assert r.stable_prefix.chars == len(r.system)
+    assert r.system.startswith("SYSTEM PROMPT") and r.system.endswith("</conversation_summary>")
+    for text in ("previous chat", "long text", "rolling text", "likes tea"):
+        assert text in r.system
+    assert r.system.index("previous chat") < r.system.index("long text")
+    assert r.system.index("long text") < r.system.index("rolling text")
+    assert r.stable_prefix.tokens == COUNTER.count(r.system)
+    assert r.tail == ""
 
 
-def test_per_turn_variables_leave_no_stable_prefix() -> None:
-    _, r = run(BIG, system_template="Now: {timestamp}", variables={"timestamp": "12:00"})
-    assert r.stable_prefix.chars == 0
-    _, r = run(BIG, system_template="Today: {date}", variables={"date": "2025-01-01"})
-    assert r.system[: r.stable_prefix.chars] == "Today: 2025-01-01"
+def test_per_turn_values_travel_with_the_new_message() -> None:
+    template = "Now: {timestamp}. You talk with {userfullname}."
+    variables = {"timestamp": "2025-01-01T12:00", "userfullname": "Ann"}
+    _, private = run(BIG, system_template=template, variables=variables)
+    assert "2025-01-01T12:00" not in private.system and "Ann" in private.system
+    assert (
+        private.tail.startswith("<turn_values>") and "timestamp: 2025-01-01T12:00" in private.tail
+    )
+    _, group = run(BIG, system_template=template, variables=variables, multi_user=True)
+    assert "Ann" not in group.system and "Ann" in group.tail
+    _, later = run(
+        BIG, system_template=template, variables={**variables, "timestamp": "2025-01-01T12:01"}
+    )
+    assert later.system == private.system
+
+
+def test_a_group_chats_facts_belong_to_the_author_and_sit_in_the_tail() -> None:
+    _, r = run(BIG, facts=[FactItem(1, "likes tea")], multi_user=True)
+    assert "likes tea" not in r.system and "likes tea" in r.tail
 
 
 def test_rolling_summary_without_summaries_shown_keeps_raw_history() -> None:

@@ -12,9 +12,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +23,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from chatplatform.llm.prompt_cache import PromptCache, Segment, anthropic_segments
 
 from .behaviours import (
     Disconnect,
@@ -61,13 +63,13 @@ class FakeAnthropic(FakeServer):
     def __init__(self, default_reply: Reply | None = None) -> None:
         super().__init__(default_reply)
         self.min_cacheable_tokens = 0
-        self._cache: set[str] = set()
+        self._cache = PromptCache()
         self._count_script: list[HttpError] = []
 
     def reset(self) -> None:
         super().reset()
         self.min_cacheable_tokens = 0
-        self._cache.clear()
+        self._cache = PromptCache()
         self._count_script.clear()
 
     def script_count_tokens(self, *errors: HttpError) -> None:
@@ -94,7 +96,9 @@ class FakeAnthropic(FakeServer):
             return error_response(self._count_script.pop(0))
         segments = prompt_segments(body)
         messages = len(body.get("messages", []))
-        tokens = sum(s[1] for s in segments) + COUNT_BASE_TOKENS + COUNT_MESSAGE_TOKENS * messages
+        tokens = (
+            sum(s.tokens for s in segments) + COUNT_BASE_TOKENS + COUNT_MESSAGE_TOKENS * messages
+        )
         return JSONResponse({"input_tokens": tokens})
 
     async def _messages(self, request: Request) -> Response:
@@ -178,47 +182,16 @@ class FakeAnthropic(FakeServer):
     # --- prompt caching -------------------------------------------------------------------
 
     def prompt_usage(self, body: dict[str, Any]) -> PromptUsage:
-        """Split the prompt's tokens into uncached / read from cache / written to cache."""
-        running = hashlib.sha256()
-        total = 0
-        breakpoints: list[tuple[str, int]] = []
-        for canonical, tokens, marked in prompt_segments(body):
-            running.update(canonical.encode())
-            total += tokens
-            if marked and total >= self.min_cacheable_tokens:
-                breakpoints.append((running.hexdigest(), total))
-        if not breakpoints:
-            return PromptUsage(total, 0, 0)
-        read = max((t for h, t in breakpoints if h in self._cache), default=0)
-        write = breakpoints[-1][1] - read
-        self._cache.update(h for h, _ in breakpoints)
-        return PromptUsage(total - read - write, read, write)
+        """Split the prompt's tokens into uncached / read from cache / written to cache, by
+        the product's model of the provider's cache (on this process's monotonic clock)."""
+        self._cache.min_tokens = self.min_cacheable_tokens
+        usage = self._cache.price(prompt_segments(body), time.monotonic())
+        return PromptUsage(usage.uncached, usage.read, usage.written)
 
 
-def prompt_segments(body: dict[str, Any]) -> list[tuple[str, int, bool]]:
-    """(canonical JSON, tokens, has cache_control) per block, in the API's caching order."""
-    segments: list[tuple[str, int, bool]] = []
-
-    def add(kind: str, block: Any) -> None:
-        if isinstance(block, str):
-            block = {"type": "text", "text": block}
-        plain = {k: v for k, v in block.items() if k != "cache_control"}
-        text = (
-            plain.get("text") if plain.get("type") == "text" else json.dumps(plain, sort_keys=True)
-        )
-        canonical = kind + json.dumps(plain, sort_keys=True)
-        segments.append((canonical, fake_token_count(str(text)), "cache_control" in block))
-
-    for tool in body.get("tools") or []:
-        add("tool:", tool)
-    system = body.get("system") or []
-    for block in [system] if isinstance(system, str) else system:
-        add("system:", block)
-    for message in body.get("messages", []):
-        content = message.get("content")
-        for block in [content] if isinstance(content, str) else content:
-            add(f"{message.get('role')}:", block)
-    return segments
+def prompt_segments(body: dict[str, Any]) -> list[Segment]:
+    """The request's blocks in the API's caching order, counted with the fake tokenizer."""
+    return anthropic_segments(body, fake_token_count)
 
 
 def output_tokens(reply: Reply) -> int:

@@ -42,6 +42,8 @@ def form_data(tenant: Any, **overrides: Any) -> dict[str, Any]:
         "price_output_per_mtok": "0",
         "price_cache_read_per_mtok": "0",
         "price_cache_write_per_mtok": "0",
+        "price_cache_write_1h_per_mtok": "0",
+        "cache_min_tokens": "1024",
         "is_active": "on",
         "api_key": "",
     }

@@ -106,6 +106,12 @@ def system_text(request: dict) -> str:
     return system if isinstance(system, str) else "".join(block["text"] for block in system)
 
 
+def tail_text(request: dict) -> str:
+    """The last block of the last message: what this turn alone sends."""
+    content = request["messages"][-1]["content"]
+    return content if isinstance(content, str) else content[-1]["text"]
+
+
 def assert_framed(system: str) -> None:
     """The payloads are data: one element each, escaped, and no line of their own."""
     assert f'in the chat "<chat_title>{escaped(TITLE)}</chat_title>"' in system
@@ -126,9 +132,17 @@ async def test_hostile_title_name_and_pronouns_stay_framed(
     await send(chat, mallory, "Hello all")
     await send(chat, member_a, "What is this chat about?")
 
-    mallorys, alices = (system_text(r) for r in fake_anthropic.message_requests)
-    for system in (mallorys, alices):
-        assert_framed(system)
+    requests = fake_anthropic.message_requests
+    for request in requests:
+        assert_framed(system_text(request))
+        # the instructions point to the author's values, which travel with the new message
+        assert "<user_full_name>(given with the new message)</user_full_name>" in system_text(
+            request
+        )
+    mallorys, alices = (tail_text(r) for r in requests)
+    for tail in (mallorys, alices):
+        assert tail.startswith("<turn_values>")
+        assert not any(line.lstrip().startswith("SYSTEM") for line in tail.splitlines())
     full_name = escaped(f"{FIRST} {LAST}")
     assert f"<user_full_name>{full_name}</user_full_name>" in mallorys
     assert "<username>@mallory</username>" in mallorys

@@ -55,6 +55,7 @@ def make_policy(tenant: Any, **overrides: Any) -> ContextPolicy:
         "summary_interval": 10,
         "max_summaries_in_context": 3,
         "summary_max_tokens": 200,
+        "history_trim_percent": 100,
     }
     values.update(overrides)
     with tenant_scope(tenant):

@@ -1,0 +1,51 @@
+"""``manage.py bench_cost``: what a policy's turns cost on the bill, against the whole
+history sent with caching, on LoCoMo-format conversations."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from chats.assembly.cost_replay import STRATEGIES, CostOptions, run_cost
+
+
+class Command(BaseCommand):
+    help = (
+        "Replay LoCoMo-format conversations turn by turn in a scratch tenant (rolled back "
+        "afterwards), build each turn's Anthropic request as the reply pipeline would and "
+        "price it with the provider's prompt-cache rules; compare with sending the whole "
+        "history with caching."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", required=True, help="LoCoMo-format JSON file.")
+        parser.add_argument("--strategy", choices=STRATEGIES, default="hybrid")
+        parser.add_argument("--budget", type=int, default=4000, help="Prompt budget in tokens.")
+        parser.add_argument(
+            "--trim-percent",
+            type=int,
+            default=CostOptions.history_trim_percent,
+            help="The policy's history trim mark (percent of the history's room).",
+        )
+        parser.add_argument("--cache-ttl", choices=("5m", "1h"), default="5m")
+        parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["budget"] < 300:
+            raise CommandError("--budget must be at least 300 tokens")
+        if not 10 <= options["trim_percent"] <= 100:
+            raise CommandError("--trim-percent must be between 10 and 100")
+        cost_options = CostOptions(
+            strategy=options["strategy"],
+            budget=options["budget"],
+            history_trim_percent=options["trim_percent"],
+            cache_ttl=options["cache_ttl"],
+        )
+        progress = None if options["json"] else (lambda m: self.stderr.write(m))
+        try:
+            result = run_cost(options["dataset"], cost_options, progress=progress)
+        except (OSError, ValueError, KeyError) as exc:
+            raise CommandError(f"cannot replay {options['dataset']}: {exc}") from exc
+        self.stdout.write(json.dumps(result) if options["json"] else json.dumps(result, indent=2))

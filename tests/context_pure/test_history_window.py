@@ -1,0 +1,138 @@
+"""The cached history window: kept whole while it fits, restarted at the trim mark when it
+does not, so that turns in between only append to the prompt."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chats.context import AssemblyInputs, MessageItem, PackingPolicy, RetrievedItem, assemble
+
+from .helpers import COUNTER, check_invariants
+
+POLICY = PackingPolicy(
+    strategy="sliding_window",
+    context_window=3_000,
+    max_context_tokens=3_000,
+    reserved_response_tokens=1_000,
+    system_budget=100,
+    facts_budget=0,
+    summaries_budget=0,
+    retrieval_budget=0,
+    min_recent_messages=4,
+    recent_message_cap=500,
+    history_trim_percent=50,
+)
+
+
+def turn(seq: int, words: int = 20) -> MessageItem:
+    role: Any = "user" if seq % 2 else "assistant"
+    return MessageItem(seq, seq, role, " ".join(f"word{seq}x{i}" for i in range(words)))
+
+
+def replay(policy: PackingPolicy, lengths: list[int]) -> list[tuple[int | None, bool, int]]:
+    """Assemble each user turn of a chat whose messages have ``lengths`` words, continuing the
+    window each time; return (window start, kept, prompt tokens) per turn."""
+    messages = [turn(i + 1, n) for i, n in enumerate(lengths)]
+    start: int | None = None
+    out = []
+    for new in messages:
+        if new.role != "user":
+            continue
+        older = [m for m in messages if m.seq < new.seq]
+        inputs = AssemblyInputs(
+            new_message=new, recent=list(reversed(older)), window_start_seq=start
+        )
+        result = assemble(policy, inputs, COUNTER)
+        check_invariants(policy, inputs, result)
+        start = result.window_start_seq
+        out.append((start, result.window_kept, result.prompt_tokens))
+    return out
+
+
+def test_the_window_is_kept_until_it_overflows_then_restarts_at_the_trim_mark() -> None:
+    turns = replay(POLICY, [20] * 200)
+    starts = [s for s, _, _ in turns]
+    restarts = [i for i, (_, kept, _) in enumerate(turns) if not kept]
+    # the window moves only at restarts, and there are few of them
+    for i in range(1, len(turns)):
+        if i not in restarts:
+            assert starts[i] == starts[i - 1]
+    assert 2 <= len(restarts) <= len(turns) // 5
+    # right after a restart the prompt is about half the room, then it grows back
+    overflows = [i for i in restarts if i > 2]
+    after = [turns[i][2] for i in overflows]
+    before = [turns[i - 1][2] for i in overflows]
+    assert all(a < b * 0.75 for a, b in zip(after, before, strict=True))
+
+
+def test_full_trim_mark_fills_the_room_every_turn() -> None:
+    turns = replay(replace(POLICY, history_trim_percent=100), [20] * 120)
+    tokens = [t for _, _, t in turns[20:]]
+    assert max(tokens) - min(tokens) < 200
+
+
+def test_a_window_start_newer_than_the_guaranteed_messages_restarts() -> None:
+    messages = [turn(i + 1) for i in range(40)]
+    new = turn(41)
+    inputs = AssemblyInputs(new_message=new, recent=list(reversed(messages)), window_start_seq=39)
+    result = assemble(POLICY, inputs, COUNTER)
+    assert not result.window_kept
+    assert [i.id for i in result.included if i.kind == "message"][-4:] == [37, 38, 39, 40]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 400), min_size=2, max_size=60),
+    trim=st.sampled_from([10, 35, 60, 100]),
+    min_recent=st.integers(0, 6),
+)
+def test_replays_keep_every_guarantee(lengths: list[int], trim: int, min_recent: int) -> None:
+    policy = replace(POLICY, history_trim_percent=trim, min_recent_messages=min_recent)
+    for start, kept, tokens in replay(policy, lengths):
+        assert tokens <= 2_000
+        assert not kept or start is not None
+
+
+HYBRID = replace(
+    POLICY,
+    strategy="hybrid",
+    retrieval_budget=1_000,
+    retrieval_max_items=10,
+    turn_retrieval_percent=20,
+)
+
+
+def test_a_kept_window_sends_its_recalled_messages_again_and_this_turns_finds_after() -> None:
+    old = [turn(i + 1, 5) for i in range(60)]
+    new = turn(61, 5)
+    first = AssemblyInputs(
+        new_message=new,
+        recent=list(reversed(old)),
+        retrieved=[RetrievedItem(old[4], 1.0), RetrievedItem(old[9], 0.5)],
+    )
+    started = assemble(HYBRID, first, COUNTER)
+    assert started.recalled_ids == (5, 10) and "word5x0" in started.system
+    assert not started.tail
+    later = turn(63, 5)
+    messages = [*old, new, turn(62, 5)]
+    by_id = {m.id: m for m in messages}
+    second = AssemblyInputs(
+        new_message=later,
+        recent=list(reversed(messages)),
+        window_start_seq=started.window_start_seq,
+        recalled=[by_id[i] for i in started.recalled_ids],
+        retrieved=[RetrievedItem(old[19], 1.0), RetrievedItem(old[4], 0.9)],
+    )
+    kept = assemble(HYBRID, second, COUNTER)
+    check_invariants(HYBRID, second, kept)
+    assert kept.window_kept and kept.recalled_ids == (5, 10)
+    # the cached prefix is unchanged; the new find travels after the new message
+    assert kept.system == started.system
+    assert "word20x0" in kept.tail and "word5x0" not in kept.tail
+    assert ("retrieved", 5, None, "duplicate") in [
+        (e.kind, e.id, None, e.reason) for e in kept.excluded
+    ]
