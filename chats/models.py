@@ -54,6 +54,9 @@ class Conversation(TenantOwnedModel):
     window_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
     #: The retrieved messages the window holds (ids, chronological), sent again unchanged.
     window_recalled_ids = models.JSONField(default=list, blank=True, editable=False)
+    #: The whole history's prompt tokens at that turn: what sending it all would have left in
+    #: the provider's cache, for the comparison of each turn's bill.
+    window_full_tokens = models.PositiveBigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -208,6 +211,9 @@ class TurnRecord(TenantOwnedModel):
     cache_write_tokens = models.PositiveIntegerField(default=0)
     hypothetical_tokens = models.PositiveBigIntegerField(default=0)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    #: What the turn would have cost sending the whole history with prompt caching (a
+    #: breakpoint on the newest message, reading what the previous turn wrote while cached).
+    full_history_cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     time_to_first_token_ms = models.PositiveIntegerField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     assembly_ms = models.FloatField(null=True, blank=True)

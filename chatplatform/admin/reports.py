@@ -16,7 +16,6 @@ from chatplatform.models import ApiKey, ModelProfile, Tenant
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.models import Message, TurnRecord
 
-MILLION = Decimal(1_000_000)
 MAX_DAYS = 366
 LATEST_LISTED = 20
 
@@ -31,11 +30,26 @@ class DayUsage:
     cache_write_tokens: int = 0
     hypothetical_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
-    saved_usd: Decimal = Decimal(0)
+    #: What the same turns would have cost sending the whole history with prompt caching.
+    full_history_cost_usd: Decimal = Decimal(0)
 
     @property
     def saved_tokens(self) -> int:
         return max(0, self.hypothetical_tokens - self.prompt_tokens)
+
+    @property
+    def saved_usd(self) -> Decimal:
+        """Billed less than the whole history with caching (negative: more)."""
+        return self.full_history_cost_usd - self.cost_usd
+
+    @property
+    def cache_read_percent(self) -> float:
+        """Share of the prompt tokens read from the provider's cache."""
+        return (
+            round(100.0 * self.cache_read_tokens / self.prompt_tokens, 1)
+            if self.prompt_tokens
+            else 0.0
+        )
 
 
 @dataclass
@@ -54,13 +68,14 @@ class UsageReport:
             "cache_write": [d.cache_write_tokens for d in self.days],
             "hypothetical": [d.hypothetical_tokens for d in self.days],
             "cost": [float(d.cost_usd) for d in self.days],
-            "saved": [float(d.saved_usd) for d in self.days],
+            "full_history_cost": [float(d.full_history_cost_usd) for d in self.days],
         }
 
 
 def usage_report(tenant: Tenant, *, days: int = 30) -> UsageReport:
     """Per-day usage of ``tenant`` over the last ``days`` days (one grouped query on the
-    tenant's usage index; savings priced at each model's input price)."""
+    tenant's usage index); the bill beside what the whole history, sent with prompt caching,
+    would have cost."""
     days = max(1, min(days, MAX_DAYS))
     today = timezone.localdate()
     first_day = today - timedelta(days=days - 1)
@@ -80,13 +95,10 @@ def usage_report(tenant: Tenant, *, days: int = 30) -> UsageReport:
                 cache_write=Sum("cache_write_tokens"),
                 hypothetical=Sum("hypothetical_tokens"),
                 cost=Sum("cost_usd"),
+                full_cost=Sum("full_history_cost_usd"),
             )
             .order_by("day")
         )
-        profiles = {
-            p.pk: p
-            for p in ModelProfile.objects.filter(pk__in={r["model_profile_id"] for r in rows})
-        }
         used = calibration_profiles(tenant)
     by_day = {day: DayUsage(day) for day in (first_day + timedelta(days=i) for i in range(days))}
     totals = DayUsage(today)
@@ -95,11 +107,8 @@ def usage_report(tenant: Tenant, *, days: int = 30) -> UsageReport:
         bucket = by_day.get(day if isinstance(day, date) else date.fromisoformat(str(day)))
         if bucket is None:
             continue
-        profile = profiles.get(row["model_profile_id"])
-        price = profile.price_input_per_mtok if profile is not None else Decimal(0)
         prompt = int(row["prompt"] or 0)
         hypothetical = int(row["hypothetical"] or 0)
-        saved_usd = Decimal(max(0, hypothetical - prompt)) * price / MILLION
         for target in (bucket, totals):
             target.turns += row["turns"]
             target.prompt_tokens += prompt
@@ -108,7 +117,7 @@ def usage_report(tenant: Tenant, *, days: int = 30) -> UsageReport:
             target.cache_write_tokens += int(row["cache_write"] or 0)
             target.hypothetical_tokens += hypothetical
             target.cost_usd += row["cost"] or Decimal(0)
-            target.saved_usd += saved_usd
+            target.full_history_cost_usd += row["full_cost"] or Decimal(0)
     return UsageReport(days=list(by_day.values()), totals=totals, profiles=used)
 
 

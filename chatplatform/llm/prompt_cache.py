@@ -135,3 +135,17 @@ def anthropic_segments(params: dict[str, Any], count: Any) -> list[Segment]:
         for block in blocks:
             add(f"{message.get('role')}:", block)
     return segments
+
+
+def full_history_usage(
+    total: int, previous: int | None, *, min_tokens: int = 0, ttl: str = "5m"
+) -> CacheUsage:
+    """What sending the whole history (``total`` prompt tokens) would have been billed as,
+    with a breakpoint on the newest message: while the previous turn's whole-history prompt
+    (``previous`` tokens; ``None`` when the cache has expired or there was none) is cached,
+    it is read and the rest written; otherwise all of it is written, or, shorter than the
+    minimum cacheable length, sent uncached."""
+    if total < min_tokens:
+        return CacheUsage(total, 0, 0, ttl)
+    read = min(previous, total) if previous is not None and previous >= min_tokens else 0
+    return CacheUsage(0, read, total - read, ttl)

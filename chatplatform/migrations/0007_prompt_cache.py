@@ -25,7 +25,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='contextpolicy',
             name='turn_retrieval_percent',
-            field=models.PositiveIntegerField(default=10, help_text='Hybrid: the older messages found when the history restarts stay in the cached prompt until it restarts again; on the turns in between, what a turn finds besides them takes at most this share of the retrieval budget. It is sent after the new message and paid in full each turn.', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(100)]),
+            field=models.PositiveIntegerField(default=5, help_text='Hybrid: the older messages found when the history restarts stay in the cached prompt until it restarts again; on the turns in between, what a turn finds besides them takes at most this share of the retrieval budget. It is sent after the new message and paid in full each turn.', validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(100)]),
         ),
         migrations.AddField(
             model_name='modelprofile',

@@ -147,7 +147,7 @@ class ContextPolicy(models.Model):
     retrieval_max_items = _positive(200, minimum=0, maximum=500)
     retrieval_neighbors = _positive(0, minimum=0, maximum=5)
     turn_retrieval_percent = _positive(
-        10,
+        5,
         minimum=0,
         maximum=100,
         help_text=(

@@ -151,11 +151,18 @@ class UsageRow:
     cache_write_tokens: int
     hypothetical_tokens: int
     cost_usd: Decimal
+    full_history_cost_usd: Decimal
 
     @property
     def savings_tokens(self) -> int:
         """Prompt tokens saved against sending the whole history every turn."""
         return self.hypothetical_tokens - self.prompt_tokens
+
+    @property
+    def savings_usd(self) -> Decimal:
+        """What the turns cost less than sending the whole history with prompt caching
+        (negative: more)."""
+        return self.full_history_cost_usd - self.cost_usd
 
 
 def usage_by_day_and_model(
@@ -184,6 +191,7 @@ def usage_by_day_and_model(
                 cache_write=Sum("cache_write_tokens"),
                 hypothetical=Sum("hypothetical_tokens"),
                 cost=Sum("cost_usd"),
+                full_cost=Sum("full_history_cost_usd"),
             )
             .order_by("day", "model_profile_id")
         )
@@ -200,6 +208,7 @@ def usage_by_day_and_model(
             cache_write_tokens=int(row["cache_write"] or 0),
             hypothetical_tokens=int(row["hypothetical"] or 0),
             cost_usd=Decimal(row["cost"] or 0),
+            full_history_cost_usd=Decimal(row["full_cost"] or 0),
         )
         for row in rows
     ]

@@ -71,6 +71,7 @@ class CostOptions:
     strategy: str = "hybrid"
     budget: int = 4000
     history_trim_percent: int = 60
+    turn_retrieval_percent: int = 5
     cache_ttl: str = "5m"
 
 
@@ -270,6 +271,7 @@ def _policy(tenant: Tenant, options: CostOptions) -> ContextPolicy:
             safety_margin_percent=0.0,
             retrieval_dense=False,
             history_trim_percent=options.history_trim_percent,
+            turn_retrieval_percent=options.turn_retrieval_percent,
             cache_ttl=options.cache_ttl,
             **fields,
         )

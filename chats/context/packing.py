@@ -83,6 +83,8 @@ _content_of = itemgetter("content")
 
 #: Smallest room worth cutting a summary or history message into.
 MIN_CUT_TOKENS = 48
+#: Kept above the model's minimum cacheable length: our count and the provider's differ.
+CACHE_MIN_SLACK = 64
 
 
 def _system_text(inputs: AssemblyInputs, has_facts: bool, meter: Meter) -> tuple[str, int, str]:
@@ -209,7 +211,7 @@ def assemble(
     elif hybrid:
         # A new window: recalled messages and history share the trim mark of the room, so
         # the next turns can append; the recalled block is part of the cached prefix.
-        target = (rest - fixed) * policy.history_trim_percent // 100
+        target = _restart_size(d, policy, rest - fixed)
         cap = min(section_cap(policy, policy.retrieval_budget, rest), target - d.history.used)
         d.recalled = _pick(d, policy, inputs.retrieved, max(0, cap), excluded)
         while True:
@@ -217,7 +219,7 @@ def assemble(
             if not d.recalled.entries or not d.recalled.remove(d.history.ids(), excluded):
                 break
     elif not kept:
-        d.history.extend((rest - fixed) * policy.history_trim_percent // 100)
+        d.history.extend(_restart_size(d, policy, rest - fixed))
     history_room = rest - fixed - d.recalled.used - d.retrieval.used
     if not d.history.count:
         cut = d.history.truncate_newest(history_room, MIN_CUT_TOKENS)
@@ -278,6 +280,17 @@ def assemble(
         window_kept=kept and not trimmed,
         recalled_ids=tuple(sorted(d.recalled.entries, key=lambda i: d.recalled.entries[i][0].seq)),
     )
+
+
+def _restart_size(d: Draft, policy: PackingPolicy, room: int) -> int:
+    """The size a new window starts at: the trim mark of its ``room``, but never so small
+    that the prompt up to the window's end falls below the model's minimum cacheable length
+    (the provider would cache nothing of it), as far as the room allows."""
+    size = room * policy.history_trim_percent // 100
+    if policy.cache_min_tokens:
+        before = d.plan.framing + d.system_tokens + d.facts.used + d.summaries.used
+        size = max(size, policy.cache_min_tokens + CACHE_MIN_SLACK - before)
+    return min(room, size)
 
 
 def _pick(

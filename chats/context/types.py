@@ -78,6 +78,9 @@ class PackingPolicy:
     #: While the cached window is kept, a turn's own retrieved messages (sent after the new
     #: message, outside the cache) take at most this percent of the retrieval budget.
     turn_retrieval_percent: int = 100
+    #: The model's minimum cacheable prompt: a new window never starts so small that the
+    #: prompt up to its end is shorter (0: no minimum).
+    cache_min_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection, ImagePart, TextPart
 from chatplatform.llm.base import Message as LlmMessage
+from chatplatform.llm.prompt_cache import TTL_SECONDS, CacheUsage, full_history_usage
 from chatplatform.llm.tools import FACT_TOOLS
 from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, image_tokens, inspect_image
-from chats.models import Message
+from chats.models import Conversation, Message
 
 
 def _context_report(turn: TurnContext) -> ContextReport:
@@ -127,3 +129,21 @@ def message_breakpoints(turn: TurnContext) -> tuple[tuple[int, int], ...]:
     if up_to_new >= minimum:
         marks.append((last, new_block))
     return tuple(marks)
+
+
+def full_history_usage_for(
+    turn: TurnContext, conversation: Conversation, now: datetime
+) -> CacheUsage:
+    """How the provider would have billed this turn sending the whole history with a
+    breakpoint on the newest message: it reads what the previous turn's whole history left
+    in the cache while that is younger than the five-minute lifetime (``conversation`` as it
+    was before this turn)."""
+    sent = conversation.window_sent_at
+    warm = sent is not None and (now - sent).total_seconds() < TTL_SECONDS["5m"]
+    previous = conversation.window_full_tokens if warm else None
+    anthropic = turn.profile.provider == "anthropic"
+    return full_history_usage(
+        turn.hypothetical_tokens,
+        previous or None,
+        min_tokens=turn.profile.cache_min_tokens if anthropic else 0,
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -13,6 +13,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from chatplatform.llm.base import ChatRequest
+from chatplatform.llm.prompt_cache import CacheUsage
 from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -22,7 +23,7 @@ from chats.assembly.records import turn_record_build
 from chats.assembly.recount import recount_queue
 from chats.assembly.service import TurnContext
 from chats.models import Conversation, Message, Role, Status, TurnRecord
-from chats.replies.request import attached_image, chat_request
+from chats.replies.request import attached_image, chat_request, full_history_usage_for
 from chats.retrieval.dense import schedule_embedding
 from chats.services.conversations import conversation_window_advance, policy_for
 from chats.services.message_rows import (
@@ -62,6 +63,8 @@ class PreparedTurn:
     profile: ModelProfile
     hypothetical_tokens: int
     conversation: Conversation
+    #: How the provider would have billed this turn's prompt sending the whole history.
+    full_history: CacheUsage = field(default_factory=lambda: CacheUsage(0, 0, 0))
 
 
 def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
@@ -215,11 +218,14 @@ def prepare_turn(
             # The database's one-reply-per-message rule: another runner created the reply
             # since we looked, and answers it. Nothing of ours was stored.
             return None
+        now = timezone.now()
+        full_history = full_history_usage_for(turn, conversation, now)
         conversation_window_advance(
             conversation,
             turn.prompt.window_start_seq,
             turn.prompt.recalled_ids,
-            timezone.now(),
+            now,
+            turn.hypothetical_tokens,
         )
     profile = turn.profile
     tools = bool(
@@ -239,6 +245,7 @@ def prepare_turn(
         profile=profile,
         hypothetical_tokens=turn.hypothetical_tokens,
         conversation=conversation,
+        full_history=full_history,
     )
 
 
@@ -385,6 +392,7 @@ def finish_turn(
         "cache_read_tokens": 0,
         "cache_write_tokens": 0,
         "cost_usd": Decimal(0),
+        "full_history_cost_usd": Decimal(0),
     }
     profile = prepared.profile
     if usage is not None:
@@ -400,6 +408,13 @@ def finish_turn(
                 output_tokens=usage.output_tokens,
                 cache_read_tokens=usage.cache_read_tokens,
                 cache_write_tokens=usage.cache_write_tokens,
+                cache_ttl=prepared.request.cache_ttl,
+            ).quantize(COST_QUANTUM),
+            full_history_cost_usd=profile.cost_usd(
+                input_tokens=prepared.full_history.uncached,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=prepared.full_history.read,
+                cache_write_tokens=prepared.full_history.written,
             ).quantize(COST_QUANTUM),
         )
     conversation = prepared.conversation
@@ -453,6 +468,7 @@ def finish_turn(
             cache_write_tokens=fields["cache_write_tokens"],
             hypothetical_tokens=prepared.hypothetical_tokens,
             cost_usd=str(fields["cost_usd"]),
+            full_history_cost_usd=str(fields["full_history_cost_usd"]),
         )
     return summary
 

@@ -143,7 +143,8 @@ _FINISH_REPLY = (
     "WHERE tenant_id = %s AND id IN (SELECT conversation_id FROM m) RETURNING id), "
     f"t AS (UPDATE {_TURN_RECORDS} SET assistant_message_id = %s, time_to_first_token_ms = %s, "
     "duration_ms = %s, prompt_tokens_reported = %s, completion_tokens = %s, "
-    "cache_read_tokens = %s, cache_write_tokens = %s, cost_usd = %s "
+    "cache_read_tokens = %s, cache_write_tokens = %s, cost_usd = %s, "
+    "full_history_cost_usd = %s "
     "WHERE tenant_id = %s AND user_message_id = %s RETURNING id) "
     "SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM c), (SELECT count(*) FROM t)"
 )
@@ -190,6 +191,7 @@ def finish_reply_row(
                 turn["cache_read_tokens"],
                 turn["cache_write_tokens"],
                 turn["cost_usd"],
+                turn["full_history_cost_usd"],
                 tenant_id,
                 user_message_id,
             ],

@@ -62,6 +62,10 @@ def meter_payload(record: TurnRecord) -> dict[str, Any]:
         cache_read_tokens=record.cache_read_tokens,
         cache_write_tokens=record.cache_write_tokens,
         cost_usd=str(record.cost_usd),
+        full_history_cost_usd=str(record.full_history_cost_usd),
+        cache_read_percent=_percent(
+            record.cache_read_tokens, int(record.prompt_tokens_reported or 0)
+        ),
     )
     return meter
 

@@ -41,7 +41,7 @@
       labels: data.labels,
       datasets: [
         { label: "Cost", data: data.cost, backgroundColor: "#2f5bd3" },
-        { label: "Saved against whole histories", data: data.saved, backgroundColor: "#2fd39b" },
+        { label: "Whole history with caching", data: data.full_history_cost, backgroundColor: "#2fd39b" },
       ],
     },
     options: Object.assign({}, common, { scales: { y: { beginAtZero: true, title: { display: true, text: "USD" } } } }),

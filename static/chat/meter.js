@@ -91,6 +91,14 @@
     }
     usage += " · $" + meter.cost_usd;
     body.appendChild(el("p", "meter-usage muted", usage));
+    if (meter.full_history_cost_usd !== undefined && meter.prompt_tokens_reported !== null) {
+      var bill = el("p", "meter-bill");
+      bill.appendChild(el("strong", null, "Billed $" + meter.cost_usd));
+      bill.appendChild(document.createTextNode(
+        "; the whole history, sent with prompt caching, would have cost $" +
+        meter.full_history_cost_usd + " · " + meter.cache_read_percent + "% of the prompt read from cache."));
+      body.appendChild(bill);
+    }
 
     var out = el("div", "meter-excluded");
     out.appendChild(el("h3", null, "Left out"));

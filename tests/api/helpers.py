@@ -31,6 +31,7 @@ def add_turn(
     cache_write: int = 0,
     hypothetical: int = 1000,
     cost: str = "0.001",
+    full_cost: str = "0",
 ) -> TurnRecord:
     """A user message with a stored turn record (no reply), created at ``when``."""
     message = add_message(conversation, author, "question")
@@ -51,6 +52,7 @@ def add_turn(
             cache_write_tokens=cache_write,
             hypothetical_tokens=hypothetical,
             cost_usd=Decimal(cost),
+            full_history_cost_usd=Decimal(full_cost),
         )
         if when is not None:
             TurnRecord.objects.filter(pk=record.pk).update(created_at=when)

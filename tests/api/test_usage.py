@@ -42,6 +42,7 @@ def test_usage_per_day_and_model(
         completion=10,
         hypothetical=1000,
         cost="0.010",
+        full_cost="0.025",
         cache_read=5,
         cache_write=7,
     )
@@ -54,6 +55,7 @@ def test_usage_per_day_and_model(
         completion=20,
         hypothetical=2000,
         cost="0.020",
+        full_cost="0.015",
     )
     add_turn(conversation_a, admin_a, when=day(1), profile=two, estimated=50, hypothetical=60)
     add_turn(conversation_a, member_a, when=day(0), profile=one, estimated=10, hypothetical=20)
@@ -74,6 +76,10 @@ def test_usage_per_day_and_model(
     assert (first["cache_read_tokens"], first["cache_write_tokens"]) == (5, 7)
     assert first["hypothetical_tokens"] == 3000 and first["savings_tokens"] == 2710
     assert first["cost_usd"] == "0.030000"
+    # the bill against the whole history sent with prompt caching, and the cache's share
+    assert first["full_history_cost_usd"] == "0.040000"
+    assert first["savings_usd"] == "0.010000"
+    assert first["cache_read_share"] == round(5 / 290, 3)
     assert body["totals"]["turns"] == 4
     assert body["totals"]["prompt_tokens"] == 290 + 50 + 10
 

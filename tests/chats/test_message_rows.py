@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -80,6 +81,7 @@ USAGE_FIELDS = (
     "cache_read_tokens",
     "cache_write_tokens",
     "cost_usd",
+    "full_history_cost_usd",
 )
 
 
@@ -192,6 +194,7 @@ def test_finish_reply_row_writes_reply_total_and_record_together(conversation, m
         cache_read_tokens=0,
         cache_write_tokens=0,
         cost_usd=0,
+        full_history_cost_usd=Decimal("0.25"),
     )
     assert _finish(conversation.tenant_id, reply, user_message, turn=usage)
     with tenant_scope(conversation.tenant_id):
@@ -199,6 +202,7 @@ def test_finish_reply_row_writes_reply_total_and_record_together(conversation, m
         record = TurnRecord.objects.get(user_message=user_message)
     assert (stored.content, stored.status, stored.token_count) == ("done", "complete", 1)
     assert (record.completion_tokens, record.duration_ms) == (2, 9)
+    assert record.full_history_cost_usd == Decimal("0.25")
     assert _conversation(conversation).history_tokens == before + 5
 
 

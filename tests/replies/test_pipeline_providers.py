@@ -255,3 +255,51 @@ async def test_bad_images_are_rejected(anthropic_chat, member_a, image, code):
             conversation=anthropic_chat, user=member_a, content="look", image=image
         )
     assert info.value.code == code
+
+
+def cache_everything_for_an_hour(tenant) -> None:
+    with tenant_scope(tenant):
+        policy = tenant.active_policy
+        ModelProfile.objects.filter(pk=policy.model_profile_id).update(
+            cache_min_tokens=0, price_cache_write_1h_per_mtok=Decimal(6)
+        )
+        ContextPolicy.objects.filter(pk=policy.pk).update(cache_ttl="1h")
+
+
+def marked(request: dict) -> list[str]:
+    """The texts of the message blocks marked as cache breakpoints."""
+    return [
+        block["text"]
+        for message in request["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if "cache_control" in block
+    ]
+
+
+async def test_each_turn_reads_the_history_the_previous_turn_wrote(
+    anthropic_chat, fake_anthropic, tenant_a, member_a
+):
+    await database_sync_to_async(cache_everything_for_an_hour)(tenant_a)
+    fake_anthropic.script(Reply("One."), Reply("Two."), Reply("Three."))
+    messages = [await send(anthropic_chat, member_a, f"Question {n}") for n in (1, 2, 3)]
+    records = [(await database_sync_to_async(reply_to)(tenant_a, m))[1] for m in messages]
+    requests = fake_anthropic.message_requests
+    # the history's last block and the new message are marked, with the policy's lifetime
+    assert marked(requests[1]) == ["One.", "Question 2"]
+    assert marked(requests[2]) == ["Two.", "Question 3"]
+    assert requests[2]["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    # everything up to the new message is read from the cache or written to it
+    for record in records:
+        assert record.cache_read_tokens + record.cache_write_tokens == (
+            record.prompt_tokens_reported
+        )
+    assert 0 < records[1].cache_read_tokens < records[2].cache_read_tokens
+    # the next turn's prefix was written by this one: only the new turn is written
+    assert records[2].cache_write_tokens < records[1].cache_read_tokens
+    expected = (
+        Decimal(records[2].cache_read_tokens) * Decimal("0.3")
+        + Decimal(records[2].cache_write_tokens) * Decimal(6)
+        + Decimal(records[2].completion_tokens) * Decimal(15)
+    ) / Decimal(1_000_000)
+    assert records[2].cost_usd == expected.quantize(Decimal("0.000001"))

@@ -76,3 +76,21 @@ def test_excluded_items_are_grouped_by_reason(conversation_a, member_a):
     assert meter["truncated"] == [
         {"kind": "message", "id": 4, "original_tokens": 900, "kept_tokens": 300}
     ]
+
+
+def test_the_meter_compares_the_bill_with_the_whole_history_sent_with_caching(
+    conversation_a, member_a
+):
+    from decimal import Decimal
+
+    from chatplatform.tenancy.scoping import tenant_scope
+    from chats.models import TurnRecord
+
+    answered_turn(conversation_a, member_a, "Hello")
+    with tenant_scope(conversation_a.tenant_id):
+        record = TurnRecord.objects.select_related("policy", "model_profile").get()
+    record.prompt_tokens_reported, record.cache_read_tokens = 2000, 1500
+    record.cost_usd, record.full_history_cost_usd = Decimal("0.0012"), Decimal("0.0031")
+    meter = meter_payload(record)
+    assert meter["cost_usd"] == "0.0012" and meter["full_history_cost_usd"] == "0.0031"
+    assert meter["cache_read_percent"] == 75.0

@@ -105,6 +105,7 @@ class TurnRecordSerializer(serializers.ModelSerializer):
             "cache_write_tokens",
             "hypothetical_tokens",
             "cost_usd",
+            "full_history_cost_usd",
             "time_to_first_token_ms",
             "duration_ms",
             "assembly_ms",

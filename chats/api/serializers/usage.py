@@ -22,7 +22,23 @@ class UsageNumbersSerializer(serializers.Serializer):
         help_text="Prompt tokens had every turn sent the whole history."
     )
     savings_tokens = serializers.IntegerField(help_text="hypothetical_tokens - prompt_tokens.")
-    cost_usd = serializers.DecimalField(max_digits=16, decimal_places=6)
+    cost_usd = serializers.DecimalField(
+        max_digits=16, decimal_places=6, help_text="Billed: input, cache reads and writes, output."
+    )
+    full_history_cost_usd = serializers.DecimalField(
+        max_digits=16,
+        decimal_places=6,
+        help_text="What the same turns would have cost sending the whole history every turn, "
+        "with prompt caching (a breakpoint on the newest message).",
+    )
+    savings_usd = serializers.DecimalField(
+        max_digits=16,
+        decimal_places=6,
+        help_text="full_history_cost_usd - cost_usd (negative: the policy cost more).",
+    )
+    cache_read_share = serializers.FloatField(
+        help_text="Share of the prompt tokens read from the provider's cache (0-1)."
+    )
 
 
 class UsageRowSerializer(UsageNumbersSerializer):

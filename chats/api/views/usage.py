@@ -27,11 +27,19 @@ NUMBERS = (
     "hypothetical_tokens",
     "savings_tokens",
     "cost_usd",
+    "full_history_cost_usd",
+    "savings_usd",
 )
 
 
 def _numbers(row: UsageRow) -> dict[str, Any]:
-    return {name: getattr(row, name) for name in NUMBERS}
+    numbers = {name: getattr(row, name) for name in NUMBERS}
+    numbers["cache_read_share"] = _share(row.cache_read_tokens, row.prompt_tokens)
+    return numbers
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 3) if whole else 0.0
 
 
 class UsageView(TenantAPIView):
@@ -62,10 +70,12 @@ class UsageView(TenantAPIView):
             author=None if principal.is_admin else principal.user,
         )
         totals: dict[str, Any] = {name: 0 for name in NUMBERS}
-        totals["cost_usd"] = Decimal(0)
+        for name in ("cost_usd", "full_history_cost_usd", "savings_usd"):
+            totals[name] = Decimal(0)
         for row in rows:
-            for name, value in _numbers(row).items():
-                totals[name] += value
+            for name in NUMBERS:
+                totals[name] += getattr(row, name)
+        totals["cache_read_share"] = _share(totals["cache_read_tokens"], totals["prompt_tokens"])
         report = {
             "since": since,
             "until": until,

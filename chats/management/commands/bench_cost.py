@@ -29,6 +29,13 @@ class Command(BaseCommand):
             default=CostOptions.history_trim_percent,
             help="The policy's history trim mark (percent of the history's room).",
         )
+        parser.add_argument(
+            "--turn-retrieval-percent",
+            type=int,
+            default=CostOptions.turn_retrieval_percent,
+            help="Hybrid: the policy's share of the retrieval budget a turn's own finds take "
+            "while the cached window is kept.",
+        )
         parser.add_argument("--cache-ttl", choices=("5m", "1h"), default="5m")
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
 
@@ -37,10 +44,13 @@ class Command(BaseCommand):
             raise CommandError("--budget must be at least 300 tokens")
         if not 10 <= options["trim_percent"] <= 100:
             raise CommandError("--trim-percent must be between 10 and 100")
+        if not 0 <= options["turn_retrieval_percent"] <= 100:
+            raise CommandError("--turn-retrieval-percent must be between 0 and 100")
         cost_options = CostOptions(
             strategy=options["strategy"],
             budget=options["budget"],
             history_trim_percent=options["trim_percent"],
+            turn_retrieval_percent=options["turn_retrieval_percent"],
             cache_ttl=options["cache_ttl"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
