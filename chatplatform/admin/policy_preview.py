@@ -12,8 +12,10 @@ from django.db.models import QuerySet
 
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly.cost_estimate import expected_turn_cost
 from chats.assembly.preview import preview_next_turn
 from chats.models import Conversation
+from chats.services.conversations import policy_for
 from chats.ui.meter import meter_from_breakdown
 
 logger = logging.getLogger(__name__)
@@ -68,6 +70,15 @@ def compare_policies(
         }
 
 
+def _with_cost(meter: dict[str, Any], conversation: Conversation, policy: ContextPolicy) -> None:
+    """Add the policy's expected prompt cost per turn on ``conversation`` to ``meter``."""
+    try:
+        meter["cost"] = expected_turn_cost(conversation, policy).as_dict()
+    except Exception as exc:  # show the admin why, instead of a server error
+        logger.warning("cost estimate failed for conversation %s: %s", conversation.pk, exc)
+        meter["cost_error"] = str(exc) or exc.__class__.__name__
+
+
 def _meter(conversation: Conversation, text: str, policy: ContextPolicy | None) -> dict[str, Any]:
     try:
         data = preview_next_turn(conversation, text=text, policy=policy)
@@ -77,6 +88,7 @@ def _meter(conversation: Conversation, text: str, policy: ContextPolicy | None) 
     meter = meter_from_breakdown(data)
     meter["context_window"] = data.get("context_window")
     meter["policy_id"] = (data.get("policy") or {}).get("id")
+    _with_cost(meter, conversation, policy or policy_for(conversation))
     return meter
 
 

@@ -78,6 +78,9 @@ def test_preview_compares_the_policy_with_the_active_one(admin_client, tenant_a,
     assert "did not fit the budget" in body  # the tight policy leaves history out
     this = response.context["comparison"]["this"]
     assert this["saved_tokens"] > 0 and this["window_tokens"] == 8000
+    # the expected prompt cost per turn, replayed over the conversation's turns
+    assert this["cost"]["turns"] == 4 and "Expected per turn" in body
+    assert response.context["comparison"]["active"]["cost"]["turns"] == 4
 
 
 def test_preview_offers_only_the_admins_conversations(
