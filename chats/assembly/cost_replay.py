@@ -34,11 +34,11 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chatplatform.tokens.bpe import BpeCounter
 from chats.assembly.service import assemble_turn
 from chats.context import AssemblyInputs, MessageItem, PackingPolicy, assemble
-from chats.models import Conversation, Message, Role
+from chats.models import Message, Role
 from chats.replies.request import chat_request
 from chats.retrieval import locomo
-from chats.retrieval.evaluation import scratch_slug, speaker_user
-from chats.services import conversation_create, message_create
+from chats.retrieval.evaluation import sample_conversation, scratch_slug
+from chats.services import message_create
 from chats.services.conversations import conversation_window_advance
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
@@ -153,16 +153,7 @@ def _replay(
     managed: _Tally,
     full: _Tally,
 ) -> None:
-    users = {name: speaker_user(name) for name in sample.speakers}
-    first, *others = list(users.values()) or [tenant.service_user]
-    conversation = conversation_create(
-        tenant=tenant,
-        created_by=first,
-        title=f"LoCoMo {sample.sample_id or index}",
-        participants=others,
-    )
-    with tenant_scope(tenant):
-        Conversation.objects.filter(pk=conversation.pk).update(policy=policy)
+    conversation, users, first = sample_conversation(tenant, policy, sample, index)
     managed_cache = PromptCache(min_tokens=MIN_CACHEABLE_TOKENS)
     full_cache = PromptCache(min_tokens=MIN_CACHEABLE_TOKENS)
     history: list[MessageItem] = []

@@ -244,7 +244,11 @@ def speaker_user(name: str) -> Any:
     return User.objects.create_user(username=username, password=None)
 
 
-def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: int) -> _Loaded:
+def sample_conversation(
+    tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: int
+) -> tuple[Conversation, dict[str, Any], Any]:
+    """A group chat of the sample's speakers (new users) under ``policy``: the conversation,
+    the users by speaker name, and the first of them (who stands in for unknown speakers)."""
     users = {name: speaker_user(name) for name in sample.speakers}
     first, *others = list(users.values()) or [tenant.service_user]
     conversation = conversation_create(
@@ -256,6 +260,11 @@ def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: i
     with tenant_scope(tenant):
         Conversation.objects.filter(pk=conversation.pk).update(policy=policy)
     conversation.policy = policy
+    return conversation, users, first
+
+
+def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: int) -> _Loaded:
+    conversation, users, first = sample_conversation(tenant, policy, sample, index)
     text_of: dict[str, str] = {}
     last = datetime(2000, 1, 1, tzinfo=UTC)
     for session in sample.sessions:
