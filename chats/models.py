@@ -54,6 +54,9 @@ class Conversation(TenantOwnedModel):
     window_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
     #: The retrieved messages the window holds (ids, chronological), sent again unchanged.
     window_recalled_ids = models.JSONField(default=list, blank=True, editable=False)
+    #: The summaries the window's prompt showed (ids): shown again, unchanged, while it is
+    #: kept; a newer summary waits for the next restart (its messages are in the window).
+    window_summary_ids = models.JSONField(default=list, blank=True, editable=False)
     #: The whole history's prompt tokens at that turn: what sending it all would have left in
     #: the provider's cache, for the comparison of each turn's bill.
     window_full_tokens = models.PositiveBigIntegerField(default=0, editable=False)

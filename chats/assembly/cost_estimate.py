@@ -75,7 +75,8 @@ def expected_turn_cost(
     minimum = profile.cache_min_tokens if anthropic else 0
     cache = PromptCache(min_tokens=minimum)
     state = copy.copy(conversation)
-    state.window_start_seq, state.window_sent_at, state.window_recalled_ids = None, None, []
+    state.window_start_seq, state.window_sent_at = None, None
+    state.window_recalled_ids, state.window_summary_ids = [], []
     usages: list[CacheUsage] = []
     fulls: list[CacheUsage] = []
     previous_full: int | None = None
@@ -96,6 +97,7 @@ def expected_turn_cost(
         usages.append(cache.price(segments, when.timestamp()))
         state.window_start_seq = turn.prompt.window_start_seq
         state.window_recalled_ids = list(turn.prompt.recalled_ids)
+        state.window_summary_ids = turn.prompt.summary_ids
         state.window_sent_at = when
         system = turn.prompt.section("system")
         full = (

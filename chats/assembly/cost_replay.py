@@ -178,6 +178,7 @@ def _replay(
                     prepared.prompt.window_start_seq,
                     prepared.prompt.recalled_ids,
                     when,
+                    summary_ids=prepared.prompt.summary_ids,
                 )
             request = chat_request(prepared, tools=False)
             usage = managed_cache.price(_segments(request, counter), clock)

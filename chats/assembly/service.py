@@ -272,6 +272,15 @@ def assemble_context(
         if policy.strategy != "sliding_window"
         else []
     )
+    window_start = cached_window_start(conversation, policy, now)
+    if window_start is not None and summaries:
+        # The cached window shows the summaries it started with, and only those.
+        pinned = set(conversation.window_summary_ids)
+        kept = [s for s in summaries if s.id in pinned]
+        if len(kept) == len(pinned):
+            summaries = kept
+        else:  # one was merged or deleted since: the window restarts
+            window_start = None
     after_seq = 0
     window = policy.recent_message_cap
     if policy.strategy == "rolling_summary":
@@ -303,7 +312,6 @@ def assemble_context(
             # After the call: a model that failed to load during it reads "unavailable".
             dense = _dense_status(policy)
 
-    window_start = cached_window_start(conversation, policy, now)
     recalled: list[MessageItem] = []
     if (
         window_start is not None

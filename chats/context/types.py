@@ -286,6 +286,11 @@ class AssembledPrompt:
     recalled_ids: tuple[ItemId, ...] = ()
 
     @property
+    def summary_ids(self) -> list[ItemId]:
+        """The ids of the summaries the prompt shows."""
+        return [i.id for i in self.included if i.kind == "summary"]
+
+    @property
     def new_message_truncated(self) -> bool:
         return any(t.kind == "new_message" for t in self.truncated)
 

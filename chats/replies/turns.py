@@ -226,6 +226,7 @@ def prepare_turn(
             turn.prompt.recalled_ids,
             now,
             turn.hypothetical_tokens,
+            turn.prompt.summary_ids,
         )
     profile = turn.profile
     tools = bool(

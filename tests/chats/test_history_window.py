@@ -1,0 +1,82 @@
+"""The cached window across turns, as the reply pipeline stores it: kept while the provider
+caches it (with the summaries it started with), restarted when the cache has expired."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.utils import timezone
+
+from chatplatform.models import ModelProfile
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chats.assembly import assemble_turn
+from chats.models import Conversation
+from chats.services import conversation_create, message_create
+from chats.services.conversations import conversation_window_advance
+from summaries.models import Summary
+from tests.summaries.helpers import make_policy
+
+pytestmark = pytest.mark.django_db
+
+
+def rolling(conversation, first, last, text):
+    with tenant_scope(conversation.tenant_id):
+        return Summary.objects.create(
+            tenant_id=conversation.tenant_id,
+            conversation=conversation,
+            kind="rolling",
+            first_seq=first,
+            last_seq=last,
+            text=text,
+            token_count=len(text.split()),
+            token_counter="o200k_base",
+            model="offline",
+            prompt_version="1",
+            period_end=datetime(2024, 3, 1, 12, 0, tzinfo=UTC),
+        )
+
+
+def say(conversation, user, text):
+    message, _ = message_create(
+        conversation=conversation, role="user", content=text, author=user, validate=False
+    )
+    return message
+
+
+def turn(conversation, message, now):
+    with tenant_scope(conversation.tenant_id):
+        fresh = Conversation.objects.get(pk=conversation.pk)
+    prepared = assemble_turn(fresh, message, now=now)
+    prompt = prepared.prompt
+    conversation_window_advance(
+        fresh,
+        prompt.window_start_seq,
+        prompt.recalled_ids,
+        now,
+        prepared.hypothetical_tokens,
+        prompt.summary_ids,
+    )
+    return prompt
+
+
+def test_a_kept_window_shows_its_summaries_until_it_restarts(tenant_a, member_a):
+    with all_tenants():
+        offline = ModelProfile.objects.get(name="Offline (built in)")
+    make_policy(tenant_a, model_profile=offline, raw_history_limit=40, history_trim_percent=60)
+    conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="Window")
+    for i in range(30):
+        say(conversation, member_a, f"Message {i} about the garden.")
+    rolling(conversation, 1, 10, "They planned a sailing trip to the Azores.")
+    now = timezone.now()
+    first = turn(conversation, say(conversation, member_a, "And then?"), now)
+    assert "sailing trip" in first.system and not first.window_kept
+    # a newer summary arrives; while the window is cached the prompt's prefix stays the same
+    rolling(conversation, 11, 20, "They argued about tomatoes.")
+    second = turn(conversation, say(conversation, member_a, "More?"), now + timedelta(seconds=30))
+    assert second.window_kept and second.system == first.system
+    assert "tomatoes" not in second.system
+    assert second.window_start_seq == first.window_start_seq
+    # the cache has expired: the window restarts with the current summaries
+    third = turn(conversation, say(conversation, member_a, "Later."), now + timedelta(hours=1))
+    assert not third.window_kept and "tomatoes" in third.system
