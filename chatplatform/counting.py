@@ -13,7 +13,7 @@ def storage_counter_for(profile: ModelProfile | None) -> TokenCounter:
     A public BPE when the model uses one (exact); otherwise the local estimator, whose
     counts the calibrated margin and the online calibration turn into safe upper bounds.
     Calling a counting API once per stored message would cost a round trip per message,
-    so API-exact counting happens at assembly, only near the budget (seed 003).
+    so API-exact counting happens at assembly, only near the budget.
     """
     if profile is not None and profile.tokenizer in PUBLIC_ENCODINGS:
         return get_counter(profile.tokenizer)

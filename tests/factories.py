@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import factory
@@ -10,6 +11,7 @@ from django.contrib.auth import get_user_model
 from chatplatform.models import Membership, Role, Tenant
 from chatplatform.services import membership_add, tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
+from summaries.models import Summary
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -49,3 +51,24 @@ def make_admin(tenant: Tenant, **user_kwargs: Any) -> Any:
 def membership_of(tenant: Tenant, user: Any) -> Membership:
     with tenant_scope(tenant):
         return Membership.objects.get(tenant=tenant, user=user)
+
+
+def summary(
+    conversation: Any, first: int, last: int, text: str, kind: str = "rolling", **extra: Any
+) -> Any:
+    """A stored summary of ``conversation``'s messages ``first..last`` (counted by word)."""
+    with tenant_scope(conversation.tenant_id):
+        return Summary.objects.create(
+            tenant_id=conversation.tenant_id,
+            conversation=conversation,
+            kind=kind,
+            first_seq=first,
+            last_seq=last,
+            text=text,
+            token_count=len(text.split()),
+            token_counter="o200k_base",
+            model="offline",
+            prompt_version="1",
+            period_end=datetime(2024, 3, 1, 12, 0, tzinfo=UTC),
+            **extra,
+        )

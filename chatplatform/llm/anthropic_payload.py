@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from .base import ChatRequest, ImagePart, Message, TextPart, ToolResultPart, ToolUsePart
+from .prompt_cache import MAX_BREAKPOINTS
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
-MAX_BREAKPOINTS = 4
 
 
 def _mark(ttl: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 CacheTtl = Literal["5m", "1h"]
@@ -29,6 +30,14 @@ WRITE_MULTIPLIER: dict[str, float] = {"5m": 1.25, "1h": 2.0}
 READ_MULTIPLIER = 0.1
 MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20
+
+
+def still_cached(sent_at: datetime | None, now: datetime, ttl: str = "5m") -> bool:
+    """Whether what a request sent at ``sent_at`` wrote to the cache is still there at ``now``
+    (no request in between read it)."""
+    if sent_at is None:
+        return False
+    return (now - sent_at).total_seconds() < TTL_SECONDS.get(ttl, TTL_SECONDS["5m"])
 
 
 @dataclass(frozen=True, slots=True)

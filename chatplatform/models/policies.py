@@ -1,7 +1,7 @@
 """Context policies: how a tenant's prompts are assembled.
 
 A tenant keeps several policies and picks its active one (``Tenant.active_policy``); policies
-with no tenant are presets every tenant can use. Every setting the design seeds name lives here.
+with no tenant are presets every tenant can use. Every setting of the context policy lives here.
 Budgets are in tokens unless ``budget_unit`` is percent (share of what is left after the new
 message and the response reserve).
 """
@@ -67,7 +67,7 @@ class ContextPolicy(models.Model):
         help_text="Tokens the whole request may use (prompt + reply); at most the model's window.",
     )
     reserved_response_tokens = _positive(
-        2048, minimum=16, help_text="Tokens kept free for the reply (seed 004: 2,048)."
+        2048, minimum=16, help_text="Tokens kept free for the reply."
     )
     safety_margin_percent = models.FloatField(
         default=2.0,
@@ -75,7 +75,7 @@ class ContextPolicy(models.Model):
         help_text="Extra headroom on estimated counts, on top of the calibrated margin.",
     )
 
-    # Per-section budgets (seed 003). History takes whatever is left.
+    # Per-section budgets. History takes whatever is left.
     budget_unit = models.CharField(
         max_length=8, choices=BudgetUnit.choices, default=BudgetUnit.TOKENS
     )
@@ -84,15 +84,15 @@ class ContextPolicy(models.Model):
     summaries_budget = _positive(6000, help_text="Summaries budget (rolling, 7-day, 30-day).")
     retrieval_budget = _positive(12000, help_text="Budget for older messages found by search.")
 
-    # History (seeds 000, 002, 004).
+    # History.
     min_recent_messages = _positive(
-        20, maximum=500, help_text="Always keep the last N messages when they fit (seed 000)."
+        20, maximum=500, help_text="Always keep the last N messages when they fit."
     )
     recent_message_cap = _positive(
         100, minimum=1, maximum=500, help_text="At most this many recent messages verbatim."
     )
     raw_history_limit = _positive(
-        20, minimum=1, maximum=500, help_text="Messages kept raw after the last summary (seed 002)."
+        20, minimum=1, maximum=500, help_text="Messages kept raw after the last summary."
     )
 
     history_trim_percent = _positive(
@@ -119,7 +119,7 @@ class ContextPolicy(models.Model):
         ),
     )
 
-    # Rolling summaries (seeds 001, 002).
+    # Rolling summaries.
     summary_interval = _positive(
         20, minimum=2, maximum=1000, help_text="Summarise when this many messages are unsummarised."
     )
@@ -129,7 +129,7 @@ class ContextPolicy(models.Model):
     max_summaries_in_context = _positive(3, minimum=1, maximum=20)
     summary_max_tokens = _positive(512, minimum=64, maximum=8192)
 
-    # Periodic summaries (seed 004).
+    # Periodic summaries.
     periodic_summaries_enabled = models.BooleanField(default=True)
     recent_summary_days = _positive(7, minimum=1, maximum=365)
     recent_summary_interval_days = _positive(3, minimum=1, maximum=365)
@@ -138,7 +138,7 @@ class ContextPolicy(models.Model):
     long_summary_interval_days = _positive(14, minimum=1, maximum=365)
     long_summary_tokens = _positive(4096, minimum=64, maximum=32768)
 
-    # User facts (seed 004).
+    # User facts.
     facts_enabled = models.BooleanField(default=True)
     max_facts_per_user = _positive(50, minimum=10, maximum=100)
     max_fact_chars = _positive(500, minimum=20, maximum=2000)

@@ -14,15 +14,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Sum
-
 from chatplatform.llm.anthropic_payload import build_params
 from chatplatform.llm.prompt_cache import (
-    TTL_SECONDS,
     CacheUsage,
     PromptCache,
     anthropic_segments,
     full_history_usage,
+    still_cached,
 )
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.tenancy.scoping import tenant_scope
@@ -106,7 +104,7 @@ def expected_turn_cost(
             + (system.used if system else 0)
             + (message.token_count or 0)
         )
-        warm = previous_at is not None and (when - previous_at).total_seconds() < TTL_SECONDS["5m"]
+        warm = still_cached(previous_at, when)
         fulls.append(full_history_usage(full, previous_full if warm else None, min_tokens=minimum))
         previous_full, previous_at = full, when
     return _estimate(usages, fulls, profile, policy.cache_ttl)
@@ -114,14 +112,10 @@ def expected_turn_cost(
 
 def _tokens_from(conversation: Conversation, first_seq: int) -> dict[int, int]:
     """Stored token counts of the messages from ``first_seq`` on (a bounded tail)."""
-    rows = (
-        Message.objects.filter(
-            tenant_id=conversation.tenant_id, conversation=conversation, seq__gte=first_seq
-        )
-        .values("seq")
-        .annotate(tokens=Sum("token_count"))
-    )
-    return {row["seq"]: int(row["tokens"] or 0) for row in rows}
+    rows = Message.objects.filter(
+        tenant_id=conversation.tenant_id, conversation=conversation, seq__gte=first_seq
+    ).values_list("seq", "token_count")
+    return {seq: int(tokens or 0) for seq, tokens in rows}
 
 
 def _estimate(

@@ -16,7 +16,7 @@ message (5-minute lifetime): what not managing the context at all costs, with ca
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -28,7 +28,7 @@ from chatplatform.llm.anthropic_payload import build_params
 from chatplatform.llm.base import ChatRequest, TextPart
 from chatplatform.llm.base import Message as LlmMessage
 from chatplatform.llm.prompt_cache import CacheUsage, PromptCache, anthropic_segments
-from chatplatform.models import ContextPolicy, ModelProfile, Tenant
+from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chatplatform.tokens.bpe import BpeCounter
@@ -37,7 +37,7 @@ from chats.context import AssemblyInputs, MessageItem, PackingPolicy, assemble
 from chats.models import Message, Role
 from chats.replies.request import chat_request
 from chats.retrieval import locomo
-from chats.retrieval.evaluation import sample_conversation, scratch_slug
+from chats.retrieval.evaluation import sample_conversation, scratch_policy, scratch_slug
 from chats.services import message_create
 from chats.services.conversations import conversation_window_advance
 
@@ -83,7 +83,6 @@ class _Tally:
     read: int = 0
     total: int = 0
     over_budget: int = 0
-    usages: list[CacheUsage] = field(default_factory=list)
 
     def add(self, usage: CacheUsage, prompt_tokens: int, over: bool) -> None:
         self.turns += 1
@@ -195,7 +194,7 @@ def _replay(
                 created_at=when,
             )
             usage = full_cache.price(
-                _segments(_full_request(policy, history, item), counter), clock
+                _segments(_full_request(policy, history, item, counter), counter), clock
             )
             full.add(usage, 0, False)
             history.append(item)
@@ -206,7 +205,7 @@ def _segments(request: ChatRequest, counter: BpeCounter) -> list[Any]:
 
 
 def _full_request(
-    policy: ContextPolicy, history: list[MessageItem], new: MessageItem
+    policy: ContextPolicy, history: list[MessageItem], new: MessageItem, counter: BpeCounter
 ) -> ChatRequest:
     """The whole history and the new message, one block per turn, a breakpoint on the
     system prompt and one on the newest message."""
@@ -218,7 +217,7 @@ def _full_request(
         multi_user=True,
         bot_name=policy.bot_name,
     )
-    prompt = assemble(FULL_HISTORY, inputs, BpeCounter("o200k_base"))
+    prompt = assemble(FULL_HISTORY, inputs, counter)
     messages = [
         LlmMessage(m["role"], [TextPart(text) for text in blocks])  # type: ignore[arg-type]
         for m, blocks in zip(prompt.messages, prompt.blocks, strict=True)
@@ -235,37 +234,23 @@ def _full_request(
 
 
 def _policy(tenant: Tenant, options: CostOptions) -> ContextPolicy:
-    fields = locomo.eval_policy_fields(options.strategy, options.budget)
-    with tenant_scope(tenant):
-        profile = ModelProfile.objects.create(
-            tenant=tenant,
-            name="Cost replay model (o200k_base)",
-            provider="anthropic",
-            model=MODEL,
-            context_window=200_000,
-            max_output_tokens=locomo.EVAL_RESERVED_RESPONSE,
-            tokenizer="o200k_base",
-            cache_min_tokens=MIN_CACHEABLE_TOKENS,
-            price_input_per_mtok=Decimal(3),
-            price_output_per_mtok=Decimal(15),
-            price_cache_read_per_mtok=Decimal("0.3"),
-            price_cache_write_per_mtok=Decimal("3.75"),
-            price_cache_write_1h_per_mtok=Decimal(6),
-        )
-        policy = ContextPolicy.objects.create(
-            tenant=tenant,
-            name=f"Cost replay ({options.strategy}, {options.budget})",
-            model_profile=profile,
-            system_prompt_template=locomo.EVAL_SYSTEM_PROMPT,
-            facts_enabled=False,
-            tools_enabled=False,
-            periodic_summaries_enabled=False,
-            safety_margin_percent=0.0,
-            retrieval_dense=False,
-            history_trim_percent=options.history_trim_percent,
-            turn_retrieval_percent=options.turn_retrieval_percent,
-            cache_ttl=options.cache_ttl,
-            **fields,
-        )
-        Tenant.objects.filter(pk=tenant.pk).update(active_policy=policy)
-        return ContextPolicy.objects.select_related("model_profile").get(pk=policy.pk)
+    return scratch_policy(
+        tenant,
+        locomo.eval_policy_fields(options.strategy, options.budget),
+        name=f"Cost replay ({options.strategy}, {options.budget})",
+        profile={
+            "name": "Cost replay model (o200k_base)",
+            "provider": "anthropic",
+            "model": MODEL,
+            "cache_min_tokens": MIN_CACHEABLE_TOKENS,
+            "price_input_per_mtok": Decimal(3),
+            "price_output_per_mtok": Decimal(15),
+            "price_cache_read_per_mtok": Decimal("0.3"),
+            "price_cache_write_per_mtok": Decimal("3.75"),
+            "price_cache_write_1h_per_mtok": Decimal(6),
+        },
+        retrieval_dense=False,
+        history_trim_percent=options.history_trim_percent,
+        turn_retrieval_percent=options.turn_retrieval_percent,
+        cache_ttl=options.cache_ttl,
+    )

@@ -18,7 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
-from chatplatform.llm.prompt_cache import TTL_SECONDS
+from chatplatform.llm.prompt_cache import still_cached
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.tenancy.scoping import tenant_scope
 from chatplatform.tokens import TokenCounter
@@ -212,10 +212,7 @@ def cached_window_start(
 ) -> int | None:
     """The start of the history window the provider still caches: the stored one, while the
     last prompt that held it is younger than the policy's cache lifetime."""
-    sent = conversation.window_sent_at
-    if conversation.window_start_seq is None or sent is None:
-        return None
-    if (now - sent).total_seconds() >= TTL_SECONDS.get(policy.cache_ttl, TTL_SECONDS["5m"]):
+    if not still_cached(conversation.window_sent_at, now, policy.cache_ttl):
         return None
     return conversation.window_start_seq
 

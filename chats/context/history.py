@@ -13,7 +13,7 @@ import weakref
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from itertools import accumulate, repeat
+from itertools import accumulate, repeat, takewhile
 from operator import add, attrgetter, eq
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -547,8 +547,10 @@ class History:
         window), or ``None`` without a window or when it starts inside a unit."""
         if start_seq is None:
             return None
+        if self._plain is not None:  # one message per unit, newest first
+            return sum(1 for _ in takewhile(lambda m: m.seq >= start_seq, self._plain.items))
         n = 0
-        for unit in self.units:
+        for unit in self._units:
             if unit[-1].seq < start_seq:
                 break
             if unit[0].seq < start_seq:

@@ -9,7 +9,7 @@ from typing import Any
 
 from chatplatform.llm.base import ChatRequest, ContextReport, ContextSection, ImagePart, TextPart
 from chatplatform.llm.base import Message as LlmMessage
-from chatplatform.llm.prompt_cache import TTL_SECONDS, CacheUsage, full_history_usage
+from chatplatform.llm.prompt_cache import CacheUsage, full_history_usage, still_cached
 from chatplatform.llm.tools import FACT_TOOLS
 from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, image_tokens, inspect_image
@@ -138,8 +138,7 @@ def full_history_usage_for(
     breakpoint on the newest message: it reads what the previous turn's whole history left
     in the cache while that is younger than the five-minute lifetime (``conversation`` as it
     was before this turn)."""
-    sent = conversation.window_sent_at
-    warm = sent is not None and (now - sent).total_seconds() < TTL_SECONDS["5m"]
+    warm = still_cached(conversation.window_sent_at, now)
     previous = conversation.window_full_tokens if warm else None
     anthropic = turn.profile.provider == "anthropic"
     return full_history_usage(

@@ -207,26 +207,48 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
         history_reserve=options.history_reserve,
         retrieval_max_items=options.retrieval.max_items,
     )
+    return scratch_policy(
+        tenant,
+        fields,
+        name=f"LoCoMo evaluation ({options.strategy}, {options.budget})",
+        profile={
+            "name": "LoCoMo evaluation model (o200k_base)",
+            "provider": "offline",
+            "model": "offline",
+        },
+        retrieval_dense=options.dense and options.strategy == "hybrid",
+    )
+
+
+def scratch_policy(
+    tenant: Tenant,
+    fields: dict[str, Any],
+    *,
+    name: str,
+    profile: dict[str, Any],
+    **settings: Any,
+) -> ContextPolicy:
+    """The active policy of a scratch tenant for a LoCoMo run: ``fields`` from
+    :func:`~chats.retrieval.locomo.eval_policy_fields`, ``settings`` on top, on a new model
+    profile counted with ``o200k_base`` (``profile``: its name, provider, model, prices)."""
     with tenant_scope(tenant):
-        profile = ModelProfile.objects.create(
+        model = ModelProfile.objects.create(
             tenant=tenant,
-            name="LoCoMo evaluation model (o200k_base)",
-            provider="offline",
-            model="offline",
             context_window=max(200_000, fields["max_context_tokens"]),
             max_output_tokens=locomo.EVAL_RESERVED_RESPONSE,
             tokenizer="o200k_base",
+            **profile,
         )
         policy = ContextPolicy.objects.create(
             tenant=tenant,
-            name=f"LoCoMo evaluation ({options.strategy}, {options.budget})",
-            model_profile=profile,
+            name=name,
+            model_profile=model,
             system_prompt_template=locomo.EVAL_SYSTEM_PROMPT,
             facts_enabled=False,
             tools_enabled=False,
             periodic_summaries_enabled=False,
             safety_margin_percent=0.0,
-            retrieval_dense=options.dense and options.strategy == "hybrid",
+            **settings,
             **fields,
         )
         Tenant.objects.filter(pk=tenant.pk).update(active_policy=policy)

@@ -3,7 +3,7 @@ caches it (with the summaries it started with), restarted when the cache has exp
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -14,27 +14,10 @@ from chats.assembly import assemble_turn
 from chats.models import Conversation
 from chats.services import conversation_create, message_create
 from chats.services.conversations import conversation_window_advance
-from summaries.models import Summary
+from tests.factories import summary
 from tests.summaries.helpers import make_policy
 
 pytestmark = pytest.mark.django_db
-
-
-def rolling(conversation, first, last, text):
-    with tenant_scope(conversation.tenant_id):
-        return Summary.objects.create(
-            tenant_id=conversation.tenant_id,
-            conversation=conversation,
-            kind="rolling",
-            first_seq=first,
-            last_seq=last,
-            text=text,
-            token_count=len(text.split()),
-            token_counter="o200k_base",
-            model="offline",
-            prompt_version="1",
-            period_end=datetime(2024, 3, 1, 12, 0, tzinfo=UTC),
-        )
 
 
 def say(conversation, user, text):
@@ -67,12 +50,12 @@ def test_a_kept_window_shows_its_summaries_until_it_restarts(tenant_a, member_a)
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="Window")
     for i in range(30):
         say(conversation, member_a, f"Message {i} about the garden.")
-    rolling(conversation, 1, 10, "They planned a sailing trip to the Azores.")
+    summary(conversation, 1, 10, "They planned a sailing trip to the Azores.")
     now = timezone.now()
     first = turn(conversation, say(conversation, member_a, "And then?"), now)
     assert "sailing trip" in first.system and not first.window_kept
     # a newer summary arrives; while the window is cached the prompt's prefix stays the same
-    rolling(conversation, 11, 20, "They argued about tomatoes.")
+    summary(conversation, 11, 20, "They argued about tomatoes.")
     second = turn(conversation, say(conversation, member_a, "More?"), now + timedelta(seconds=30))
     assert second.window_kept and second.system == first.system
     assert "tomatoes" not in second.system

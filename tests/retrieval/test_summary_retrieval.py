@@ -21,29 +21,11 @@ from chats.retrieval.retriever import (
 )
 from chats.retrieval.search import search_summaries
 from chats.services import conversation_create
-from summaries.models import Summary
+from tests.factories import summary
 
 from .conftest import add
 
 pytestmark = pytest.mark.django_db
-
-
-def summary(conversation, first, last, text, kind="rolling", **extra):
-    with tenant_scope(conversation.tenant_id):
-        return Summary.objects.create(
-            tenant_id=conversation.tenant_id,
-            conversation=conversation,
-            kind=kind,
-            first_seq=first,
-            last_seq=last,
-            text=text,
-            token_count=len(text.split()),
-            token_counter="o200k_base",
-            model="offline",
-            prompt_version="1",
-            period_end=datetime(2024, 3, 1, 12, 0, tzinfo=UTC),
-            **extra,
-        )
 
 
 def fresh(conversation):
