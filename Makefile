@@ -45,6 +45,7 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
+	$(BIN)/lint-imports --no-cache
 
 fmt: $(VENV)/.dev-installed
 	$(BIN)/ruff format .

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.config.settings")
 os.environ.setdefault("DEBUG", "1")
 
 
@@ -34,9 +34,9 @@ def _ms(started: float) -> float:
 def run(messages: int, runs: int) -> str:
     from django.db import connection
 
+    from chatplatform.models.conversations import Conversation, Message, MessageEmbedding
     from chatplatform.services import tenant_create
     from chatplatform.tenancy.scoping import tenant_scope
-    from chats.models import Conversation, Message, MessageEmbedding
     from chats.retrieval import embeddings
     from chats.retrieval.dense import stored_vectors
     from chats.retrieval.retriever import RetrievalSettings, retrieve_messages

@@ -28,9 +28,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chatplatform.tokens import get_counter
-from chats.context import AssemblyInputs, MessageItem, SystemPart, assemble
-from chats.retrieval import embeddings, locomo
+from chatplatform.core.context import AssemblyInputs, MessageItem, SystemPart, assemble
+from chatplatform.core.tokens import get_counter
+from chats.evaluation import locomo
+from chats.retrieval import embeddings
 from chats.retrieval.query import build_query, words_of
 from chats.retrieval.rerank import (
     DENSE_TOP_K,

@@ -14,7 +14,7 @@ class ChatPlatformAdminSite(admin.AdminSite):
 
     def has_permission(self, request: HttpRequest) -> bool:
         user = request.user
-        from chatplatform.tenancy.selectors import is_tenant_admin
+        from chatplatform.selectors import is_tenant_admin
 
         if not (user.is_active and user.is_staff):
             return False

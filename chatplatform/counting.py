@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from chatplatform.core.tokens import TokenCounter, get_counter
+from chatplatform.core.tokens.bpe import PUBLIC_ENCODINGS
 from chatplatform.models import ModelProfile
-from chatplatform.tokens import TokenCounter, get_counter
-from chatplatform.tokens.bpe import PUBLIC_ENCODINGS
 
 
 def storage_counter_for(profile: ModelProfile | None) -> TokenCounter:

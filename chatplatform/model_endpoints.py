@@ -4,7 +4,7 @@
   profile's base URL or the operator's ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``.
 - A tenant's profile without a base URL uses the platform's key at the operator's endpoint.
 - A tenant's profile with a base URL uses only its own key (possibly none) at that URL, and
-  only when the operator's policy allows the URL (:mod:`chatplatform.llm.endpoints`), checked
+  only when the operator's policy allows the URL (:mod:`chatplatform.core.llm.endpoints`), checked
   at save time and again before each call. It never gets the platform's key.
 
 The rules (``TENANT_MODEL_HOSTS``, ``TENANT_MODEL_ALLOW_HTTP``,
@@ -17,8 +17,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from chatplatform.llm.endpoints import EndpointPolicy, EndpointRefused, Resolver, check_endpoint
-from chatplatform.llm.endpoints import resolve as system_resolve
+from chatplatform.core.llm.endpoints import (
+    EndpointPolicy,
+    EndpointRefused,
+    Resolver,
+    check_endpoint,
+)
+from chatplatform.core.llm.endpoints import resolve as system_resolve
 from chatplatform.models import ModelProfile
 
 __all__ = ["EndpointRefused", "ProviderAccess", "endpoint_policy", "provider_access"]

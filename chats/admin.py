@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from chatplatform.admin.base import TenantScopedAdmin, TenantScopedInline
-from chats.models import Conversation, Message, Participant, TurnRecord
+from chatplatform.admin_base import TenantScopedAdmin, TenantScopedInline
+from chatplatform.models.conversations import Conversation, Message, Participant, TurnRecord
 
 
 class ParticipantInline(TenantScopedInline):

@@ -28,7 +28,8 @@ from chatplatform.bruteforce import (
     authenticate_api_key_limited,
     scope_client_ip,
 )
-from chats.models import Conversation
+from chatplatform.models.conversations import Conversation
+from chatplatform.policies import cached_policy, policy_for
 from chats.replies import commands
 from chats.replies.coordination import coordination, runner_lock_name
 from chats.replies.db import db
@@ -36,7 +37,6 @@ from chats.replies.events import conversation_group, emit, message_event, receiv
 from chats.replies.intake import accept_and_prepare, reply_snapshot
 from chats.replies.runner import start_runner
 from chats.selectors import MAX_ID, conversation_for_member
-from chats.services.conversations import cached_policy, policy_for
 from chats.services.messages import MessageRejected
 from chats.socket_access import (
     CLOSE_ACCESS_ENDED,

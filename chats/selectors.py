@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from chatplatform.models import Membership
+from chatplatform.models.conversations import Conversation, Participant
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Conversation, Participant
 
 #: Ids above this are not ids of ours (and would overflow a bigint column in a query).
 MAX_ID = 2**62

@@ -47,8 +47,8 @@ from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
 from chatplatform.models import ApiKey, Membership
+from chatplatform.models.conversations import Participant
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Participant
 
 logger = logging.getLogger(__name__)
 

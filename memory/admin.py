@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from chatplatform.admin.base import TenantScopedAdmin
+from chatplatform.admin_base import TenantScopedAdmin
 from memory.models import UserFact
 
 

@@ -23,7 +23,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from chatplatform.models import ContextPolicy, Membership, Tenant
+from chatplatform.models import Membership, Tenant
+from chatplatform.policies import active_policy
 from chatplatform.tenancy.scoping import tenant_scope
 from memory.models import FactEnd, FactSource, UserFact
 
@@ -59,21 +60,6 @@ def _id(obj: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise FactRejected("invalid", f"not an id: {obj!r}")
     return value
-
-
-def policy_for_tenant(tenant: Tenant | int) -> ContextPolicy:
-    """The tenant's active policy, else the Hybrid preset (facts are per tenant, not per
-    conversation, so a conversation's policy override does not apply to them)."""
-    tenant_id = _id(tenant)
-    with tenant_scope(tenant_id):
-        active_id = Tenant.objects.filter(pk=tenant_id).values_list("active_policy_id", flat=True)
-        policy_id = active_id.first()
-        queryset = ContextPolicy.objects.select_related("model_profile")
-        if policy_id:
-            found = queryset.filter(pk=policy_id).first()
-            if found is not None:
-                return found
-        return queryset.get(tenant__isnull=True, name="Hybrid")
 
 
 def validate_fact_text(text: Any, *, max_chars: int) -> str:
@@ -156,7 +142,7 @@ def fact_save_detailed(
     """Save a fact: idempotent for an identical current fact, replacing the current value of
     ``key``, evicting the oldest facts over the policy's limit."""
     tenant_id, user_id = _id(tenant), _id(user)
-    policy = policy_for_tenant(tenant_id)
+    policy = active_policy(tenant_id)
     if not policy.facts_enabled:
         raise FactRejected("disabled", "User facts are turned off for this tenant.")
     text = validate_fact_text(text, max_chars=policy.max_fact_chars)
@@ -170,7 +156,7 @@ def fact_save_detailed(
         with tenant_scope(tenant_id):
             current = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
             if message_id is not None:
-                from chats.models import Message
+                from chatplatform.models.conversations import Message
 
                 if not Message.objects.filter(pk=message_id).exists():
                     message_id = None  # not this tenant's message: do not link it
@@ -243,7 +229,7 @@ def fact_update(
 ) -> UserFact:
     """Change a current fact's text: the new version supersedes the old one (history)."""
     tenant_id, user_id = _id(tenant), _id(user)
-    policy = policy_for_tenant(tenant_id)
+    policy = active_policy(tenant_id)
     text = validate_fact_text(text, max_chars=policy.max_fact_chars)
     now = timezone.now()
     with transaction.atomic():

@@ -1,4 +1,4 @@
-"""Executors of the model's fact tools (``chatplatform.llm.tools``: ``save_user_fact``,
+"""Executors of the model's fact tools (``chatplatform.core.llm.tools``: ``save_user_fact``,
 ``get_user_facts``).
 
 Who the facts belong to comes from the turn (``tenant_id``, ``user_id``), never from the
@@ -17,11 +17,12 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from chatplatform.llm.base import ToolCall
-from chatplatform.llm.tools import GET_USER_FACTS, SAVE_USER_FACT
+from chatplatform.core.llm.base import ToolCall
+from chatplatform.core.llm.tools import GET_USER_FACTS, SAVE_USER_FACT
+from chatplatform.policies import active_policy
 from memory.models import FactSource
 from memory.selectors import current_facts
-from memory.services import FactRejected, fact_save_detailed, policy_for_tenant
+from memory.services import FactRejected, fact_save_detailed
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ def _save(
 
 def _get(*, tenant_id: int, user_id: int) -> dict[str, Any]:
     try:
-        limit = policy_for_tenant(tenant_id).max_facts_per_user
+        limit = active_policy(tenant_id).max_facts_per_user
     except Exception:  # no policy at all: still answer with the facts there are
         limit = 100
     facts = current_facts(tenant_id, user_id, limit=limit)
@@ -129,7 +130,7 @@ def _get(*, tenant_id: int, user_id: int) -> dict[str, Any]:
 def tool_executor(
     *, tenant_id: int, user_id: int, message_id: int | None = None
 ) -> Callable[[ToolCall], Awaitable[str]]:
-    """An executor for ``chatplatform.llm.stream_with_tools``: runs the fact tools for this
+    """An executor for ``chatplatform.core.llm.stream_with_tools``: runs the fact tools for this
     turn's user (ORM work in a thread) and returns the JSON result text."""
 
     run = sync_to_async(execute_tool, thread_sensitive=True)

@@ -5,7 +5,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from chatplatform.admin.base import TenantScopedAdmin
+from chatplatform.admin_base import TenantScopedAdmin
 from summaries.models import Summary, TokenBackfillState
 
 

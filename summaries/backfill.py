@@ -49,11 +49,11 @@ from django.db import connection, transaction
 from django.db import connections as db_connections
 from django.db.models import Q
 
+from chatplatform.core.tokens import CounterNotAvailable, TokenCounter, get_counter
 from chatplatform.counting import storage_counter_for
 from chatplatform.models import ContextPolicy, Tenant
+from chatplatform.models.conversations import Conversation, Message, Status
 from chatplatform.tenancy.scoping import tenant_scope
-from chatplatform.tokens import CounterNotAvailable, TokenCounter, get_counter
-from chats.models import Conversation, Message, Status
 from summaries.models import TokenBackfillState
 
 logger = logging.getLogger(__name__)
@@ -557,7 +557,7 @@ def backfill_messages(
     moves by the difference of the rows updated, streaming rows are skipped; a second run
     updates nothing. Ids of other conversations or tenants are ignored.
     """
-    from chats.services.conversations import policy_for
+    from chatplatform.policies import policy_for
 
     stats = BackfillStats()
     ids = sorted({int(i) for i in message_ids})[:MAX_RECOUNT_IDS]

@@ -8,7 +8,7 @@ the lock (it died), and then takes over. The lock expires ``LOCK_TTL`` seconds a
 last renewal; the holder renews it on every tick (at least every ``max_interval`` seconds).
 
 This is the first line of defence; the periodic tasks also claim a dedupe window per run
-(``summaries.locks.claim_run``) and are idempotent, so even two beats cannot double the work.
+(``chatplatform.locks.claim_run``) and are idempotent, so even two beats cannot double the work.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 from django.core.cache import cache
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from summaries.locks import lock_key
+from chatplatform.locks import lock_key
 
 logger = logging.getLogger(__name__)
 

@@ -11,10 +11,13 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Max, Sum
 
+from chatplatform.core.context.types import SummaryItem
+from chatplatform.db import column_datetime, execute_prepared
+from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation
 from summaries.models import Summary, SummaryKind
 
 MAX_LISTED = 500
@@ -139,3 +142,80 @@ def latest_summary_seq(conversation: Conversation) -> int:
             conversation_id=conversation.pk, merged_into__isnull=True, superseded_at__isnull=True
         ).aggregate(upto=Max("last_seq"))
     return agg["upto"] or 0
+
+
+CURRENT_SUMMARIES_SQL = """
+SELECT * FROM (
+    SELECT 0 AS part, id, kind, text, first_seq, last_seq, token_count, token_counter, created_at,
+           period_start, period_end
+    FROM summaries_summary
+    WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s AND kind = 'rolling'
+      AND merged_into_id IS NULL AND superseded_at IS NULL
+    ORDER BY last_seq DESC LIMIT %(rolling)s
+) rolling
+UNION ALL SELECT * FROM (
+    SELECT 1 AS part, id, kind, text, first_seq, last_seq, token_count, token_counter, created_at,
+           period_start, period_end
+    FROM summaries_summary
+    WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s AND kind = 'recent'
+      AND merged_into_id IS NULL AND superseded_at IS NULL
+    ORDER BY created_at DESC LIMIT 1
+) recent
+UNION ALL SELECT * FROM (
+    SELECT 2 AS part, id, kind, text, first_seq, last_seq, token_count, token_counter, created_at,
+           period_start, period_end
+    FROM summaries_summary
+    WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s AND kind = 'long'
+      AND merged_into_id IS NULL AND superseded_at IS NULL
+    ORDER BY created_at DESC LIMIT 1
+) long_term
+"""
+#: The carried-over summary of the conversation this one continues (its newest current one).
+CARRIED_SUMMARY_SQL = """
+UNION ALL SELECT * FROM (
+    SELECT 3 AS part, id, kind, text, first_seq, last_seq, token_count, token_counter, created_at,
+           period_start, period_end
+    FROM summaries_summary
+    WHERE tenant_id = %(tenant)s AND conversation_id = %(continues)s
+      AND merged_into_id IS NULL AND superseded_at IS NULL
+    ORDER BY last_seq DESC, created_at DESC LIMIT 1
+) carried
+"""
+
+
+def current_summaries(conversation: Conversation, *, max_rolling: int) -> list[SummaryItem]:
+    """The newest ``max_rolling`` current rolling summaries (newest first), the current 7-day
+    and 30-day summaries, and the carried-over summary of a continued conversation, in that
+    order, in ONE query. The tenant filter is explicit because this is raw SQL."""
+    carried = bool(conversation.continues_id and conversation.carry_over_summary)
+    with connection.cursor() as cursor:
+        execute_prepared(
+            cursor,
+            CURRENT_SUMMARIES_SQL + (CARRIED_SUMMARY_SQL if carried else ""),
+            {
+                "tenant": conversation.tenant_id,
+                "conversation": conversation.pk,
+                "continues": conversation.continues_id,
+                "rolling": max(0, max_rolling),
+            },
+        )
+        rows = cursor.fetchall()
+    rows.sort(key=lambda row: (row[0], -row[4]))  # by part, rolling ones newest first
+    items: list[SummaryItem] = []
+    for row in rows:
+        part, pk, kind, text, first_seq, last_seq, tokens, counter, created, start, end = row
+        items.append(
+            SummaryItem(
+                id=pk,
+                kind="carried" if part == 3 else kind,
+                text=text,
+                first_seq=first_seq,
+                last_seq=last_seq,
+                tokens=tokens,
+                counted_by=counter,
+                created_at=column_datetime(created),
+                first_at=column_datetime(start),
+                last_at=column_datetime(end),
+            )
+        )
+    return items

@@ -21,12 +21,11 @@ from typing import Any
 
 from celery import shared_task
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
 from django.utils import timezone
-from kombu.exceptions import OperationalError as BrokerError
 
+from chatplatform.jobs import same_queue, task_options
+from chatplatform.locks import claim_run, exclusive
 from summaries import backfill as backfill_core
-from summaries.locks import claim_run, exclusive
 from summaries.services import (
     continuation_summary_ensure,
     periodic_due_batch,
@@ -34,24 +33,6 @@ from summaries.services import (
     summary_refresh,
 )
 from summaries.summarizer import SummaryUnavailable
-
-try:  # the cache and broker client; absent only in exotic installs
-    from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import TimeoutError as RedisTimeoutError
-
-    _REDIS_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError)
-except ImportError:  # pragma: no cover
-    _REDIS_ERRORS = ()
-
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    OperationalError,
-    InterfaceError,
-    SummaryUnavailable,
-    BrokerError,
-    *_REDIS_ERRORS,
-)
-RETRY_BACKOFF_MAX = settings.JOB_RETRY_BACKOFF_MAX
-MAX_RETRIES = 8  # with backoff 10, 20, 40 and then the cap: about six minutes of outage
 
 SUMMARY_SOFT_LIMIT = settings.CELERY_TASK_SOFT_TIME_LIMIT
 SUMMARY_HARD_LIMIT = settings.CELERY_TASK_TIME_LIMIT
@@ -68,15 +49,7 @@ DEFAULT_DEDUPE_SECONDS = {
     "backfill_token_counts": 2 * 60,  # scheduled every 5 minutes
 }
 
-COMMON: dict[str, Any] = {
-    "autoretry_for": TRANSIENT_ERRORS,
-    "retry_backoff": 10,
-    "retry_backoff_max": RETRY_BACKOFF_MAX,
-    "retry_jitter": True,
-    "max_retries": MAX_RETRIES,
-    "acks_late": True,
-    "ignore_result": True,
-}
+COMMON = task_options(SummaryUnavailable)
 
 
 def dedupe_seconds(task: str) -> int:
@@ -86,13 +59,6 @@ def dedupe_seconds(task: str) -> int:
 
 def _deadline(seconds: float) -> float:
     return time.monotonic() + seconds
-
-
-def _same_queue(task: Any) -> dict[str, Any]:
-    """Options that send a follow-up run to the queue the current run came from."""
-    info = getattr(task.request, "delivery_info", None) or {}
-    queue = info.get("routing_key")
-    return {"queue": queue} if queue else {}
 
 
 @shared_task(
@@ -107,7 +73,7 @@ def refresh_rolling_summary(self: Any, tenant_id: int, conversation_id: int) -> 
     result = summary_refresh(tenant_id, conversation_id, deadline=_deadline(SUMMARY_WORK_SECONDS))
     if result.more:
         refresh_rolling_summary.apply_async(
-            (tenant_id, conversation_id), countdown=1, **_same_queue(self)
+            (tenant_id, conversation_id), countdown=1, **same_queue(self)
         )
     return result.as_dict()
 
@@ -127,7 +93,7 @@ def summarize_for_continuation(self: Any, tenant_id: int, conversation_id: int) 
     if result.more:
         countdown = 30 if result.status == "locked" else 1
         summarize_for_continuation.apply_async(
-            (tenant_id, conversation_id), countdown=countdown, **_same_queue(self)
+            (tenant_id, conversation_id), countdown=countdown, **same_queue(self)
         )
     return result.as_dict()
 
@@ -177,13 +143,11 @@ def refresh_periodic_summaries(
         scanned += batch.scanned
         for tenant_id, conversation_id, kinds in batch.periodic:
             refresh_periodic_summary.apply_async(
-                (tenant_id, conversation_id, list(kinds)), **_same_queue(self)
+                (tenant_id, conversation_id, list(kinds)), **same_queue(self)
             )
             periodic += 1
         for tenant_id, conversation_id in batch.continuations:
-            summarize_for_continuation.apply_async(
-                (tenant_id, conversation_id), **_same_queue(self)
-            )
+            summarize_for_continuation.apply_async((tenant_id, conversation_id), **same_queue(self))
             continuations += 1
         if batch.next_after_id is None:
             break
@@ -192,7 +156,7 @@ def refresh_periodic_summaries(
             refresh_periodic_summaries.apply_async(
                 kwargs={"after_id": cursor, "batch_size": batch_size},
                 countdown=1,
-                **_same_queue(self),
+                **same_queue(self),
             )
             status = "continued"
             break
@@ -246,7 +210,7 @@ def backfill_token_counts(
                 "continuation": True,
             },
             countdown=1,
-            **_same_queue(self),
+            **same_queue(self),
         )
     return {"status": "continued" if resume_from is not None else "done", **stats.as_dict()}
 

@@ -84,7 +84,7 @@ def _stop_api_loop(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def _fresh_policy_cache():
-    from chats.services.conversations import clear_policy_cache
+    from chatplatform.policies import clear_policy_cache
 
     clear_policy_cache()
     yield

@@ -22,7 +22,7 @@ if _worker and os.environ.get("REDIS_URL"):
     _database = (int(_redis.path.strip("/") or 0) - 1 - int(_worker[2:])) % 16
     os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path=f"/{_database}"))
 
-from chatplatform.settings import *  # noqa: E402, F403
+from chatplatform.config.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

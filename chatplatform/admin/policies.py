@@ -20,13 +20,13 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
-from chatplatform.admin.base import TenantScopedAdmin, _tenant_ids
 from chatplatform.admin.policy_preview import (
     PolicyPreviewForm,
     compare_policies,
     model_windows,
     preview_conversations,
 )
+from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.services import tenant_set_active_policy
 

@@ -11,11 +11,11 @@ from django import forms
 from django.db.models import QuerySet
 
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.cost_estimate import expected_turn_cost
 from chats.assembly.preview import preview_next_turn
-from chats.models import Conversation
-from chats.services.conversations import policy_for
 from chats.ui.meter import meter_from_breakdown
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from typing import Any
 
 from django import forms
 
-from chatplatform.llm.endpoints import EndpointRefused, check_endpoint
+from chatplatform.core.llm.endpoints import EndpointRefused, check_endpoint
 from chatplatform.model_endpoints import endpoint_policy
 from chatplatform.models import ModelProfile
 

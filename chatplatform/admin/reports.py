@@ -13,8 +13,8 @@ from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
 from chatplatform.models import ApiKey, ModelProfile, Tenant
+from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message, TurnRecord
 
 MAX_DAYS = 366
 LATEST_LISTED = 20

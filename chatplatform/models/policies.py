@@ -232,7 +232,7 @@ class ContextPolicy(models.Model):
         return self.tenant_id is None
 
     def clean(self) -> None:
-        from chatplatform.policy_validation import policy_errors
+        from chatplatform.models.policy_validation import policy_errors
 
         errors = policy_errors(self)
         if errors:

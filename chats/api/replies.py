@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from chatplatform.models.conversations import Message, Status
 from chats.api.selectors import reply_to
-from chats.models import Message, Status
 from chats.replies.db import db
 from chats.replies.runner import start_runner
 

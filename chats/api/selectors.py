@@ -13,9 +13,9 @@ from django.db.models import Count, F, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 
-from chatplatform.models import ContextPolicy, Membership, ModelProfile, Tenant
+from chatplatform.models import ContextPolicy, Membership, ModelProfile
+from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation, Message, Participant, Role, TurnRecord
 
 
 def conversations_of(
@@ -113,16 +113,6 @@ def policy_visible(tenant_id: int, policy_id: int) -> ContextPolicy | None:
     """A policy of the tenant or a preset, with its model profile; None otherwise."""
     with tenant_scope(tenant_id):
         return ContextPolicy.objects.select_related("model_profile").filter(pk=policy_id).first()
-
-
-def active_policy(tenant: Tenant) -> ContextPolicy:
-    """The tenant's active policy, else the Hybrid preset (as new conversations use)."""
-    with tenant_scope(tenant.pk):
-        policies = ContextPolicy.objects.select_related("model_profile")
-        found = None
-        if tenant.active_policy_id:
-            found = policies.filter(pk=tenant.active_policy_id).first()
-        return found or policies.get(tenant__isnull=True, name="Hybrid")
 
 
 def model_profiles(tenant_id: int) -> QuerySet[ModelProfile]:

@@ -9,8 +9,8 @@ import logging
 from django.db import transaction
 from django.utils import timezone
 
+from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation
 
 logger = logging.getLogger("chats.api")
 
@@ -64,7 +64,7 @@ def continuation_summary_request(conversation: Conversation) -> None:
     """For a new conversation continuing another: have the earlier one's whole history
     summarised (after commit) if it is not yet; tolerant of the feature being absent."""
     try:
-        from summaries.services import schedule_continuation_summary
+        from summaries.scheduling import schedule_continuation_summary
     except ImportError:
         return
     try:

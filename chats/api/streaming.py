@@ -24,8 +24,8 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
+from chatplatform.models.conversations import Message, Status
 from chats.api.renderers import sse_frame
-from chats.models import Message, Status
 from chats.replies.coordination import coordination
 from chats.replies.db import db
 from chats.replies.events import conversation_group, received_events

@@ -1,6 +1,6 @@
 """What a policy's turns would cost on a conversation: its last user turns replayed under the
 policy, each at the time it was sent, priced with the provider's prompt-cache rules
-(:mod:`chatplatform.llm.prompt_cache`), beside the whole history sent with caching.
+(:mod:`chatplatform.core.llm.prompt_cache`), beside the whole history sent with caching.
 
 Read-only: the replay keeps the history window in memory and stores nothing. Bounded: a
 fixed number of turns, each one assembly, plus one query for the turns and one for the
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from chatplatform.llm.anthropic_payload import build_params
-from chatplatform.llm.prompt_cache import (
+from chatplatform.core.llm.anthropic_payload import build_params
+from chatplatform.core.llm.prompt_cache import (
     CacheUsage,
     PromptCache,
     anthropic_segments,
@@ -23,10 +23,10 @@ from chatplatform.llm.prompt_cache import (
     still_cached,
 )
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation, Message, Role
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly.request import chat_request
 from chats.assembly.service import assemble_context, message_item
-from chats.models import Conversation, Message, Role
-from chats.replies.request import chat_request
 
 REPLAYED_TURNS = 20
 

@@ -6,11 +6,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from chatplatform.core.context.types import MessageItem
 from chatplatform.models import ContextPolicy
+from chatplatform.models.conversations import Conversation
 from chats.assembly.records import breakdown
 from chats.assembly.service import assemble_context
-from chats.context.types import MessageItem
-from chats.models import Conversation
 
 PREVIEW_PLACEHOLDER = "(your next message)"
 

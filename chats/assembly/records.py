@@ -6,10 +6,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.recount import recount_queue
 from chats.assembly.service import TurnContext
-from chats.models import Message, TurnRecord
 from chats.services.message_rows import insert_instance
 
 

@@ -19,13 +19,13 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from chats.context.types import Included
+from chatplatform.core.context.types import Included
 
 logger = logging.getLogger(__name__)
 
 #: One recount task per conversation per this many seconds.
 RECOUNT_WINDOW_SECONDS = 180
-#: Claim name in :func:`summaries.locks.claim_run` (scoped by tenant and conversation).
+#: Claim name in :func:`chatplatform.locks.claim_run` (scoped by tenant and conversation).
 RECOUNT_CLAIM = "recount_message_tokens"
 
 
@@ -46,7 +46,7 @@ def recount_queue(tenant_id: int, conversation_id: int, recounted: Iterable[Incl
 
 
 def _send(tenant_id: int, conversation_id: int, ids: list[int]) -> None:
-    from summaries.locks import claim_run
+    from chatplatform.locks import claim_run
     from summaries.tasks import recount_message_tokens
 
     try:

@@ -7,37 +7,25 @@ of ``(tenant, conversation, seq desc)`` find the rows that can fit (one sum when
 do, else a walk), which are then read as one seq range; the facts ride along in the same
 round trip; (2) current summaries (bounded by kinds and ``max_summaries_in_context``);
 (3) retrieval (its own bounded queries). (1) and (2) are prepared once per connection when
-parameters are bound server-side (:func:`execute_prepared`).
+parameters are bound server-side (``chatplatform.db.execute_prepared``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from functools import partial
 from operator import eq, itemgetter
 from typing import Any, cast
 
-from django.conf import settings
 from django.db import connection
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
-from chats.context.types import FactItem, MessageItem, SummaryItem
-from chats.models import Conversation
+from chatplatform.core.context.formatting import person_label
+from chatplatform.core.context.types import FactItem, MessageItem
+from chatplatform.db import execute_prepared
+from chatplatform.models.conversations import Conversation
 
 REPLY_EXCERPT_CHARS = 120
-
-
-def author_label(username: str | None, first: str | None, last: str | None) -> str:
-    """Seed 004's label: ``Full Name (@username)``."""
-    full_name = " ".join(p for p in (first, last) if p).strip()
-    if username and full_name:
-        return f"{full_name} (@{username})"
-    if username:
-        return f"@{username}"
-    return full_name
 
 
 def _labelled_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -53,7 +41,7 @@ def _labelled_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
         if role != "assistant":
             author = labels.get(username)
             if author is None:
-                author = labels[username] = author_label(username, first, last)
+                author = labels[username] = person_label(username, first, last)
         append((pk, seq, role, content, author, tokens, counter, None, excerpt, None))
     return out
 
@@ -221,37 +209,6 @@ RECENT_SQL = {
 }
 
 
-def execute_prepared(cursor: Any, sql: str, params: dict[str, Any]) -> None:
-    """``cursor.execute(sql, params)``, as a statement prepared once per connection when the
-    database binds parameters server-side (PostgreSQL with psycopg 3 and
-    ``OPTIONS["server_side_binding"]``, the project's default).
-
-    Why: the turn's history statement is long and has several subqueries; PostgreSQL spends
-    about as long parsing and planning it as running it, on every turn. Prepared, it is
-    parsed once per connection (connections persist, see ``CONN_MAX_AGE``) and planned once
-    it has a generic plan. Django leaves psycopg's automatic preparation off
-    (``prepare_threshold`` None) unless the settings ask for it, so this one statement asks
-    for it itself, for the one call (``prepare_threshold`` 0 prepares at once and reuses the
-    statement already prepared; other statements are left as the connection has them).
-    Server-side binding is also the project's switch for PgBouncer: in transaction mode
-    named statements need PgBouncer 1.21+ with ``max_prepared_statements``, and binding on
-    the client (where nothing is prepared) is what older PgBouncers get."""
-    raw = connection.connection if connection.vendor == "postgresql" else None
-    if raw is None or not _server_side_binding() or not hasattr(raw, "prepare_threshold"):
-        cursor.execute(sql, params)
-        return
-    saved = raw.prepare_threshold
-    raw.prepare_threshold = 0
-    try:
-        cursor.execute(sql, params)
-    finally:
-        raw.prepare_threshold = saved
-
-
-def _server_side_binding() -> bool:
-    return connection.settings_dict.get("OPTIONS", {}).get("server_side_binding") is True
-
-
 def recent_messages_and_facts(
     conversation: Conversation,
     *,
@@ -321,91 +278,3 @@ _second = itemgetter(1)
 #: ``rolling`` ones, the newest ``recent`` (7-day) and ``long`` (30-day) one, each part by
 #: the ``(tenant, conversation, kind, -last_seq)`` index. ``part`` numbers the parts:
 #: UNION ALL promises no order, so rows are ordered in Python.
-CURRENT_SUMMARIES_SQL = """
-SELECT * FROM (
-    SELECT 0 AS part, id, kind, text, first_seq, last_seq, token_count, token_counter, created_at,
-           period_start, period_end
-    FROM summaries_summary
-    WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s AND kind = 'rolling'
-      AND merged_into_id IS NULL AND superseded_at IS NULL
-    ORDER BY last_seq DESC LIMIT %(rolling)s
-) rolling
-UNION ALL SELECT * FROM (
-    SELECT 1 AS part, id, kind, text, first_seq, last_seq, token_count, token_counter, created_at,
-           period_start, period_end
-    FROM summaries_summary
-    WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s AND kind = 'recent'
-      AND merged_into_id IS NULL AND superseded_at IS NULL
-    ORDER BY created_at DESC LIMIT 1
-) recent
-UNION ALL SELECT * FROM (
-    SELECT 2 AS part, id, kind, text, first_seq, last_seq, token_count, token_counter, created_at,
-           period_start, period_end
-    FROM summaries_summary
-    WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s AND kind = 'long'
-      AND merged_into_id IS NULL AND superseded_at IS NULL
-    ORDER BY created_at DESC LIMIT 1
-) long_term
-"""
-#: The carried-over summary of the conversation this one continues (its newest current one).
-CARRIED_SUMMARY_SQL = """
-UNION ALL SELECT * FROM (
-    SELECT 3 AS part, id, kind, text, first_seq, last_seq, token_count, token_counter, created_at,
-           period_start, period_end
-    FROM summaries_summary
-    WHERE tenant_id = %(tenant)s AND conversation_id = %(continues)s
-      AND merged_into_id IS NULL AND superseded_at IS NULL
-    ORDER BY last_seq DESC, created_at DESC LIMIT 1
-) carried
-"""
-
-
-def current_summaries(conversation: Conversation, *, max_rolling: int) -> list[SummaryItem]:
-    """The newest ``max_rolling`` current rolling summaries (newest first), the current 7-day
-    and 30-day summaries, and the carried-over summary of a continued conversation, in that
-    order, in ONE query. The tenant filter is explicit because this is raw SQL."""
-    carried = bool(conversation.continues_id and conversation.carry_over_summary)
-    with connection.cursor() as cursor:
-        execute_prepared(
-            cursor,
-            CURRENT_SUMMARIES_SQL + (CARRIED_SUMMARY_SQL if carried else ""),
-            {
-                "tenant": conversation.tenant_id,
-                "conversation": conversation.pk,
-                "continues": conversation.continues_id,
-                "rolling": max(0, max_rolling),
-            },
-        )
-        rows = cursor.fetchall()
-    rows.sort(key=lambda row: (row[0], -row[4]))  # by part, rolling ones newest first
-    items: list[SummaryItem] = []
-    for row in rows:
-        part, pk, kind, text, first_seq, last_seq, tokens, counter, created, start, end = row
-        items.append(
-            SummaryItem(
-                id=pk,
-                kind="carried" if part == 3 else kind,
-                text=text,
-                first_seq=first_seq,
-                last_seq=last_seq,
-                tokens=tokens,
-                counted_by=counter,
-                created_at=_datetime(created),
-                first_at=_datetime(start),
-                last_at=_datetime(end),
-            )
-        )
-    return items
-
-
-def _datetime(value: Any) -> datetime | None:
-    """A datetime column read by raw SQL, as the ORM would give it: PostgreSQL returns aware
-    datetimes; SQLite returns text or naive UTC datetimes (its declared column types do not
-    survive a UNION)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if value is not None and settings.USE_TZ and timezone.is_naive(value):
-        value = timezone.make_aware(value, UTC)
-    return cast(datetime | None, value)

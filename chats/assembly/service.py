@@ -1,5 +1,5 @@
 """Assemble the prompt of one turn from the conversation's policy (Django adapter over the
-pure core ``chats.context``).
+pure core ``chatplatform.core.context``).
 
 Contract of :func:`assemble_context`: reads only (no writes, no locks); a bounded number of
 queries whatever the length of the history (see ``selectors``); the returned prompt satisfies
@@ -17,31 +17,33 @@ from typing import Any
 
 from django.utils import timezone
 
-from chatplatform.counting import storage_counter_for
-from chatplatform.llm.prompt_cache import still_cached
-from chatplatform.models import ContextPolicy, ModelProfile
-from chatplatform.tenancy.scoping import tenant_scope
-from chatplatform.tokens import TokenCounter
-from chatplatform.tokens.calibration import CalibrationState, calibrated_margin
-from chats.assembly import selectors
-from chats.context.budget import (
+from chatplatform.core.context.budget import (
     MAX_CALIBRATION_RATIO,
     MIN_CALIBRATION_RATIO,
     history_fetch_ceiling,
     sections_within_room,
 )
-from chats.context.packing import assemble
-from chats.context.template import time_values
-from chats.context.types import (
+from chatplatform.core.context.formatting import person_label
+from chatplatform.core.context.packing import assemble
+from chatplatform.core.context.template import time_values
+from chatplatform.core.context.types import (
     AssembledPrompt,
     AssemblyInputs,
     MessageItem,
-    PackingPolicy,
     RetrievedItem,
 )
-from chats.models import Conversation, Message
+from chatplatform.core.llm.prompt_cache import still_cached
+from chatplatform.core.tokens import TokenCounter
+from chatplatform.core.tokens.calibration import CalibrationState, calibrated_margin
+from chatplatform.counting import storage_counter_for
+from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation, Message
+from chatplatform.models.packing import packing_policy_for
+from chatplatform.policies import policy_for
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly import selectors
 from chats.retrieval.retriever import recalled_items
-from chats.services.conversations import policy_for
+from summaries.selectors import current_summaries
 
 #: A retriever returns candidates relevant to the new message among messages older than
 #: ``before_seq`` (those the recent window will not show).
@@ -100,56 +102,6 @@ def margin_for(counter: TokenCounter, policy: ContextPolicy, profile: ModelProfi
 def _safety_margin(counter: TokenCounter, policy: ContextPolicy) -> float:
     fitted = float(getattr(counter, "margin", 1.0))
     return fitted * (1.0 + policy.safety_margin_percent / 100.0)
-
-
-def packing_policy_for(
-    policy: ContextPolicy,
-    *,
-    margin_ratio: float = 1.0,
-    calibration_ratio: float = 1.0,
-    budget_override: int | None = None,
-) -> PackingPolicy:
-    """Map the stored policy onto the pure core's view of it (``margin_ratio``: the safety
-    margin of inexact counts; ``calibration_ratio``: the model's online calibration)."""
-    profile = policy.model_profile
-    max_context = policy.max_context_tokens
-    scale = 1.0
-    if budget_override is not None:
-        prompt_budget = max(
-            1, min(max_context, profile.context_window) - policy.reserved_response_tokens
-        )
-        max_context = min(max_context, budget_override + policy.reserved_response_tokens)
-        # Section budgets in tokens shrink with the prompt budget, keeping their proportions.
-        if policy.budget_unit == "tokens":
-            scale = min(1.0, budget_override / prompt_budget)
-
-    def section(tokens: int) -> int:
-        return int(tokens * scale)
-
-    return PackingPolicy(
-        strategy=policy.strategy,  # type: ignore[arg-type]
-        context_window=profile.context_window,
-        max_context_tokens=max_context,
-        reserved_response_tokens=policy.reserved_response_tokens,
-        safety_margin_ratio=margin_ratio,
-        calibration_ratio=calibration_ratio,
-        budget_unit=policy.budget_unit,  # type: ignore[arg-type]
-        system_budget=section(policy.system_budget),
-        facts_budget=section(policy.facts_budget) if policy.facts_enabled else 0,
-        summaries_budget=section(policy.summaries_budget),
-        retrieval_budget=section(policy.retrieval_budget),
-        min_recent_messages=min(policy.min_recent_messages, policy.recent_message_cap),
-        recent_message_cap=policy.recent_message_cap,
-        max_summaries_in_context=policy.max_summaries_in_context,
-        raw_history_limit=policy.raw_history_limit,
-        max_facts=policy.max_facts_per_user if policy.facts_enabled else 0,
-        retrieval_max_items=policy.retrieval_max_items,
-        retrieval_neighbors=policy.retrieval_neighbors,
-        model_name=profile.name,
-        history_trim_percent=policy.history_trim_percent,
-        turn_retrieval_percent=policy.turn_retrieval_percent,
-        cache_min_tokens=profile.cache_min_tokens if profile.provider == "anthropic" else 0,
-    )
 
 
 @dataclass
@@ -265,7 +217,7 @@ def assemble_context(
     )
 
     summaries = (
-        selectors.current_summaries(conversation, max_rolling=policy.max_summaries_in_context)
+        current_summaries(conversation, max_rolling=policy.max_summaries_in_context)
         if policy.strategy != "sliding_window"
         else []
     )
@@ -364,7 +316,7 @@ def message_item(message: Message, author: Any = None, content_note: str = "") -
         seq=message.seq,
         role=message.role if message.role in ("user", "assistant", "tool") else "user",  # type: ignore[arg-type]
         content=content,
-        author=selectors.author_label(
+        author=person_label(
             getattr(author, "username", None),
             getattr(author, "first_name", None),
             getattr(author, "last_name", None),

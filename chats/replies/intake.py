@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from chatplatform.models.conversations import Conversation, Message, Role
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageRejected, decode_base64_image
-from chats.models import Conversation, Message, Role
 from chats.replies.recovery import reopen_interrupted_reply
 from chats.replies.turns import NextTurn, prepare_next_turn
 from chats.selectors import row_id
-from chats.services.conversations import policy_for
 from chats.services.messages import MessageRejected, message_create
 
 logger = logging.getLogger(__name__)

@@ -33,8 +33,9 @@ from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
 from chatplatform.models import Tenant
+from chatplatform.models.conversations import Conversation, Message, Role, Status
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Conversation, Message, Role, Status
 from chats.replies import turns
 from chats.replies.coordination import (
     Coordination,
@@ -44,7 +45,6 @@ from chats.replies.coordination import (
 )
 from chats.replies.db import db
 from chats.replies.events import broadcast
-from chats.services.conversations import policy_for
 from chats.services.messages import message_finish
 
 logger = logging.getLogger(__name__)

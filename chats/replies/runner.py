@@ -18,12 +18,12 @@ from typing import Any
 
 from django.conf import settings
 
-from chatplatform.llm.base import Done, Provider, TextDelta, ToolCall, Usage
-from chatplatform.llm.errors import PromptTooLong, ProviderError, StreamInterrupted
-from chatplatform.llm.registry import build_provider_or_offline
-from chatplatform.llm.tool_loop import stream_with_tools
+from chatplatform.core.llm.base import Done, Provider, TextDelta, ToolCall, Usage
+from chatplatform.core.llm.errors import PromptTooLong, ProviderError, StreamInterrupted
+from chatplatform.core.llm.registry import build_provider_or_offline
+from chatplatform.core.llm.tool_loop import stream_with_tools
 from chatplatform.model_endpoints import provider_access
-from chats.models import Status
+from chatplatform.models.conversations import Status
 from chats.replies import turns
 from chats.replies.coordination import coordination, keep_alive, runner_lock_name
 from chats.replies.db import db

@@ -12,20 +12,21 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from chatplatform.llm.base import ChatRequest
-from chatplatform.llm.prompt_cache import CacheUsage
+from chatplatform.core.llm.base import ChatRequest
+from chatplatform.core.llm.prompt_cache import CacheUsage
+from chatplatform.core.tokens import calibration
 from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
+from chatplatform.models.conversations import Conversation, Message, Role, Status, TurnRecord
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chatplatform.tokens import calibration
 from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.records import turn_record_build
 from chats.assembly.recount import recount_queue
+from chats.assembly.request import attached_image, chat_request, full_history_usage_for
 from chats.assembly.service import TurnContext
-from chats.models import Conversation, Message, Role, Status, TurnRecord
-from chats.replies.request import attached_image, chat_request, full_history_usage_for
-from chats.retrieval.dense import schedule_embedding
-from chats.services.conversations import conversation_window_advance, policy_for
+from chats.retrieval.tasks import schedule_embedding
+from chats.services.conversations import conversation_window_advance
 from chats.services.message_rows import (
     MessageAndReply,
     finish_reply_row,
@@ -340,7 +341,7 @@ def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
     prompt = turn.prompt
     if prompt.prompt_tokens * prompt.margin_ratio < prompt.budget * (1 - NEAR_BUDGET_SHARE):
         return None
-    from chatplatform.tokens.anthropic_counter import AnthropicCounter
+    from chatplatform.core.tokens.anthropic_counter import AnthropicCounter
 
     cache_key = f"{profile.model}\x00{access.base_url or ''}"
     counter = _exact_counters.get(cache_key)
@@ -478,7 +479,7 @@ def after_reply(conversation: Conversation) -> None:
     """What the policy asks after a reply: a rolling summary when the threshold is crossed."""
     schedule_embedding(conversation)  # retrieval by meaning: embed the new turns; never raises
     try:
-        from summaries.services import schedule_summary_if_needed
+        from summaries.scheduling import schedule_summary_if_needed
     except ImportError:  # the summaries feature is not installed in this build
         return
     try:

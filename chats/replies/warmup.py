@@ -9,8 +9,8 @@ import logging
 
 from django.db import connection
 
+from chatplatform.models.conversations import Conversation
 from chats.assembly.selectors import recent_messages_and_facts
-from chats.models import Conversation
 from chats.replies.coordination import (
     REDIS_CALL_TIMEOUT_SECONDS,
     RedisCoordination,
@@ -30,16 +30,16 @@ WARM_UP_TIMEOUT_SECONDS = 20.0
 #: of milliseconds (the provider SDKs, the summaries package) while every other turn of the
 #: process waits.
 REPLY_PATH_MODULES = (
-    "chatplatform.llm.offline_provider",
-    "chatplatform.llm.anthropic_provider",
-    "chatplatform.llm.openai_provider",
-    "chatplatform.tokens.anthropic_counter",
+    "chatplatform.core.llm.offline_provider",
+    "chatplatform.core.llm.anthropic_provider",
+    "chatplatform.core.llm.openai_provider",
+    "chatplatform.core.tokens.anthropic_counter",
     "chats.retrieval",
     "chats.retrieval.dense",
     "chats.tasks",
     "memory.selectors",
     "memory.tools",
-    "summaries.locks",
+    "chatplatform.locks",
     "summaries.services",
     "summaries.tasks",
 )

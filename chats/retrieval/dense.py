@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
 from chatplatform.models import ContextPolicy
+from chatplatform.models.conversations import Conversation, Message, MessageEmbedding, Role, Status
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Conversation, Message, MessageEmbedding, Role, Status
 
 from . import embeddings
 
@@ -49,7 +48,7 @@ EMBED_BATCH = 256
 #: One embedding task per conversation per this many seconds, sent with this delay, so a
 #: busy conversation's turns are embedded together.
 SCHEDULE_WINDOW_SECONDS = 30
-#: Claim name in :func:`summaries.locks.claim_run` (scoped by tenant and conversation).
+#: Claim name in :func:`chatplatform.locks.claim_run` (scoped by tenant and conversation).
 SCHEDULE_CLAIM = "embed_conversation_messages"
 #: Conversations the beat sweep looks at per batch.
 BACKFILL_BATCH = 200
@@ -161,7 +160,7 @@ def embed_conversation(
     if conversation is None:
         return EmbedResult("missing")
     if check_policy:
-        from chats.services.conversations import policy_for
+        from chatplatform.policies import policy_for
 
         if not dense_enabled(policy_for(conversation)):
             return EmbedResult(OFF)
@@ -173,42 +172,6 @@ def embed_conversation(
     except embeddings.EmbeddingsUnavailable:
         return EmbedResult(UNAVAILABLE)
     return EmbedResult("more" if len(rows) > limit else "done", embedded)
-
-
-def schedule_embedding(conversation: Conversation) -> bool:
-    """Called after a reply (``chats.replies.turns.after_reply``): when the conversation's
-    policy uses dense retrieval and the embeddings are installed here, queue
-    ``embed_conversation_messages`` after commit, at most once per conversation per
-    :data:`SCHEDULE_WINDOW_SECONDS` (delayed by as much, so the window's turns go together;
-    the beat backfill catches anything a claim skipped). Never raises; returns whether a
-    task was queued."""
-    try:
-        from chats.services.conversations import policy_for
-        from summaries.locks import claim_run
-
-        if not dense_enabled(policy_for(conversation)) or not embeddings.available():
-            return False
-        tenant_id, conversation_id = conversation.tenant_id, conversation.pk
-        if not claim_run(
-            SCHEDULE_CLAIM, SCHEDULE_WINDOW_SECONDS, f"t{tenant_id}:c{conversation_id}"
-        ):
-            return False
-
-        def dispatch() -> None:
-            from chats.tasks import embed_conversation_messages
-
-            try:
-                embed_conversation_messages.apply_async(
-                    (tenant_id, conversation_id), countdown=SCHEDULE_WINDOW_SECONDS
-                )
-            except Exception:  # the beat backfill catches up
-                logger.exception("could not queue embeddings for conversation %s", conversation_id)
-
-        transaction.on_commit(dispatch)
-        return True
-    except Exception:  # the reply is stored and answered; the beat backfill catches up
-        logger.exception("could not schedule embeddings for conversation %s", conversation.pk)
-        return False
 
 
 @dataclass

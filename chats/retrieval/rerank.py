@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chats.context.types import MessageItem, RetrievedItem
+from chatplatform.core.context.types import MessageItem, RetrievedItem
 
 from .query import SearchQuery, Term, fold, words_of
 

@@ -19,12 +19,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chatplatform.core.context.formatting import person_label
+from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy
+from chatplatform.models.conversations import Conversation, Message, Role, Status
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.assembly.selectors import author_label, current_summaries
-from chats.context.types import MessageItem, RetrievedItem
-from chats.models import Conversation, Message, Role, Status
 from summaries.models import Summary
+from summaries.selectors import current_summaries
 
 from .dense import WINDOW as DENSE_WINDOW
 from .dense import dense_enabled, dense_scores
@@ -113,7 +114,7 @@ def _item(row: dict[str, Any], bot_name: str) -> MessageItem:
     if role == Role.ASSISTANT:
         author = bot_name
     else:
-        author = author_label(
+        author = person_label(
             row["author__username"], row["author__first_name"], row["author__last_name"]
         )
     return MessageItem(
@@ -254,7 +255,7 @@ def _candidate(row: dict[str, Any]) -> Candidate:
 
 def shown_summary_ids(conversation: Conversation, *, max_rolling: int) -> set[int]:
     """Ids of this conversation's summaries the assembly shows anyway: those
-    ``chats.assembly.selectors.current_summaries`` picks (one query), less any carried over
+    ``summaries.selectors.current_summaries`` picks (one query), less any carried over
     from an earlier conversation (they are never search results here)."""
     return {
         int(item.id)

@@ -1,6 +1,6 @@
 """Writes of the chats app. Views, consumers, API views and tasks call these."""
 
-from .conversations import conversation_create, participant_add, policy_for
+from .conversations import conversation_create, participant_add
 from .messages import (
     MessageRejected,
     max_message_chars,
@@ -14,6 +14,5 @@ __all__ = [
     "max_message_chars",
     "message_create",
     "participant_add",
-    "policy_for",
     "validate_message_content",
 ]

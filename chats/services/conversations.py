@@ -1,19 +1,16 @@
-"""Conversations: creation, participants, and the policy that governs them."""
+"""Conversations: creation, participants and the window of history the prompt keeps."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Subquery
-from django.db.models.signals import post_delete, post_save
 
-from chatplatform.models import ContextPolicy, Tenant
+from chatplatform.models import Tenant
+from chatplatform.models.conversations import Conversation, Participant
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation, Participant
 
 
 class ConversationRejected(ValueError):
@@ -21,49 +18,6 @@ class ConversationRejected(ValueError):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-#: Policies are read on every message; a short-lived per-process copy saves two queries per
-#: read. Saving a policy or a tenant clears this process's copies at once; other processes
-#: see a change within POLICY_CACHE_SECONDS.
-POLICY_CACHE_SECONDS = 5.0
-_policy_cache: dict[tuple[int, int | None], tuple[float, ContextPolicy]] = {}
-
-
-def clear_policy_cache(*_args: Any, **_kwargs: Any) -> None:
-    _policy_cache.clear()
-
-
-def cached_policy(conversation: Conversation) -> ContextPolicy | None:
-    """This process's recent copy of the conversation's policy, or None (no query: async
-    code uses it to skip a trip to a database thread)."""
-    cached = _policy_cache.get((conversation.tenant_id, conversation.policy_id))
-    if cached is not None and time.monotonic() - cached[0] < POLICY_CACHE_SECONDS:
-        return cached[1]
-    return None
-
-
-def policy_for(conversation: Conversation) -> ContextPolicy:
-    """The policy of a conversation: its own override, else the tenant's active policy, else
-    the Hybrid preset. Raises ContextPolicy.DoesNotExist only if the presets were deleted."""
-    cached = cached_policy(conversation)
-    if cached is not None:
-        return cached
-    key = (conversation.tenant_id, conversation.policy_id)
-    now = time.monotonic()
-    with tenant_scope(conversation.tenant_id):
-        policies = ContextPolicy.objects.select_related("model_profile")
-        if conversation.policy_id:
-            policy = policies.get(pk=conversation.policy_id)
-        else:
-            active = Tenant.objects.filter(pk=conversation.tenant_id).values("active_policy_id")
-            policy = policies.filter(pk__in=Subquery(active)).first() or policies.get(
-                tenant__isnull=True, name="Hybrid"
-            )
-    if len(_policy_cache) > 10_000:
-        _policy_cache.clear()
-    _policy_cache[key] = (now, policy)
-    return policy
 
 
 @transaction.atomic
@@ -110,11 +64,6 @@ def participant_add(*, conversation: Conversation, user: Any) -> None:
             tenant_id=conversation.tenant_id, conversation=conversation, user=user
         )
         Conversation.objects.filter(pk=conversation.pk).update(is_group=True)
-
-
-for _model in (ContextPolicy, Tenant):
-    post_save.connect(clear_policy_cache, sender=_model, dispatch_uid=f"policy-cache-{_model}")
-    post_delete.connect(clear_policy_cache, sender=_model, dispatch_uid=f"policy-del-{_model}")
 
 
 def conversation_window_advance(

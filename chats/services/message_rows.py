@@ -18,7 +18,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Model
 
-from chats.models import Conversation, Message, TurnRecord
+from chatplatform.models.conversations import Conversation, Message, TurnRecord
 
 _MESSAGES = Message._meta.db_table
 _CONVERSATIONS = Conversation._meta.db_table

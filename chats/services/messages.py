@@ -12,12 +12,12 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from chatplatform.core.tokens.base import TokenCounter
 from chatplatform.counting import storage_counter_for
+from chatplatform.models.conversations import Conversation, Message, Role, Status
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
-from chatplatform.tokens.base import TokenCounter
 from chats.images import ImageInfo
-from chats.models import Conversation, Message, Role, Status
-from chats.services.conversations import policy_for
 from chats.services.message_rows import insert_message_row
 
 

@@ -8,8 +8,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from chatplatform.models import Tenant
+from chatplatform.models.conversations import Conversation, Participant
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation, Participant
 from chats.ui.selectors import tenant_members
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chats.models import TurnRecord
+from chatplatform.models.conversations import TurnRecord
 
 #: Prompt sections in the order the meter draws them; the new message and the provider's
 #: framing are shown as part of the history segment's neighbours.

@@ -9,11 +9,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 
+from chatplatform.core.context.formatting import person_label
 from chatplatform.models import Membership, Tenant
+from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.assembly.selectors import author_label
-from chats.models import Conversation, Message, Participant, Role, TurnRecord
-from chats.services import policy_for
 
 CONVERSATIONS_LISTED = 50
 MESSAGES_PER_PAGE = 100
@@ -102,7 +102,7 @@ def _author(message: Message, bot_name: str) -> str:
     user = message.author
     if user is None:
         return "(deleted user)"
-    return author_label(user.username, user.first_name, user.last_name)
+    return person_label(user.username, user.first_name, user.last_name)
 
 
 def participants_of(conversation: Conversation) -> list[Any]:

@@ -4,14 +4,12 @@ from .common import Result
 from .continuation import (
     continuation_summary_ensure,
     needs_continuation_summary,
-    schedule_continuation_summary,
 )
 from .periodic import DueBatch, PeriodicResult, periodic_due_batch, periodic_summary_refresh
 from .rolling import (
     RollingState,
     merge_rolling,
     rolling_state,
-    schedule_summary_if_needed,
     summary_refresh,
 )
 
@@ -26,7 +24,5 @@ __all__ = [
     "periodic_due_batch",
     "periodic_summary_refresh",
     "rolling_state",
-    "schedule_continuation_summary",
-    "schedule_summary_if_needed",
     "summary_refresh",
 ]

@@ -8,12 +8,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from chatplatform.core.context.formatting import person_label
+from chatplatform.core.tokens import TokenCounter
 from chatplatform.counting import storage_counter_for
 from chatplatform.models import ContextPolicy
+from chatplatform.models.conversations import Conversation, Message, Status
 from chatplatform.tenancy.scoping import ScopeError, tenant_scope
-from chatplatform.tokens import TokenCounter
-from chats.assembly.selectors import author_label
-from chats.models import Conversation, Message, Status
 from summaries.models import Summary
 from summaries.summarizer import SourceMessage, SummaryDraft
 
@@ -111,7 +111,7 @@ def fetch_messages(
         if row["role"] == "assistant":
             author = bot_name
         else:
-            author = author_label(
+            author = person_label(
                 row["author__username"], row["author__first_name"], row["author__last_name"]
             )
         messages.append(

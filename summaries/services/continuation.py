@@ -9,11 +9,9 @@ into one, so the latest summary is a summary of the whole conversation.
 
 from __future__ import annotations
 
-from django.db import transaction
-
-from chats.models import Conversation
-from chats.services.conversations import policy_for
-from summaries.locks import exclusive
+from chatplatform.locks import exclusive
+from chatplatform.models.conversations import Conversation
+from chatplatform.policies import policy_for
 from summaries.selectors import latest_summary_seq, rolling_coverage
 from summaries.summarizer import Summarizer
 from summaries.summarizer.engine import summarizer_for
@@ -71,22 +69,3 @@ def continuation_summary_ensure(
             if merged is not None and result.status == "not_due":
                 result.status = "created"
         return result
-
-
-def schedule_continuation_summary(conversation: Conversation) -> bool:
-    """For a new conversation that continues another: if the earlier one has no summary of
-    its whole history yet, dispatch ``summarize_for_continuation`` after commit."""
-    if not conversation.continues_id or not conversation.carry_over_summary:
-        return False
-    earlier = load_conversation(conversation.tenant_id, conversation.continues_id)
-    if earlier is None or not needs_continuation_summary(earlier):
-        return False
-    tenant_id, earlier_id = earlier.tenant_id, earlier.pk
-
-    def dispatch() -> None:
-        from summaries.tasks import summarize_for_continuation
-
-        summarize_for_continuation.delay(tenant_id, earlier_id)
-
-    transaction.on_commit(dispatch)
-    return True

@@ -25,11 +25,11 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from chatplatform.locks import exclusive
 from chatplatform.models import ContextPolicy, Tenant
+from chatplatform.models.conversations import Conversation, Message
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Conversation, Message
-from chats.services.conversations import policy_for
-from summaries.locks import exclusive
 from summaries.models import Summary, SummaryKind
 from summaries.summarizer import Summarizer, SummaryFailed
 from summaries.summarizer.engine import summarizer_for

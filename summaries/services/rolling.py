@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
+from chatplatform.locks import cooldown, exclusive, in_cooldown
 from chatplatform.models import ContextPolicy
+from chatplatform.models.conversations import Conversation
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation
-from chats.services.conversations import policy_for
-from summaries.locks import cooldown, exclusive, in_cooldown
 from summaries.models import Summary, SummaryKind
 from summaries.selectors import rolling_coverage
 from summaries.summarizer import (
@@ -111,7 +111,7 @@ def uses_summaries(policy: ContextPolicy) -> bool:
     return policy.strategy != "sliding_window" and policy.summaries_budget > 0
 
 
-def _failure_key(conversation: Conversation, first_seq: int) -> str:
+def failure_key(conversation: Conversation, first_seq: int) -> str:
     return f"rolling-failed:t{conversation.tenant_id}:c{conversation.pk}:{first_seq}"
 
 
@@ -180,7 +180,7 @@ def advance_rolling(
             result.more = True
             break
         first = state.covered_upto + 1
-        if in_cooldown(_failure_key(conversation, first)):
+        if in_cooldown(failure_key(conversation, first)):
             result.status, result.detail = "cooling_down", "the last attempt failed"
             break
         size = chunk_size if state.pending >= chunk_size else state.pending
@@ -206,7 +206,7 @@ def advance_rolling(
                 fetched.last_seq,
                 failed.message,
             )
-            cooldown(_failure_key(conversation, first), FAILURE_COOLDOWN_SECONDS)
+            cooldown(failure_key(conversation, first), FAILURE_COOLDOWN_SECONDS)
             result.status, result.detail = "failed", failed.code
             break
         with transaction.atomic():
@@ -298,37 +298,3 @@ def merge_rolling(
             Summary.objects.filter(pk__in=ids).update(merged_into=merged)
     result.merged.append(merged.pk)
     return merged
-
-
-def schedule_summary_if_needed(conversation: Conversation) -> bool:
-    """Called by the reply pipeline after a turn: when the conversation crossed its summary
-    threshold, dispatch ``refresh_rolling_summary`` after the transaction commits.
-
-    Cheap (the policy and one indexed aggregate) and deduplicated for a short while, so
-    calling it on every turn is fine. Returns True when a run was scheduled.
-    """
-    from django.core.cache import cache
-
-    from summaries.locks import lock_key
-
-    policy = policy_for(conversation)
-    if not uses_summaries(policy):
-        return False
-    with tenant_scope(conversation.tenant_id):
-        fresh = Conversation.objects.filter(pk=conversation.pk).first()
-    if fresh is None:
-        return False
-    state = rolling_state(fresh, policy)
-    if not state.due or in_cooldown(_failure_key(fresh, state.covered_upto + 1)):
-        return False
-    if not cache.add(lock_key(f"rolling-scheduled:t{fresh.tenant_id}:c{fresh.pk}"), 1, 30):
-        return False
-    tenant_id, conversation_id = fresh.tenant_id, fresh.pk
-
-    def dispatch() -> None:
-        from summaries.tasks import refresh_rolling_summary
-
-        refresh_rolling_summary.delay(tenant_id, conversation_id)
-
-    transaction.on_commit(dispatch)
-    return True

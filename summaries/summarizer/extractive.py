@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from chatplatform.tokens.base import TokenCounter
+from chatplatform.core.tokens.base import TokenCounter
 
 from .render import render_summary
 from .text import (

@@ -1,4 +1,4 @@
-"""The summarizer that asks a model, through the provider interface (``chatplatform.llm``).
+"""The summarizer that asks a model, through the provider interface (``chatplatform.core.llm``).
 
 The model is asked for one JSON object (``summary``, ``facts``, ``open_questions``; seed 002).
 The answer is validated (:mod:`.validation`); an invalid answer is retried once with the
@@ -15,10 +15,10 @@ from decimal import Decimal
 
 from asgiref.sync import async_to_sync
 
-from chatplatform.llm.base import ChatRequest, Done, Message, Provider, TextDelta, Usage
-from chatplatform.llm.errors import ProviderError, StreamInterrupted
-from chatplatform.tokens.base import TokenCounter
-from chats.context.formatting import MAX_AUTHOR_CHARS, data_text
+from chatplatform.core.context.formatting import MAX_AUTHOR_CHARS, data_text
+from chatplatform.core.llm.base import ChatRequest, Done, Message, Provider, TextDelta, Usage
+from chatplatform.core.llm.errors import ProviderError, StreamInterrupted
+from chatplatform.core.tokens.base import TokenCounter
 
 from .types import (
     MODEL_PROMPT_VERSION,

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from chatplatform.tokens.base import TokenCounter
+from chatplatform.core.tokens.base import TokenCounter
 
 from .render import render_summary
 from .types import StructuredSummary

@@ -6,8 +6,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from chatplatform.models.conversations import Conversation, Message, Role, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation, Message, Role, TurnRecord
 from chats.services.messages import message_create
 from summaries.models import Summary
 

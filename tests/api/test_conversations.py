@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation, Message
 from chats.services import conversation_create
 from tests.api.conftest import API, error_of
 from tests.api.helpers import add_message
@@ -102,7 +102,7 @@ def test_create_continuing_an_earlier_conversation(
 ):
     scheduled = []
     monkeypatch.setattr(
-        "summaries.services.schedule_continuation_summary", lambda c: scheduled.append(c.pk)
+        "summaries.scheduling.schedule_continuation_summary", lambda c: scheduled.append(c.pk)
     )
     response = client_a.post(
         f"{API}/conversations/",

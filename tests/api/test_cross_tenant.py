@@ -106,7 +106,7 @@ def test_another_tenants_object_answers_like_a_missing_one(
 def test_nothing_of_tenant_b_changed(admin_client_a, world_b, tenant_b, member_b):
     for _name, method, template, body in OBJECT_ENDPOINTS:
         call(admin_client_a, method, template, body, world_b)
-    from chats.models import Conversation, Message
+    from chatplatform.models.conversations import Conversation, Message
     from memory.models import UserFact
 
     with tenant_scope(tenant_b):

@@ -22,10 +22,10 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from chatplatform.llm.offline_provider import OfflineProvider
+from chatplatform.core.llm.offline_provider import OfflineProvider
+from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from chats.replies import runner
 from chats.services import conversation_create
 
@@ -86,7 +86,7 @@ def stream_reply(base_url: str, key: str, conversation_id: int, content: str, **
 def in_process_server() -> Iterator[str]:
     import uvicorn
 
-    from chatplatform.asgi import application
+    from chatplatform.config.asgi import application
 
     port = free_port()
     server = uvicorn.Server(
@@ -190,14 +190,14 @@ def server_process(fake_anthropic) -> Iterator[str]:
         "DEBUG": "1",
         "ANTHROPIC_API_KEY": "sk-test",
         "ANTHROPIC_BASE_URL": fake_anthropic.url,
-        "DJANGO_SETTINGS_MODULE": "chatplatform.settings",
+        "DJANGO_SETTINGS_MODULE": "chatplatform.config.settings",
     }
     process = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "uvicorn",
-            "chatplatform.asgi:application",
+            "chatplatform.config.asgi:application",
             "--port",
             str(port),
             "--log-level",

@@ -13,8 +13,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from chatplatform.models import ContextPolicy
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from chats.replies import runner
 from chats.replies.coordination import coordination
 from tests.api.conftest import API, error_of

@@ -16,10 +16,10 @@ from collections.abc import AsyncIterator
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-from chatplatform.asgi import application as platform_application
-from chatplatform.llm.base import ChatRequest, Provider, StreamEvent, message_text
-from chatplatform.llm.errors import ProviderUnavailable
-from chatplatform.llm.offline_provider import OfflineProvider
+from chatplatform.config.asgi import application as platform_application
+from chatplatform.core.llm.base import ChatRequest, Provider, StreamEvent, message_text
+from chatplatform.core.llm.errors import ProviderUnavailable
+from chatplatform.core.llm.offline_provider import OfflineProvider
 from chats.replies import runner
 from chats.replies.turns import PreparedTurn
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from chatplatform.models.conversations import Message, Role
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message, Role
 from chats.services import conversation_create
 from tests.browser.asgi import DELAY_VARIABLE, FAIL_ONCE_MARKER
 from tests.browser.conftest import log_in, screenshot

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from chats.services import conversation_create, message_create
 
 pytestmark = pytest.mark.django_db

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from chatplatform.core.tokens import get_counter
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chatplatform.tokens import get_counter
 from chats.assembly import assemble_turn, turn_record_create
-from chats.models import Message, TurnRecord
 from chats.services import conversation_create, message_create
 from memory.models import UserFact
 from summaries.models import Summary

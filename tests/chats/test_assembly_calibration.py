@@ -8,13 +8,13 @@ import math
 
 import pytest
 
+from chatplatform.core.tokens import get_counter
+from chatplatform.core.tokens.calibration import calibrated_estimate, calibrated_margin
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chatplatform.tokens import get_counter
-from chatplatform.tokens.calibration import calibrated_estimate, calibrated_margin
 from chats.assembly import assemble_turn
 from chats.assembly.service import calibration_state
-from chats.models import Conversation
 from chats.replies.turns import calibration_record
 from chats.services import conversation_create, message_create
 

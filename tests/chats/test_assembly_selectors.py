@@ -8,16 +8,14 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from chatplatform.db import server_side_binding
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.assembly.selectors import (
-    _server_side_binding,
-    current_summaries,
-    recent_messages_and_facts,
-)
-from chats.models import Message
+from chats.assembly.selectors import recent_messages_and_facts
 from chats.services import conversation_create, message_create
 from memory.models import UserFact
 from summaries.models import Summary
+from summaries.selectors import current_summaries
 
 pytestmark = pytest.mark.django_db
 
@@ -127,7 +125,7 @@ def test_items_read_again_are_reused_only_when_nothing_changed(conversation, mem
 
 @pytest.mark.postgres
 def test_the_history_statement_is_prepared_once_per_connection(conversation, member_a):
-    if not _server_side_binding():
+    if not server_side_binding():
         pytest.skip("prepared statements need server-side binding (DB_SERVER_SIDE_BINDING=1)")
     before = connection.connection.prepare_threshold
     for _ in range(3):

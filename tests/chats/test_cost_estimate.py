@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation, Message, Role
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly.cost_estimate import expected_turn_cost
-from chats.models import Conversation, Message, Role
 from chats.services import conversation_create, message_create
 
 pytestmark = pytest.mark.django_db

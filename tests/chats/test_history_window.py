@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 
 from chatplatform.models import ModelProfile
+from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn
-from chats.models import Conversation
 from chats.services import conversation_create, message_create
 from chats.services.conversations import conversation_window_advance
 from tests.factories import summary

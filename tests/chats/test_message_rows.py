@@ -9,8 +9,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from chatplatform.models.conversations import Conversation, Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation, Message, TurnRecord
 from chats.services import conversation_create, message_create
 from chats.services.message_rows import (
     finish_reply_row,

@@ -7,10 +7,10 @@ import threading
 import pytest
 from django.db import connection
 
+from chatplatform.core.tokens import get_counter
 from chatplatform.models import ContextPolicy
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chatplatform.tokens import get_counter
-from chats.models import Conversation, Message
 from chats.services import MessageRejected, conversation_create, message_create
 
 pytestmark = pytest.mark.django_db

@@ -11,10 +11,10 @@ import pytest
 from celery.signals import task_prerun
 from django.db.models import Count, Sum
 
-from chatplatform.celery import app as celery_app
+from chatplatform.config.celery import app as celery_app
+from chatplatform.core.tokens import get_counter
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chatplatform.tokens import get_counter
-from chats.models import Conversation, Message
 from chats.replies.turns import prepare_turn
 from chats.services import conversation_create, message_create
 from summaries.backfill import backfill_messages

@@ -10,8 +10,7 @@ from typing import Any
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from chatplatform.tokens.bpe import BpeCounter
-from chats.context import (
+from chatplatform.core.context import (
     AssembledPrompt,
     AssemblyInputs,
     FactItem,
@@ -21,9 +20,10 @@ from chats.context import (
     SummaryItem,
     validate_policy,
 )
-from chats.context.budget import usable_prompt_tokens
-from chats.context.formatting import FACTS_CLOSE, FACTS_NOTE, FACTS_OPEN, format_turn
-from chats.context.types import STRATEGIES
+from chatplatform.core.context.budget import usable_prompt_tokens
+from chatplatform.core.context.formatting import FACTS_CLOSE, FACTS_NOTE, FACTS_OPEN, format_turn
+from chatplatform.core.context.types import STRATEGIES
+from chatplatform.core.tokens.bpe import BpeCounter
 
 COUNTER = BpeCounter("o200k_base")
 

@@ -9,8 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chats.context import PackingPolicy, PolicyError, check_policy, plan_budget, validate_policy
-from chats.context.budget import (
+from chatplatform.core.context import (
+    PackingPolicy,
+    PolicyError,
+    check_policy,
+    plan_budget,
+    validate_policy,
+)
+from chatplatform.core.context.budget import (
     MIN_NEW_MESSAGE_TOKENS,
     counted_limit,
     fits,

@@ -8,7 +8,7 @@ from datetime import datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chats.context import (
+from chatplatform.core.context import (
     AssemblyInputs,
     FactItem,
     MessageItem,
@@ -16,7 +16,7 @@ from chats.context import (
     SummaryItem,
     assemble,
 )
-from chats.context.formatting import (
+from chatplatform.core.context.formatting import (
     FACTS_CLOSE,
     MAX_FACT_CHARS,
     escape_block_text,

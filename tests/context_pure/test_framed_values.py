@@ -14,7 +14,7 @@ from datetime import datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chats.context import (
+from chatplatform.core.context import (
     AssemblyInputs,
     FactItem,
     MessageItem,
@@ -23,8 +23,8 @@ from chats.context import (
     SummaryItem,
     assemble,
 )
-from chats.context.formatting import data_text, framed_values_note, one_line
-from chats.context.template import MAX_SINGLE_LINE_CHARS, VARIABLES, render_template
+from chatplatform.core.context.formatting import data_text, framed_values_note, one_line
+from chatplatform.core.context.template import MAX_SINGLE_LINE_CHARS, VARIABLES, render_template
 
 from .helpers import COUNTER, HOSTILE_FACTS, check_facts_block
 

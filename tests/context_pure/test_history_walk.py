@@ -5,14 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chats.context.formatting import CONVERSATION_START
-from chats.context.history import (
+from chatplatform.core.context.formatting import CONVERSATION_START
+from chatplatform.core.context.history import (
     CountMemo,
     History,
     Meter,
     provider_messages,
 )
-from chats.context.types import MessageItem
+from chatplatform.core.context.types import MessageItem
 
 from .helpers import COUNTER
 

@@ -9,7 +9,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chats.context import AssemblyInputs, MessageItem, PackingPolicy, RetrievedItem, assemble
+from chatplatform.core.context import (
+    AssemblyInputs,
+    MessageItem,
+    PackingPolicy,
+    RetrievedItem,
+    assemble,
+)
 
 from .helpers import COUNTER, check_invariants
 

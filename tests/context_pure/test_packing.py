@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from chatplatform.tokens.bpe import BpeCounter
-from chats.context import (
+from chatplatform.core.context import (
     AssembledPrompt,
     AssemblyInputs,
     FactItem,
@@ -20,8 +19,9 @@ from chats.context import (
     SystemPart,
     assemble,
 )
-from chats.context.formatting import CONVERSATION_START, USER_MEMORIES_POINTER
-from chats.context.types import ItemId
+from chatplatform.core.context.formatting import CONVERSATION_START, USER_MEMORIES_POINTER
+from chatplatform.core.context.types import ItemId
+from chatplatform.core.tokens.bpe import BpeCounter
 
 from .helpers import COUNTER, check_invariants
 

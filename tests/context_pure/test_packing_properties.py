@@ -7,9 +7,9 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chats.context import AssemblyInputs, MessageItem, PackingPolicy, assemble
-from chats.context.budget import plan_budget
-from chats.context.formatting import CONVERSATION_START, format_turn
+from chatplatform.core.context import AssemblyInputs, MessageItem, PackingPolicy, assemble
+from chatplatform.core.context.budget import plan_budget
+from chatplatform.core.context.formatting import CONVERSATION_START, format_turn
 
 from .helpers import COUNTER, INEXACT, check_invariants, histories, inputs_for, policies, recount
 

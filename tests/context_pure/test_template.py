@@ -7,8 +7,8 @@ from datetime import datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chats.context.formatting import framed_values_note
-from chats.context.template import (
+from chatplatform.core.context.formatting import framed_values_note
+from chatplatform.core.context.template import (
     MAX_SINGLE_LINE_CHARS,
     VARIABLES,
     clean_value,

@@ -7,7 +7,12 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chats.context.truncate import count_text, marker_text, truncate_middle, truncate_tail
+from chatplatform.core.context.truncate import (
+    count_text,
+    marker_text,
+    truncate_middle,
+    truncate_tail,
+)
 
 from .helpers import COUNTER, SNIPPETS
 

@@ -11,13 +11,13 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.asgi import application
-from chatplatform.llm.anthropic_provider import AnthropicProvider
-from chatplatform.llm.base import Provider
-from chatplatform.llm.openai_provider import OpenAICompatibleProvider
-from chatplatform.llm.retry import RetryPolicy
+from chatplatform.config.asgi import application
+from chatplatform.core.llm.anthropic_provider import AnthropicProvider
+from chatplatform.core.llm.base import Provider
+from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
+from chatplatform.core.llm.retry import RetryPolicy
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from tests.replies.conftest import session_headers
 
 FINAL = ("done", "error")

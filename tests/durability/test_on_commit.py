@@ -12,8 +12,8 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from chatplatform.models.conversations import Message, Role, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message, Role, TurnRecord
 from chats.replies import runner, turns
 from chats.replies.events import broadcast_on_commit, conversation_group, message_event
 from chats.services import conversation_create

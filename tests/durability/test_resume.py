@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from chatplatform.llm.offline_provider import OfflineProvider
-from chats.models import Role, Status
+from chatplatform.core.llm.offline_provider import OfflineProvider
+from chatplatform.models.conversations import Role, Status
 from chats.replies import runner
 from chats.services import conversation_create
 from chats.services.messages import message_create

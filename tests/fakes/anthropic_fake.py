@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from chatplatform.llm.prompt_cache import PromptCache, Segment, anthropic_segments
+from chatplatform.core.llm.prompt_cache import PromptCache, Segment, anthropic_segments
 
 from .behaviours import (
     Disconnect,

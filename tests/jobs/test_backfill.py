@@ -9,10 +9,10 @@ import pytest
 from django.core.management import call_command
 from django.db.models import Count, Sum
 
+from chatplatform.core.tokens import get_counter
 from chatplatform.models import ModelProfile
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chatplatform.tokens import get_counter
-from chats.models import Conversation, Message
 from summaries.backfill import backfill_tenant, backfill_token_counts, targets_for
 from summaries.models import TokenBackfillState
 from tests.summaries.helpers import add_messages, db_snapshot, make_conversation, make_policy

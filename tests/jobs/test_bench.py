@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 
 from chatplatform.models import Tenant
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import all_tenants
-from chats.models import Message
 
 
 @pytest.mark.django_db(transaction=True)

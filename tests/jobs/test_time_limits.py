@@ -16,9 +16,9 @@ from django.utils import timezone
 
 import chats.tasks
 import summaries.tasks
-from chatplatform.celery import app as celery_app
+from chatplatform.config.celery import app as celery_app
+from chatplatform.locks import exclusive, lock_key
 from summaries import tasks
-from summaries.locks import exclusive, lock_key
 from summaries.services import periodic, rolling
 from tests.summaries.helpers import (
     add_messages,

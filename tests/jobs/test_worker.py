@@ -18,8 +18,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from summaries import tasks
 from tests.summaries.helpers import (
     add_messages,
@@ -71,7 +71,7 @@ def worker(tmp_path):
                 "-m",
                 "celery",
                 "-A",
-                "chatplatform",
+                "chatplatform.config.celery",
                 "worker",
                 "-Q",
                 queue,

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
-from chatplatform.llm.anthropic_provider import AnthropicProvider
-from chatplatform.llm.openai_provider import OpenAICompatibleProvider
-from chatplatform.llm.retry import RetryPolicy
+from chatplatform.core.llm.anthropic_provider import AnthropicProvider
+from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
+from chatplatform.core.llm.retry import RetryPolicy
 from tests.fakes.anthropic_fake import FakeAnthropic
 from tests.fakes.fixtures import (
     fake_anthropic,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from chatplatform.llm import ProviderError, StreamEvent, TextDelta
+from chatplatform.core.llm import ProviderError, StreamEvent, TextDelta
 
 
 async def collect(stream: AsyncIterator[StreamEvent]) -> list[StreamEvent]:

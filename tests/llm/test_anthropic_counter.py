@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatplatform.tokens.anthropic_counter import AnthropicCounter, count_near_budget
-from chatplatform.tokens.base import TokenCounter
+from chatplatform.core.tokens.anthropic_counter import AnthropicCounter, count_near_budget
+from chatplatform.core.tokens.base import TokenCounter
 from tests.fakes import behaviours as b
 from tests.fakes.anthropic_fake import COUNT_BASE_TOKENS, COUNT_MESSAGE_TOKENS, FakeAnthropic
 from tests.fakes.server import unused_port_url

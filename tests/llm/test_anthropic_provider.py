@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from chatplatform.llm import (
+from chatplatform.core.llm import (
     FACT_TOOLS,
     AuthenticationFailed,
     ChatRequest,
@@ -26,9 +26,9 @@ from chatplatform.llm import (
     ToolCall,
     Usage,
 )
-from chatplatform.llm.anthropic_provider import AnthropicProvider
-from chatplatform.llm.base import ContentPart
-from chatplatform.llm.retry import NO_RETRY
+from chatplatform.core.llm.anthropic_provider import AnthropicProvider
+from chatplatform.core.llm.base import ContentPart
+from chatplatform.core.llm.retry import NO_RETRY
 from tests.fakes import behaviours as b
 from tests.fakes.anthropic_fake import FakeAnthropic
 from tests.fakes.server import unused_port_url

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.llm.endpoints import (
+from chatplatform.core.llm.endpoints import (
     EndpointPolicy,
     EndpointRefused,
     address_refused,

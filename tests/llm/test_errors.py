@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.llm.errors import (
+from chatplatform.core.llm.errors import (
     Overloaded,
     PromptTooLong,
     ProviderUnavailable,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.llm import (
+from chatplatform.core.llm import (
     ChatRequest,
     ContextReport,
     ContextSection,
@@ -13,8 +13,8 @@ from chatplatform.llm import (
     TextDelta,
     Usage,
 )
-from chatplatform.llm.offline_provider import OFFLINE_LABEL, OfflineProvider
-from chatplatform.tokens.bpe import BpeCounter
+from chatplatform.core.llm.offline_provider import OFFLINE_LABEL, OfflineProvider
+from chatplatform.core.tokens.bpe import BpeCounter
 
 from .helpers import collect, text_of
 

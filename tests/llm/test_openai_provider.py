@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from chatplatform.llm import (
+from chatplatform.core.llm import (
     FACT_TOOLS,
     ChatRequest,
     Done,
@@ -26,8 +26,8 @@ from chatplatform.llm import (
     ToolUsePart,
     Usage,
 )
-from chatplatform.llm.openai_provider import OpenAICompatibleProvider
-from chatplatform.llm.retry import NO_RETRY
+from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
+from chatplatform.core.llm.retry import NO_RETRY
 from tests.fakes import behaviours as b
 from tests.fakes.openai_fake import FakeOpenAI
 from tests.fakes.server import unused_port_url

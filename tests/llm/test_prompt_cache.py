@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.llm.prompt_cache import CacheUsage, PromptCache, Segment, anthropic_segments
+from chatplatform.core.llm.prompt_cache import CacheUsage, PromptCache, Segment, anthropic_segments
 
 
 def request(*sizes: int, marks: tuple[int, ...] = (), ttl: str = "5m") -> list[Segment]:
@@ -93,7 +93,7 @@ def test_segments_follow_the_api_order_and_carry_the_lifetime() -> None:
 
 
 def test_the_whole_history_reads_what_its_previous_turn_wrote() -> None:
-    from chatplatform.llm.prompt_cache import full_history_usage
+    from chatplatform.core.llm.prompt_cache import full_history_usage
 
     assert full_history_usage(5000, 4800) == CacheUsage(0, 4800, 200)
     assert full_history_usage(5000, None) == CacheUsage(0, 0, 5000)

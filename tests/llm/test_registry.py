@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.llm import ChatRequest, Message, build_provider, build_provider_or_offline
-from chatplatform.llm.anthropic_provider import AnthropicProvider
-from chatplatform.llm.offline_provider import OfflineProvider
-from chatplatform.llm.openai_provider import OpenAICompatibleProvider
-from chatplatform.llm.registry import UnknownProvider
+from chatplatform.core.llm import ChatRequest, Message, build_provider, build_provider_or_offline
+from chatplatform.core.llm.anthropic_provider import AnthropicProvider
+from chatplatform.core.llm.offline_provider import OfflineProvider
+from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
+from chatplatform.core.llm.registry import UnknownProvider
 from tests.fakes.anthropic_fake import FakeAnthropic
 
 from .helpers import collect, text_of

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from chatplatform.llm import (
+from chatplatform.core.llm import (
     ChatRequest,
     Message,
     Overloaded,
@@ -18,9 +18,9 @@ from chatplatform.llm import (
     StreamStalled,
     TextDelta,
 )
-from chatplatform.llm.anthropic_provider import AnthropicProvider
-from chatplatform.llm.errors import ProviderError
-from chatplatform.llm.retry import RetryPolicy, stream_with_retry
+from chatplatform.core.llm.anthropic_provider import AnthropicProvider
+from chatplatform.core.llm.errors import ProviderError
+from chatplatform.core.llm.retry import RetryPolicy, stream_with_retry
 from tests.fakes import behaviours as b
 from tests.fakes.anthropic_fake import FakeAnthropic
 

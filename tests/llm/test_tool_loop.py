@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from chatplatform.llm import (
+from chatplatform.core.llm import (
     FACT_TOOLS,
     ChatRequest,
     Done,
@@ -17,8 +17,8 @@ from chatplatform.llm import (
     Usage,
     stream_with_tools,
 )
-from chatplatform.llm.anthropic_provider import AnthropicProvider
-from chatplatform.llm.openai_provider import OpenAICompatibleProvider
+from chatplatform.core.llm.anthropic_provider import AnthropicProvider
+from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
 from tests.fakes import behaviours as b
 from tests.fakes.anthropic_fake import FakeAnthropic
 from tests.fakes.openai_fake import FakeOpenAI

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from chatplatform.core.context.formatting import FACTS_CLOSE, FACTS_OPEN, SUMMARY_TAG
 from chats.assembly import assemble_turn
-from chats.context.formatting import FACTS_CLOSE, FACTS_OPEN, SUMMARY_TAG
 from chats.services import message_create
 from memory.services import FactRejected, fact_save
 from summaries.services import summary_refresh
@@ -126,8 +126,8 @@ def test_no_fact_of_another_user_or_tenant_reaches_the_prompt(setup, admin_a, te
 
 
 def other_question_conversation(message):
+    from chatplatform.models.conversations import Conversation
     from chatplatform.tenancy.scoping import tenant_scope
-    from chats.models import Conversation
 
     with tenant_scope(message.tenant_id):
         return Conversation.objects.get(pk=message.conversation_id)

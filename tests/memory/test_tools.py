@@ -9,9 +9,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from chatplatform.llm.base import ChatRequest, Message, Provider, ToolCall
-from chatplatform.llm.tool_loop import stream_with_tools
-from chatplatform.llm.tools import FACT_TOOLS
+from chatplatform.core.llm.base import ChatRequest, Message, Provider, ToolCall
+from chatplatform.core.llm.tool_loop import stream_with_tools
+from chatplatform.core.llm.tools import FACT_TOOLS
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import message_create
 from memory.models import UserFact
@@ -112,7 +112,7 @@ class ToolCallingProvider(Provider):
         self.calls = 0
 
     async def stream(self, request):
-        from chatplatform.llm.base import Done, TextDelta, Usage
+        from chatplatform.core.llm.base import Done, TextDelta, Usage
 
         self.calls += 1
         if self.calls == 1:

@@ -8,9 +8,10 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from chatplatform.models import ContextPolicy, ModelProfile, Tenant
+from chatplatform.policies import policy_for
 from chatplatform.services import PolicyNotAllowed, tenant_set_active_policy
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.services import conversation_create, policy_for
+from chats.services import conversation_create
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
+from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Conversation, Message, Participant
 from memory.models import UserFact
 from summaries.models import Summary
 from tests.factories import make_member

@@ -10,10 +10,10 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.asgi import application
+from chatplatform.config.asgi import application
+from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.services import api_key_create, api_key_revoke
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message, TurnRecord
 from chats.services import conversation_create
 from tests.replies.conftest import session_headers
 
@@ -190,7 +190,7 @@ async def test_api_key_subprotocol(conversation, tenant_a, member_a, tenant_b, m
 
 
 async def test_reply_survives_a_closed_socket_and_resume_replays(conversation, member_a, tenant_a):
-    from chatplatform.llm.offline_provider import OfflineProvider
+    from chatplatform.core.llm.offline_provider import OfflineProvider
     from chats.replies import runner
 
     runner.set_provider_factory(lambda prepared: OfflineProvider(delay=0.01))
@@ -225,7 +225,7 @@ async def test_reply_survives_a_closed_socket_and_resume_replays(conversation, m
 
 
 async def test_stop_ends_the_reply_incomplete(conversation, member_a, tenant_a):
-    from chatplatform.llm.offline_provider import OfflineProvider
+    from chatplatform.core.llm.offline_provider import OfflineProvider
     from chats.replies import runner
 
     runner.set_provider_factory(lambda prepared: OfflineProvider(delay=0.05))

@@ -10,8 +10,8 @@ import pytest
 from channels.layers import get_channel_layer
 from django.utils import timezone
 
+from chatplatform.models.conversations import Message, Status
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message, Status
 from chats.replies import events
 from chats.replies.coordination import (
     Coordination,

@@ -16,9 +16,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from chats.services import conversation_create
 from tests.fakes.behaviours import Reply
 from tests.replies.test_pipeline_providers import use_model
@@ -48,14 +48,14 @@ def asgi_server(fake_anthropic):
         "DEBUG": "1",
         "ANTHROPIC_API_KEY": "sk-test",
         "ANTHROPIC_BASE_URL": fake_anthropic.url,
-        "DJANGO_SETTINGS_MODULE": "chatplatform.settings",
+        "DJANGO_SETTINGS_MODULE": "chatplatform.config.settings",
     }
     server = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "uvicorn",
-            "chatplatform.asgi:application",
+            "chatplatform.config.asgi:application",
             "--port",
             str(port),
             "--ws-max-size",

@@ -9,8 +9,8 @@ import pytest
 from channels.db import database_sync_to_async
 
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message, TurnRecord
 from chats.replies import runner
 from chats.replies.intake import accept_user_message
 from chats.services import conversation_create
@@ -204,7 +204,7 @@ async def test_image_goes_to_a_vision_model_as_an_image_block(
         await database_sync_to_async(
             lambda: ModelProfile.objects.filter(name="anthropic test").update(supports_vision=True)
         )()
-    from chats.services.conversations import clear_policy_cache
+    from chatplatform.policies import clear_policy_cache
 
     clear_policy_cache()
     fake_anthropic.script(Reply("A single pixel."))

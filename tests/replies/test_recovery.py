@@ -15,9 +15,9 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.test import override_settings
 
+from chatplatform.core.tokens import get_counter
+from chatplatform.models.conversations import Message, Status
 from chatplatform.tenancy.scoping import tenant_scope
-from chatplatform.tokens import get_counter
-from chats.models import Message, Status
 from chats.replies import coordination as coordination_module
 from chats.replies import recovery, runner
 from chats.replies.coordination import coordination, keep_alive, runner_lock_name
@@ -202,7 +202,7 @@ def _age_conversation(chat: Any, seconds: int) -> None:
 
     from django.utils import timezone
 
-    from chats.models import Conversation
+    from chatplatform.models.conversations import Conversation
 
     with tenant_scope(chat.tenant_id):
         Conversation.objects.filter(pk=chat.pk).update(
@@ -297,7 +297,7 @@ async def test_the_web_process_sweeps_its_own_locks(chat, member_a, fake_anthrop
 
 @pytest.mark.asyncio
 async def test_the_asgi_lifespan_starts_and_stops_the_web_process_sweep(monkeypatch):
-    from chatplatform import asgi
+    from chatplatform.config import asgi
 
     async def no_warm_up() -> None:
         return None

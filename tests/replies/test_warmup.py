@@ -51,7 +51,7 @@ def test_a_warm_up_that_fails_is_logged_not_raised(monkeypatch, caplog) -> None:
 
 @pytest.mark.asyncio
 async def test_the_lifespan_warms_up_at_startup_and_answers_shutdown(monkeypatch) -> None:
-    from chatplatform import asgi
+    from chatplatform.config import asgi
 
     calls: list[int] = []
 

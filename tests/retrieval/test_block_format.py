@@ -7,11 +7,11 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chatplatform.tokens import get_counter
-from chats.context.formatting import RETRIEVED_NOTE, retrieved_line
-from chats.context.history import Meter
-from chats.context.sections import pick_retrieved
-from chats.context.types import MessageItem, RetrievedItem
+from chatplatform.core.context.formatting import RETRIEVED_NOTE, retrieved_line
+from chatplatform.core.context.history import Meter
+from chatplatform.core.context.sections import pick_retrieved
+from chatplatform.core.context.types import MessageItem, RetrievedItem
+from chatplatform.core.tokens import get_counter
 
 START = datetime(2023, 5, 8, 13, 56)
 

@@ -12,22 +12,22 @@ from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
 from chatplatform.models import ContextPolicy, ModelProfile, Tenant
+from chatplatform.models.conversations import Conversation, MessageEmbedding
 from chatplatform.tenancy.scoping import ScopeError, all_tenants, tenant_scope
 from chats import tasks
 from chats.assembly import assemble_turn
 from chats.assembly.records import breakdown
-from chats.models import Conversation, MessageEmbedding
 from chats.retrieval import RetrievalSettings, embeddings, retrieve_messages
 from chats.retrieval.dense import (
     dense_status,
     embed_conversation,
     embed_messages,
     missing_messages,
-    schedule_embedding,
     stored_vectors,
 )
 from chats.retrieval.query import build_query
 from chats.retrieval.rerank import Candidate, RerankConfig, Scored, fuse_dense, rank_candidates
+from chats.retrieval.tasks import schedule_embedding
 from chats.services import conversation_create, message_create
 from tests.summaries.conftest import eager_celery, isolated_locks
 
@@ -292,12 +292,12 @@ def test_reply_hook_schedules_once_per_window_after_commit(
 
 
 def test_reply_hook_never_raises(conversation, monkeypatch):
-    from chats.services import conversations
+    from chats.retrieval import tasks as retrieval_tasks
 
     def broken(*args, **kwargs):
         raise RuntimeError("database gone")
 
-    monkeypatch.setattr(conversations, "policy_for", broken)
+    monkeypatch.setattr(retrieval_tasks, "policy_for", broken)
     assert schedule_embedding(conversation) is False
 
 
@@ -443,7 +443,7 @@ def test_another_tenants_vectors_are_never_used(
 
 
 def conversation_messages(conversation):
-    from chats.models import Message
+    from chatplatform.models.conversations import Message
 
     return Message.objects.filter(conversation=conversation).values_list("id", flat=True)
 

@@ -9,9 +9,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from chatplatform.models import Tenant
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import all_tenants
-from chats.models import Message
-from chats.retrieval import embeddings, locomo
+from chats.evaluation import locomo
+from chats.retrieval import embeddings
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from chats.retrieval import locomo
+from chats.evaluation import locomo
 
 
 @pytest.mark.parametrize(

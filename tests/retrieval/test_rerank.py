@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chats.context.types import MessageItem
+from chatplatform.core.context.types import MessageItem
 from chats.retrieval.query import build_query
 from chats.retrieval.rerank import (
     Candidate,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn
-from chats.models import Conversation, Message
 from chats.retrieval import RetrievalSettings, retrieve_for_assembly, retrieve_messages
 from chats.services import conversation_create, message_create
 
@@ -108,7 +108,7 @@ def test_retrieve_for_assembly_honours_policy_and_before_seq(conversation, membe
     newer = add(conversation, member_a, "The flowerpot broke yesterday.")
     with all_tenants():
         policy = ContextPolicy.objects.get(tenant__isnull=True, name="Hybrid")
-    from chats.context.types import MessageItem
+    from chatplatform.core.context.types import MessageItem
 
     item = MessageItem("new", newer[0].seq + 1, "user", "Where is the key? flowerpot")
     items = retrieve_for_assembly(fresh(conversation), item, policy, newer[0].seq)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from chats.retrieval import build_query, search_messages
 from chats.services import conversation_create
 from chats.services.messages import message_finish

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 import pytest
 from django.utils import timezone
 
+from chatplatform.core.context.types import MessageItem
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn
-from chats.context.types import MessageItem
-from chats.models import Conversation
 from chats.retrieval.query import build_query
 from chats.retrieval.retriever import (
     RetrievalSettings,

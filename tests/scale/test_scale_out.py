@@ -15,9 +15,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from chats.services import conversation_create
 from summaries import tasks
 from tests.factories import make_member

@@ -19,9 +19,9 @@ from django.utils.http import urlsafe_base64_encode
 from rest_framework.test import APIClient
 
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Role, Tenant
+from chatplatform.models.conversations import Message, Participant, TurnRecord
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Message, Participant, TurnRecord
 from chats.services import conversation_create
 from chats.services.messages import message_create
 from memory.services import fact_save

@@ -19,11 +19,11 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from chatplatform.asgi import application
+from chatplatform.config.asgi import application
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Message, TurnRecord
 from chats.services import conversation_create
 from tests.api.conftest import error_of
 

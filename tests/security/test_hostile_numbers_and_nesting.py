@@ -12,10 +12,10 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from rest_framework.test import APIClient
 
-from chatplatform.asgi import application
+from chatplatform.config.asgi import application
+from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from chats.services import conversation_create
 from memory.services import fact_save
 from tests.api.conftest import error_of

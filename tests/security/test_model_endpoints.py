@@ -14,13 +14,13 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse
 from starlette.routing import Route
 
-from chatplatform.llm.anthropic_provider import AnthropicProvider
-from chatplatform.llm.base import ChatRequest
-from chatplatform.llm.base import Message as LlmMessage
-from chatplatform.llm.errors import ProviderError
-from chatplatform.llm.openai_provider import OpenAICompatibleProvider
+from chatplatform.core.llm.anthropic_provider import AnthropicProvider
+from chatplatform.core.llm.base import ChatRequest
+from chatplatform.core.llm.base import Message as LlmMessage
+from chatplatform.core.llm.errors import ProviderError
+from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Message
 from chats.replies import runner
 from chats.replies.intake import accept_user_message
 from chats.services import conversation_create
@@ -238,7 +238,7 @@ async def test_a_socket_sees_its_message_then_a_clear_error_for_a_refused_endpoi
 ):
     from channels.testing import WebsocketCommunicator
 
-    from chatplatform.asgi import application
+    from chatplatform.config.asgi import application
     from tests.replies.conftest import session_headers
 
     platform_keys(settings)  # no allow-list

@@ -16,8 +16,8 @@ from channels.db import database_sync_to_async
 from rest_framework.test import APIClient
 
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Conversation
 from chats.replies import runner
 from chats.replies.intake import accept_user_message
 from chats.services import conversation_create

@@ -22,13 +22,13 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from chatplatform.models import ContextPolicy
+from chatplatform.models.conversations import Message
+from chatplatform.policies import policy_for
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.api.principal import ApiPrincipal
 from chats.api.throttling import KeyRateThrottle, UserRateThrottle
-from chats.models import Message
 from chats.services import conversation_create
-from chats.services.conversations import policy_for
 from tests.security.test_abuse import open_socket
 
 BURST = 24
@@ -122,7 +122,7 @@ def slow_policy(tenant: Any, per_minute: int) -> None:
         policy.save()
     tenant.active_policy = policy
     tenant.save(update_fields=["active_policy"])
-    from chats.services.conversations import clear_policy_cache
+    from chatplatform.policies import clear_policy_cache
 
     clear_policy_cache()
 

@@ -18,10 +18,10 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 from django.test import Client
 
-from chatplatform.asgi import application
-from chatplatform.llm.offline_provider import OfflineProvider
+from chatplatform.config.asgi import application
+from chatplatform.core.llm.offline_provider import OfflineProvider
+from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Message, TurnRecord
 from chats.replies import runner
 from chats.services import conversation_create
 from tests.factories import make_member, make_tenant

@@ -1,4 +1,4 @@
-"""Tenant B attacks every WebSocket route (walked from ``chatplatform.routing``) with tenant A's
+"""Tenant B attacks every WebSocket route (walked from ``config.routing``) with tenant A's
 ids, by session and by API key: the socket is closed with the same code as for a conversation
 that does not exist. Inside B's own conversation, frames naming A's messages get the same
 errors as frames naming missing ones. Nothing of A's changes."""
@@ -13,8 +13,8 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.urls import URLPattern
 
-from chatplatform.asgi import application
-from chatplatform.routing import websocket_urlpatterns
+from chatplatform.config.asgi import application
+from chatplatform.config.routing import websocket_urlpatterns
 from tests.security import matrix
 from tests.security.conftest import MARKER, Attack, World, snapshot
 

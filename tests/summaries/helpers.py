@@ -9,11 +9,11 @@ from typing import Any
 
 from django.db.models import F
 
-from chatplatform.llm.base import ChatRequest, Done, Provider, StreamEvent, TextDelta, Usage
+from chatplatform.core.llm.base import ChatRequest, Done, Provider, StreamEvent, TextDelta, Usage
+from chatplatform.core.tokens import get_counter
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation, Message, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chatplatform.tokens import get_counter
-from chats.models import Conversation, Message, TurnRecord
 from chats.services import conversation_create
 from memory.models import UserFact
 from summaries.models import Summary, TokenBackfillState

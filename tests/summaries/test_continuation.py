@@ -6,7 +6,8 @@ import pytest
 
 from chats.assembly import assemble_turn
 from chats.services import message_create
-from summaries.services import continuation_summary_ensure, schedule_continuation_summary
+from summaries.scheduling import schedule_continuation_summary
+from summaries.services import continuation_summary_ensure
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,

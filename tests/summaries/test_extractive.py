@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.tokens import get_counter
+from chatplatform.core.tokens import get_counter
 from summaries.summarizer import (
     ExtractiveSummarizer,
     SourceMessage,

@@ -8,11 +8,11 @@ from decimal import Decimal
 
 import pytest
 
-from chatplatform.llm.errors import AuthenticationFailed, Overloaded
+from chatplatform.core.llm.errors import AuthenticationFailed, Overloaded
+from chatplatform.core.tokens import get_counter
+from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chatplatform.tokens import get_counter
 from chats.assembly import assemble_turn
-from chats.models import Message
 from summaries.services import summary_refresh
 from summaries.summarizer import (
     ModelSummarizer,

@@ -8,8 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation
 from summaries.services import periodic_due_batch, periodic_summary_refresh
 from tests.summaries.helpers import add_messages, db_snapshot, make_conversation, make_policy
 from tests.summaries.helpers import summaries_of as all_summaries

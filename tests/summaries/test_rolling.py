@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn
-from chats.models import Conversation, Message
 from chats.services import message_create
-from summaries.services import rolling_state, schedule_summary_if_needed, summary_refresh
+from summaries.scheduling import schedule_summary_if_needed
+from summaries.services import rolling_state, summary_refresh
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,

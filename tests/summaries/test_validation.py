@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from chatplatform.tokens import get_counter
+from chatplatform.core.tokens import get_counter
 from summaries.summarizer import StructuredSummary, SummaryInvalid, check_size, parse_structured
 
 GOOD = {"summary": "Ada planned a trip.", "facts": ["Flight on March 14"], "open_questions": []}

@@ -10,14 +10,14 @@ DEV_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "token
 
 @pytest.fixture(scope="session")
 def estimator():
-    from chatplatform.tokens.estimator import load_default_estimator
+    from chatplatform.core.tokens.estimator import load_default_estimator
 
     return load_default_estimator()
 
 
 @pytest.fixture(scope="session")
 def reference():
-    from chatplatform.tokens import get_counter
+    from chatplatform.core.tokens import get_counter
 
     return get_counter("o200k_base")
 

@@ -8,7 +8,7 @@ import statistics
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatplatform.tokens.calibration import (
+from chatplatform.core.tokens.calibration import (
     MIN_SAMPLES,
     Z_995,
     CalibrationState,

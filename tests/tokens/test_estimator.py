@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chatplatform.tokens import CounterNotAvailable, get_counter
-from chatplatform.tokens.estimator import EstimatorCounter, load_default_estimator
+from chatplatform.core.tokens import CounterNotAvailable, get_counter
+from chatplatform.core.tokens.estimator import EstimatorCounter, load_default_estimator
 
 # Text built from pieces of many scripts, code and whitespace, as chat messages mix them.
 PIECES = [

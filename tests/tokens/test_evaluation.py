@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.tokens.base import TokenCounter
-from chatplatform.tokens.evaluation import evaluate
+from chatplatform.core.tokens.base import TokenCounter
+from chatplatform.core.tokens.evaluation import evaluate
 
 
 class WordCounter(TokenCounter):

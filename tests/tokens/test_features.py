@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.tokens.features import FEATURE_NAMES, extract_features
+from chatplatform.core.tokens.features import FEATURE_NAMES, extract_features
 
 LEXICON = frozenset({b"hello", b"world", b"the", b"First", b"Search", b"breadth"})
 

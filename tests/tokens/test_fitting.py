@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from chatplatform.tokens import fitting
-from chatplatform.tokens.estimator import EstimatorCounter
-from chatplatform.tokens.nnls import nnls
+from chatplatform.core.tokens import fitting
+from chatplatform.core.tokens.estimator import EstimatorCounter
+from chatplatform.core.tokens.nnls import nnls
 
 
 def brute_force_nnls(matrix, target):

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
+from chatplatform.models.conversations import Role, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
-from chats.models import Role, TurnRecord
 from chats.replies.intake import accept_user_message
 from chats.services import conversation_create, message_create
 

@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create, api_key_revoke
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.models import Message
 from chats.services import conversation_create
 from tests.ui.conftest import answered_turn
 

@@ -6,8 +6,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation
 from chats.services import conversation_create
 from chats.ui.selectors import participants_of
 from tests.factories import make_member

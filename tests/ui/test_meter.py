@@ -54,8 +54,8 @@ def test_meter_of_a_given_turn_by_user_or_assistant_message(
 
 
 def test_excluded_items_are_grouped_by_reason(conversation_a, member_a):
+    from chatplatform.models.conversations import TurnRecord
     from chatplatform.tenancy.scoping import tenant_scope
-    from chats.models import TurnRecord
 
     answered_turn(conversation_a, member_a, "Hello")
     with tenant_scope(conversation_a.tenant_id):
@@ -83,8 +83,8 @@ def test_the_meter_compares_the_bill_with_the_whole_history_sent_with_caching(
 ):
     from decimal import Decimal
 
+    from chatplatform.models.conversations import TurnRecord
     from chatplatform.tenancy.scoping import tenant_scope
-    from chats.models import TurnRecord
 
     answered_turn(conversation_a, member_a, "Hello")
     with tenant_scope(conversation_a.tenant_id):

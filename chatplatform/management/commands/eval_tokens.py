@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from chatplatform.tokens import CounterNotAvailable
-from chatplatform.tokens.cli import add_eval_arguments, run_eval
+from chatplatform.core.tokens import CounterNotAvailable
+from chatplatform.core.tokens.cli import add_eval_arguments, run_eval
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from chats.models import TurnRecord
+from chatplatform.models.conversations import TurnRecord
 
 
 def _item_list(help_text: str) -> serializers.ListField:

@@ -7,8 +7,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from chatplatform.models.conversations import Conversation
 from chats.api.serializers.fields import TextField
-from chats.models import Conversation
 
 MAX_PARTICIPANTS = 50
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from chatplatform.models.conversations import Message
 from chats.api.serializers.fields import TextField
-from chats.models import Message
 
 MAX_CLIENT_ID = 64
 

@@ -14,9 +14,9 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from chatplatform.models.conversations import Conversation
 from chats.api.parsers import max_body_bytes, too_large
 from chats.api.principal import ApiPrincipal, leave_request_scope
-from chats.models import Conversation
 from chats.selectors import conversation_for_member
 
 S = TypeVar("S", bound=serializers.Serializer)

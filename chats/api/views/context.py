@@ -8,6 +8,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from chatplatform.core.context.budget import PolicyError
 from chats.api import selectors
 from chats.api.errors import ApiError
 from chats.api.serializers.context import (
@@ -17,7 +18,6 @@ from chats.api.serializers.context import (
 )
 from chats.api.views.base import TenantAPIView, valid_id
 from chats.assembly.preview import preview_next_turn
-from chats.context.budget import PolicyError
 
 TAG = ["context"]
 

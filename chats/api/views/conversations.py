@@ -8,6 +8,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from chatplatform.models.conversations import Conversation
 from chats.api import selectors
 from chats.api.pagination import ConversationCursor
 from chats.api.serializers.conversations import (
@@ -22,7 +23,6 @@ from chats.api.services import (
     conversation_update,
 )
 from chats.api.views.base import TenantAPIView, valid_id
-from chats.models import Conversation
 from chats.selectors import conversation_for_member
 from chats.services import conversation_create
 from chats.services.conversations import ConversationRejected

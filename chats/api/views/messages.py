@@ -16,6 +16,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from chatplatform.models.conversations import Conversation, Message, Status
 from chats.api import selectors
 from chats.api.bridge import run_async, stream_for
 from chats.api.errors import ApiError
@@ -31,7 +32,6 @@ from chats.api.serializers.messages import (
 )
 from chats.api.streaming import reply_events
 from chats.api.views.base import TenantAPIView, valid_id
-from chats.models import Conversation, Message, Status
 from chats.replies.coordination import coordination
 from chats.replies.intake import accept_user_message, rate_limit_for
 from chats.services.messages import MessageRejected

@@ -7,6 +7,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from chatplatform.policies import active_policy
 from chats.api import selectors
 from chats.api.serializers.platform import (
     MeSerializer,
@@ -49,7 +50,7 @@ class PolicyView(TenantAPIView):
         responses=PolicySerializer,
     )
     def get(self, request: Request) -> Response:
-        return Response(PolicySerializer(selectors.active_policy(self.principal.tenant)).data)
+        return Response(PolicySerializer(active_policy(self.principal.tenant)).data)
 
 
 class ModelProfileListView(TenantAPIView):

@@ -13,9 +13,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from chatplatform.models import Tenant
+from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.services import membership_add, tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.models import Conversation, Message, Participant
 
 SENTENCES = [
     "Could you summarise what we decided about the release schedule last week?",

@@ -10,13 +10,13 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.db import connection
 
+from chatplatform.core.context.types import MessageItem
 from chatplatform.counting import storage_counter_for
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly.service import assemble_context
-from chats.context.types import MessageItem
 from chats.management.commands._bench_data import bench_tenant, bench_user, conversation_with
-from chats.models import Conversation, Message
 
 
 def p(values: list[float], q: float) -> float | None:
@@ -108,7 +108,7 @@ class Command(BaseCommand):
         for _ in range(3):  # warm-up
             turn = assemble()
         assert turn is not None
-        # As the ASGI process does after start-up (chatplatform/asgi.py): what is loaded by now
+        # As the ASGI process does after start-up (config/asgi.py): what is loaded by now
         # lives as long as the process, and full collections stop rescanning it. The naive
         # walk, which allocates a whole conversation, is timed after this and pays no less.
         gc.collect()

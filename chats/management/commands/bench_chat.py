@@ -28,10 +28,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create, membership_add
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.management.commands._bench_data import bench_tenant
-from chats.models import Message
 from chats.services import conversation_create
 
 ROOT = Path(settings.BASE_DIR)
@@ -225,7 +225,7 @@ class Command(BaseCommand):
             sys.executable,
             "-m",
             "uvicorn",
-            "chatplatform.asgi:application",
+            "chatplatform.config.asgi:application",
             "--ws-max-size",
             "1048576",
             "--ws-per-message-deflate",

@@ -12,8 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from chatplatform.models import Tenant
-from chatplatform.tenancy.selectors import memberships_of
-from chats.models import Conversation
+from chatplatform.models.conversations import Conversation
+from chatplatform.selectors import memberships_of
 from chats.selectors import conversation_for_member
 
 View = Callable[..., HttpResponse]

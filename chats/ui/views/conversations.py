@@ -10,7 +10,8 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from chats.services import max_message_chars, participant_add, policy_for
+from chatplatform.policies import policy_for
+from chats.services import max_message_chars, participant_add
 from chats.services.conversations import ConversationRejected, conversation_create
 from chats.ui.forms import ConversationCreateForm, ParticipantAddForm, member_label
 from chats.ui.selectors import conversations_of, message_window, participants_of
@@ -63,7 +64,7 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 def _schedule_carry_over(conversation: Any) -> None:
     """Make sure the continued conversation's summary exists (dispatched after commit)."""
     try:
-        from summaries.services import schedule_continuation_summary
+        from summaries.scheduling import schedule_continuation_summary
     except ImportError:  # pragma: no cover - summaries not installed in this build
         return
     schedule_continuation_summary(conversation)

@@ -7,8 +7,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from chatplatform.tenancy.middleware import SESSION_TENANT_KEY
-from chatplatform.tenancy.selectors import memberships_of
+from chatplatform.middleware import SESSION_TENANT_KEY
+from chatplatform.selectors import memberships_of
 from chats.ui.forms import TenantSwitchForm
 
 

@@ -1,0 +1,134 @@
+"""The built-in provider used when no model is configured. Not a language model.
+
+It streams a deterministic reply that says so plainly, echoes the start of the user's message
+and reports what the context held (from the request's :class:`ContextReport`, or, without
+one, from the request itself), so the whole pipeline (assembly, streaming, usage accounting)
+can be used and tested with no key and no network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+from chatplatform.core.tokens.base import TokenCounter
+
+from .base import (
+    ChatRequest,
+    ContextReport,
+    ContextSection,
+    Done,
+    Provider,
+    StreamEvent,
+    TextDelta,
+    Usage,
+    message_text,
+)
+
+OFFLINE_LABEL = "[offline provider]"
+ECHO_CHARS = 80
+MAX_LISTED = 5
+PREVIEW_CHARS = 60
+_WORD = re.compile(r"\S+\s*|\s+")
+
+
+class OfflineProvider(Provider):
+    """Deterministic word-by-word reply; ``delay`` seconds between words (0 in tests).
+
+    Usage is computed with ``counter`` (input: system plus messages with per-message overhead;
+    output: the reply); the input is the request's ``context_report.prompt_tokens`` when the
+    platform counted the prompt with the same counter. Never fails, never calls tools.
+    """
+
+    name = "offline"
+    offline = True
+
+    def __init__(self, counter: TokenCounter | None = None, *, delay: float = 0.0) -> None:
+        if counter is None:
+            from chatplatform.core.tokens.bpe import BpeCounter
+
+            counter = BpeCounter("o200k_base")
+        self.counter = counter
+        self.delay = delay
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        reply = render_reply(request, self.counter)
+        for word in _WORD.findall(reply):
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            # Without a delay the words come at once, like a reply that is already complete:
+            # yielding to the event loop per word would make a busy server's loop the pace.
+            yield TextDelta(word)
+        usage = Usage(
+            input_tokens=self.input_tokens(request), output_tokens=self.counter.count(reply)
+        )
+        yield usage
+        yield Done("end_turn", usage)
+
+    def input_tokens(self, request: ChatRequest) -> int:
+        report = request.context_report
+        if report is not None and report.prompt_tokens is not None:
+            if report.counter == self.counter.name:
+                # The platform counted this very prompt with this tokenizer while packing it.
+                return report.prompt_tokens
+        system = sum(self.counter.count(block) for block in request.system_blocks())
+        history = sum(self.counter.count_message(m.role, message_text(m)) for m in request.messages)
+        return system + history
+
+
+def render_reply(request: ChatRequest, counter: TokenCounter) -> str:
+    """The full reply text; a pure function of the request and the counter."""
+    lines = [
+        f"{OFFLINE_LABEL} No language model is configured, so this reply comes from the "
+        "built-in offline provider, not from a model."
+    ]
+    last_user = next((m for m in reversed(request.messages) if m.role == "user"), None)
+    if last_user is not None and (said := " ".join(message_text(last_user).split())):
+        echo = said if len(said) <= ECHO_CHARS else said[:ECHO_CHARS].rstrip() + "…"
+        lines.append(f'You wrote: "{echo}"')
+    report = request.context_report or _report_from_request(request, counter)
+    lines.extend(_describe(report))
+    return "\n".join(lines)
+
+
+def _describe(report: ContextReport) -> list[str]:
+    counted_with = f" (counted with {report.counter})" if report.counter else ""
+    budget = f" of a {report.budget_tokens}-token budget" if report.budget_tokens else ""
+    strategy = f", strategy {report.strategy}" if report.strategy else ""
+    lines = [
+        f"Context I was given: {report.total_tokens} tokens{budget} in "
+        f"{len(report.sections)} sections{counted_with}{strategy}:"
+    ]
+    for section in report.sections:
+        plural = "" if section.items == 1 else "s"
+        extra = f", {section.items} item{plural}" if section.items else ""
+        dropped = f", {section.dropped} left out" if section.dropped else ""
+        lines.append(f"- {section.name}: {section.tokens} tokens{extra}{dropped}")
+    if report.facts:
+        lines.append(f"Facts about you I saw ({len(report.facts)}):")
+        lines.extend(f"- {_preview(fact)}" for fact in report.facts[:MAX_LISTED])
+    else:
+        lines.append("Facts about you I saw: none.")
+    if report.retrieved:
+        lines.append(f"Earlier turns retrieved as relevant ({len(report.retrieved)}):")
+        lines.extend(f"- {_preview(turn)}" for turn in report.retrieved[:MAX_LISTED])
+    else:
+        lines.append("Earlier turns retrieved as relevant: none.")
+    return lines
+
+
+def _report_from_request(request: ChatRequest, counter: TokenCounter) -> ContextReport:
+    sections = []
+    if blocks := request.system_blocks():
+        tokens = sum(counter.count(block) for block in blocks)
+        sections.append(ContextSection("system", tokens, items=len(blocks)))
+    if request.messages:
+        tokens = sum(counter.count_message(m.role, message_text(m)) for m in request.messages)
+        sections.append(ContextSection("history", tokens, items=len(request.messages)))
+    return ContextReport(sections=tuple(sections), counter=counter.name)
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[:PREVIEW_CHARS].rstrip() + "…"

@@ -1,0 +1,102 @@
+"""The tool-use loop: stream, run the tools the model asked for, continue, repeat.
+
+Provider-neutral: it works with any :class:`~chatplatform.core.llm.base.Provider` whose stream ends
+with ``Done(stop_reason="tool_use")`` after :class:`ToolCall` events.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+
+from .base import (
+    ChatRequest,
+    ContentPart,
+    Done,
+    Message,
+    Provider,
+    StreamEvent,
+    TextDelta,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+    ToolUsePart,
+    Usage,
+)
+from .errors import ProviderUnavailable
+
+logger = logging.getLogger(__name__)
+
+ToolExecutor = Callable[[ToolCall], Awaitable[str]]
+"""Runs one tool call and returns its result as text (JSON is customary). An exception it
+raises is reported to the model as an error result (``is_error``), not to the caller."""
+
+
+async def stream_with_tools(
+    provider: Provider,
+    request: ChatRequest,
+    executor: ToolExecutor,
+    *,
+    max_rounds: int = 3,
+) -> AsyncIterator[StreamEvent]:
+    """Stream a reply, executing tool calls for at most ``max_rounds`` rounds.
+
+    Yields every :class:`TextDelta` and :class:`ToolCall` as it arrives, then one
+    :class:`Usage` and one :class:`Done` whose usage is the sum over all model calls. After
+    ``max_rounds`` rounds of tools the model is called once more with ``tool_choice="none"``,
+    so the turn always ends in text. Provider errors propagate (each model call is retried by
+    the provider before its first token, as usual).
+    """
+    messages = list(request.messages)
+    total = Usage()
+    for round_number in range(max_rounds + 1):
+        last_round = round_number == max_rounds
+        round_request = replace(
+            request, messages=tuple(messages), tool_choice="none" if last_round else "auto"
+        )
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        done: Done | None = None
+        async for event in provider.stream(round_request):
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+                yield event
+            elif isinstance(event, ToolCall):
+                calls.append(event)
+                yield event
+            elif isinstance(event, Done):
+                done = event
+            # Per-call Usage events are summed into the final one instead.
+        if done is None:  # pragma: no cover - providers raise instead of ending without Done
+            raise ProviderUnavailable("stream ended without a final event")
+        total = total + done.usage
+        if done.stop_reason != "tool_use" or not calls:
+            yield total
+            yield Done(done.stop_reason, total)
+            return
+        if last_round:
+            break
+        messages.append(_assistant_turn("".join(text), calls))
+        messages.append(Message("user", [await _run(executor, call) for call in calls]))
+    logger.warning("model still asked for tools after %d rounds", max_rounds)
+    yield total
+    yield Done("max_tool_rounds", total)
+
+
+def _assistant_turn(text: str, calls: list[ToolCall]) -> Message:
+    parts: list[ContentPart] = [TextPart(text)] if text else []
+    parts.extend(ToolUsePart(call.id, call.name, call.input) for call in calls)
+    return Message("assistant", parts)
+
+
+async def _run(executor: ToolExecutor, call: ToolCall) -> ToolResultPart:
+    try:
+        result = await executor(call)
+    except Exception as exc:
+        # The model can recover from a failed tool (apologise, try differently); the turn
+        # should not fail because e.g. a fact was too long.
+        logger.warning("tool %s failed: %s", call.name, exc)
+        return ToolResultPart(call.id, json.dumps({"error": str(exc)}), is_error=True)
+    return ToolResultPart(call.id, result)

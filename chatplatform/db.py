@@ -1,0 +1,56 @@
+"""Database helpers of the raw-SQL reads and writes on the hot paths: statements prepared
+once per connection, and datetime columns read back as the ORM would give them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+
+def execute_prepared(cursor: Any, sql: str, params: dict[str, Any]) -> None:
+    """``cursor.execute(sql, params)``, as a statement prepared once per connection when the
+    database binds parameters server-side (PostgreSQL with psycopg 3 and
+    ``OPTIONS["server_side_binding"]``, the project's default).
+
+    Why: the turn's history statement is long and has several subqueries; PostgreSQL spends
+    about as long parsing and planning it as running it, on every turn. Prepared, it is
+    parsed once per connection (connections persist, see ``CONN_MAX_AGE``) and planned once
+    it has a generic plan. Django leaves psycopg's automatic preparation off
+    (``prepare_threshold`` None) unless the settings ask for it, so this one statement asks
+    for it itself, for the one call (``prepare_threshold`` 0 prepares at once and reuses the
+    statement already prepared; other statements are left as the connection has them).
+    Server-side binding is also the project's switch for PgBouncer: in transaction mode
+    named statements need PgBouncer 1.21+ with ``max_prepared_statements``, and binding on
+    the client (where nothing is prepared) is what older PgBouncers get."""
+    raw = connection.connection if connection.vendor == "postgresql" else None
+    if raw is None or not server_side_binding() or not hasattr(raw, "prepare_threshold"):
+        cursor.execute(sql, params)
+        return
+    saved = raw.prepare_threshold
+    raw.prepare_threshold = 0
+    try:
+        cursor.execute(sql, params)
+    finally:
+        raw.prepare_threshold = saved
+
+
+def server_side_binding() -> bool:
+    return connection.settings_dict.get("OPTIONS", {}).get("server_side_binding") is True
+
+
+def column_datetime(value: Any) -> datetime | None:
+    """A datetime column read by raw SQL, as the ORM would give it: PostgreSQL returns aware
+    datetimes; SQLite returns text or naive UTC datetimes (its declared column types do not
+    survive a UNION)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if value is not None and settings.USE_TZ and timezone.is_naive(value):
+        value = timezone.make_aware(value, UTC)
+    return cast(datetime | None, value)

@@ -1,0 +1,273 @@
+"""Conversations, their participants and messages, and the per-turn record of what each prompt
+held: the conversation records that chats, summaries and memory all read.
+
+They live in the platform layer so that the apps depend on them and not on each other (a
+summary covers messages, a fact cites its source message). Their Django app label stays
+``chats``: the tables, migrations and admin pages are the chats app's (``chats/models.py``
+is that app's models module and imports them from here)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from chatplatform.tenancy.scoping import TenantOwnedModel
+
+
+class Conversation(TenantOwnedModel):
+    """A chat between one or more users and the bot.
+
+    ``last_seq`` allocates message sequence numbers (incremented under a row lock);
+    ``history_tokens`` is the running total of stored message tokens: what sending the whole
+    history would cost (seed 002's hypothetical prompt tokens) without summing it each turn.
+    """
+
+    title = models.CharField(max_length=200, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    participants: models.ManyToManyField = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Participant", related_name="conversations"
+    )
+    is_group = models.BooleanField(default=False)
+    continues = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="continued_by",
+        help_text="An earlier conversation of the same user whose latest summary is carried in.",
+    )
+    carry_over_summary = models.BooleanField(
+        default=True, help_text="Carry the continued conversation's summary into the context."
+    )
+    policy = models.ForeignKey(
+        "chatplatform.ContextPolicy",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Overrides the tenant's active policy for this conversation.",
+    )
+    last_seq = models.PositiveBigIntegerField(default=0)
+    message_count = models.PositiveIntegerField(default=0)
+    history_tokens = models.PositiveBigIntegerField(default=0)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    #: The cached history window: the seq its oldest message has, and when a prompt holding
+    #: it was last sent. While the provider's cache keeps it, later turns append to it.
+    window_start_seq = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
+    window_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
+    #: The retrieved messages the window holds (ids, chronological), sent again unchanged.
+    window_recalled_ids = models.JSONField(default=list, blank=True, editable=False)
+    #: The summaries the window's prompt showed (ids): shown again, unchanged, while it is
+    #: kept; a newer summary waits for the next restart (its messages are in the window).
+    window_summary_ids = models.JSONField(default=list, blank=True, editable=False)
+    #: The whole history's prompt tokens at that turn: what sending it all would have left in
+    #: the provider's cache, for the comparison of each turn's bill.
+    window_full_tokens = models.PositiveBigIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        app_label = "chats"
+        indexes = [
+            models.Index(fields=["tenant", "-updated_at"], name="conversation_recent_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.pk}"
+
+
+class Participant(TenantOwnedModel):
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "chats"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "conversation", "user"], name="participant_unique"
+            ),
+        ]
+        indexes = [models.Index(fields=["tenant", "user"], name="participant_user_idx")]
+
+
+class Role(models.TextChoices):
+    USER = "user", "User"
+    ASSISTANT = "assistant", "Assistant"
+    SYSTEM = "system", "System"
+    TOOL = "tool", "Tool"
+
+
+class Status(models.TextChoices):
+    STREAMING = "streaming", "Streaming"
+    COMPLETE = "complete", "Complete"
+    FAILED = "failed", "Failed"
+    INCOMPLETE = "incomplete", "Incomplete"
+
+
+class Message(TenantOwnedModel):
+    """One message. ``seq`` is unique and gapless-ish per conversation (allocated in order).
+
+    ``token_count`` is computed once at save time by the counter named in ``token_counter``;
+    NULL for legacy rows (estimated on the fly at assembly and backfilled later).
+    ``client_id`` makes sends idempotent; ``answers`` links an assistant reply to the user
+    message it answers, and the database allows at most one reply per user message.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    seq = models.PositiveBigIntegerField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    reply_to = models.ForeignKey(
+        "self",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The message this one quotes (group chats).",
+    )
+    answers = models.ForeignKey(
+        "self",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="For assistant replies: the user message answered.",
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
+    token_count = models.PositiveIntegerField(null=True, blank=True)
+    token_counter = models.CharField(max_length=40, blank=True)
+    client_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    error_code = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+    attachment = models.FileField(upload_to="attachments/%Y/%m/", null=True, blank=True)
+    attachment_type = models.CharField(max_length=40, blank=True)
+    attachment_bytes = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        app_label = "chats"
+        ordering = ["conversation_id", "seq"]
+        constraints = [
+            # Covering: the assembly walks (conversation, seq desc) reading token counts only,
+            # then fetches the contents of the chosen rows (index-only scan on PostgreSQL).
+            models.UniqueConstraint(
+                fields=["tenant", "conversation", "seq"],
+                include=["token_count", "role"],
+                name="message_unique_seq",
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "conversation", "client_id"],
+                condition=Q(client_id__isnull=False),
+                name="message_unique_client_id",
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "answers"],
+                condition=Q(answers__isnull=False),
+                name="message_one_reply_per_message",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["tenant", "token_counter"],
+                condition=Q(token_count__isnull=True),
+                name="message_uncounted_idx",
+            ),
+            # Holds only replies being streamed: the stale-reply sweep reads it every minute.
+            models.Index(
+                fields=["tenant", "updated_at"],
+                condition=Q(status="streaming"),
+                name="message_streaming_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.role}: {self.content[:40]}"
+
+
+class TurnRecord(TenantOwnedModel):
+    """What one turn's prompt held and what it cost (one per user message answered).
+
+    Token fields are in tokens of the policy model's counter; ``hypothetical_tokens`` is what
+    sending the full history would have cost. ``cost_usd`` uses the ModelProfile's prices.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    user_message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    assistant_message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    policy = models.ForeignKey(
+        "chatplatform.ContextPolicy", on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    model_profile = models.ForeignKey(
+        "chatplatform.ModelProfile", on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    strategy = models.CharField(max_length=32)
+    counter = models.CharField(max_length=40)
+    budget_tokens = models.PositiveIntegerField()
+    sections = models.JSONField(default=dict)
+    included = models.JSONField(default=list)
+    excluded = models.JSONField(default=list)
+    prompt_tokens_estimated = models.PositiveIntegerField()
+    prompt_tokens_reported = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cache_write_tokens = models.PositiveIntegerField(default=0)
+    hypothetical_tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    #: What the turn would have cost sending the whole history with prompt caching (a
+    #: breakpoint on the newest message, reading what the previous turn wrote while cached).
+    full_history_cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    time_to_first_token_ms = models.PositiveIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    assembly_ms = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "chats"
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "user_message"], name="turn_unique_message"),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "conversation", "-created_at"], name="turn_conv_idx"),
+            models.Index(fields=["tenant", "created_at"], name="turn_usage_idx"),
+        ]
+
+
+class MessageEmbedding(TenantOwnedModel):
+    """A message's sentence embedding for dense retrieval (``chats.retrieval.dense``).
+
+    ``vector``: float16 little-endian, unit length (384 values, 768 bytes for MiniLM), made by
+    the model named in ``model`` (vectors of another model are never compared with it);
+    ``seq`` repeats the message's, so the retriever reads a conversation's newest vectors
+    through one index range without joining messages. Written in the background (Celery), once
+    per message and model.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="embeddings")
+    seq = models.PositiveBigIntegerField()
+    model = models.CharField(max_length=64)
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "chats"
+        constraints = [
+            # One vector per message and model; also the retriever's index (newest first).
+            models.UniqueConstraint(
+                fields=["tenant", "conversation", "model", "seq"],
+                name="embedding_unique_seq",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.model}"

@@ -1,0 +1,61 @@
+"""A stored context policy as the pure core sees it: the ``PackingPolicy`` that budgets and
+packs a prompt. Used by the assembly of every turn and by the policy's own validation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from chatplatform.core.context.types import PackingPolicy
+
+if TYPE_CHECKING:
+    from chatplatform.models.policies import ContextPolicy
+
+
+def packing_policy_for(
+    policy: ContextPolicy,
+    *,
+    margin_ratio: float = 1.0,
+    calibration_ratio: float = 1.0,
+    budget_override: int | None = None,
+) -> PackingPolicy:
+    """Map the stored policy onto the pure core's view of it (``margin_ratio``: the safety
+    margin of inexact counts; ``calibration_ratio``: the model's online calibration)."""
+    profile = policy.model_profile
+    max_context = policy.max_context_tokens
+    scale = 1.0
+    if budget_override is not None:
+        prompt_budget = max(
+            1, min(max_context, profile.context_window) - policy.reserved_response_tokens
+        )
+        max_context = min(max_context, budget_override + policy.reserved_response_tokens)
+        # Section budgets in tokens shrink with the prompt budget, keeping their proportions.
+        if policy.budget_unit == "tokens":
+            scale = min(1.0, budget_override / prompt_budget)
+
+    def section(tokens: int) -> int:
+        return int(tokens * scale)
+
+    return PackingPolicy(
+        strategy=policy.strategy,  # type: ignore[arg-type]
+        context_window=profile.context_window,
+        max_context_tokens=max_context,
+        reserved_response_tokens=policy.reserved_response_tokens,
+        safety_margin_ratio=margin_ratio,
+        calibration_ratio=calibration_ratio,
+        budget_unit=policy.budget_unit,  # type: ignore[arg-type]
+        system_budget=section(policy.system_budget),
+        facts_budget=section(policy.facts_budget) if policy.facts_enabled else 0,
+        summaries_budget=section(policy.summaries_budget),
+        retrieval_budget=section(policy.retrieval_budget),
+        min_recent_messages=min(policy.min_recent_messages, policy.recent_message_cap),
+        recent_message_cap=policy.recent_message_cap,
+        max_summaries_in_context=policy.max_summaries_in_context,
+        raw_history_limit=policy.raw_history_limit,
+        max_facts=policy.max_facts_per_user if policy.facts_enabled else 0,
+        retrieval_max_items=policy.retrieval_max_items,
+        retrieval_neighbors=policy.retrieval_neighbors,
+        model_name=profile.name,
+        history_trim_percent=policy.history_trim_percent,
+        turn_retrieval_percent=policy.turn_retrieval_percent,
+        cache_min_tokens=profile.cache_min_tokens if profile.provider == "anthropic" else 0,
+    )

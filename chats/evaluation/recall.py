@@ -1,0 +1,312 @@
+"""The LoCoMo recall evaluation through the real pipeline (``manage.py eval_recall``).
+
+Each sample is loaded into a scratch tenant: its speakers become users (username = the
+speaker's name, so labels stay short), the conversation a group chat, each turn a message
+stored with :func:`~chats.services.message_create` (counted with ``o200k_base``, indexed for
+search by the database) and dated with its session's date-time. Every question of categories
+1-4 is then assembled as the new message after the last session by the assembly service
+(:func:`~chats.assembly.service.assemble_context`) with the production retriever. Hybrid
+searches by meaning too when the embeddings are installed (``EvalOptions.dense``, the policy's
+``retrieval_dense``): every loaded turn is embedded first, through the same service as the
+background jobs (:func:`~chats.retrieval.dense.embed_conversation`). Questions are never
+stored, and everything the run creates is rolled back at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import IO, Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from chatplatform.core.context.types import MessageItem, RetrievedItem
+from chatplatform.models import ContextPolicy, ModelProfile, Tenant
+from chatplatform.models.conversations import Conversation, Message, Role
+from chatplatform.services import tenant_create
+from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly.service import Retriever, assemble_context
+from chats.evaluation import locomo
+from chats.retrieval import embeddings
+from chats.retrieval.dense import dense_enabled, dense_status, embed_conversation
+from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
+from chats.services import conversation_create, message_create
+
+STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
+QUESTION_AUTHOR = "Question"
+
+
+class _Rollback(Exception):
+    """Raised to roll the scratch data back once results are computed."""
+
+
+@dataclass
+class EvalOptions:
+    budget: int = 4000
+    strategy: str = "hybrid"
+    recent: int = 4
+    history_reserve: int = 400
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    #: Retrieve among all older messages (``True``) or only those older than the recent
+    #: window the assembly service fetched (``False``: the service's ``before_seq``).
+    retrieve_whole_history: bool = True
+    #: Hybrid: also retrieve by meaning (when the embeddings are installed).
+    dense: bool = True
+
+
+@dataclass
+class _Loaded:
+    sample: locomo.Sample
+    conversation: Conversation
+    policy: ContextPolicy
+    text_of: dict[str, str]
+    asked_at: datetime
+
+
+def run_eval(
+    path: str | Path,
+    options: EvalOptions,
+    *,
+    dump: IO[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the evaluation on the LoCoMo-format file at ``path``; return the JSON result.
+
+    Everything is created inside one transaction that is rolled back afterwards."""
+    if options.strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {options.strategy!r}: pick one of {STRATEGIES}")
+    samples = locomo.load_samples(path)
+    result: dict[str, Any] = {}
+    try:
+        with transaction.atomic():
+            result = _run(samples, options, dump, progress)
+            raise _Rollback
+    except _Rollback:
+        pass
+    return result
+
+
+def _run(
+    samples: list[locomo.Sample],
+    options: EvalOptions,
+    dump: IO[str] | None,
+    progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    tenant = tenant_create(name="LoCoMo recall evaluation (scratch)", slug=scratch_slug())
+    policy = _policy(tenant, options)
+    tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
+    prompt_tokens: list[int] = []
+    history_tokens: list[int] = []
+    embed_ms = 0.0
+    for index, sample in enumerate(samples):
+        loaded = _load(tenant, policy, sample, index)
+        if progress:
+            progress(f"{sample.sample_id}: {len(sample.turns())} turns loaded")
+        if dense_status(policy) == "on":
+            started = time.perf_counter()
+            embedded = _embed_all(loaded.conversation)
+            embed_ms += (time.perf_counter() - started) * 1000
+            if progress:
+                progress(f"{sample.sample_id}: {embedded} turns embedded")
+        retriever = _retriever(options)
+        for question in sample.questions:
+            if question.category not in locomo.CATEGORIES:
+                continue
+            evidence = [loaded.text_of[e] for e in question.evidence if e in loaded.text_of]
+            if not evidence:
+                continue
+            item = MessageItem(
+                id=f"question-{index}-{len(prompt_tokens)}",
+                seq=loaded.conversation.last_seq + 1,
+                role="user",
+                content=question.question,
+                created_at=loaded.asked_at,
+            )
+            turn = assemble_context(
+                loaded.conversation, item, policy=policy, retriever=retriever, now=loaded.asked_at
+            )
+            text = locomo.prompt_text(turn.prompt.system, turn.prompt.messages)
+            tallies[question.category].add(locomo.evidence_present(text, evidence))
+            prompt_tokens.append(turn.prompt.prompt_tokens)
+            history_tokens.append(turn.hypothetical_tokens)
+            if dump is not None:
+                line = {
+                    "sample_id": sample.sample_id,
+                    "question": question.question,
+                    "category": question.category,
+                    "context": text,
+                }
+                dump.write(json.dumps(line, ensure_ascii=False) + "\n")
+    n = max(1, len(prompt_tokens))
+    return {
+        "strategy": options.strategy,
+        "budget": options.budget,
+        "questions": len(prompt_tokens),
+        "categories": {str(c): t.as_dict() for c, t in tallies.items()},
+        "mean_prompt_tokens": round(sum(prompt_tokens) / n, 1),
+        "mean_history_tokens": round(sum(history_tokens) / n, 1),
+        "dense_retrieval": dense_status(policy),
+        "embedding_model": embeddings.MODEL_NAME if dense_status(policy) == "on" else "",
+        "embedding_ms": round(embed_ms, 1),
+    }
+
+
+def _embed_all(conversation: Conversation) -> int:
+    """Embed every turn of a loaded conversation (the background job's service, in a loop)."""
+    total = 0
+    while True:
+        result = embed_conversation(conversation.tenant_id, conversation.pk, check_policy=False)
+        total += result.embedded
+        if not result.more:
+            return total
+
+
+def _retriever(options: EvalOptions) -> Retriever:
+    """The production retrieval (messages, then summaries not already shown, one ranking)
+    with the evaluation's settings."""
+
+    def retriever(
+        conversation: Conversation,
+        new: MessageItem,
+        policy: ContextPolicy,
+        before_seq: int,
+        shown_summaries: Iterable[int],
+    ) -> list[RetrievedItem]:
+        max_items = min(options.retrieval.max_items, policy.retrieval_max_items)
+        return retrieve_ranked(
+            conversation,
+            new.content,
+            before_seq=new.seq if options.retrieve_whole_history else before_seq,
+            settings=replace(options.retrieval, max_items=max_items, dense=dense_enabled(policy)),
+            shown_summaries=shown_summaries,
+            bot_name=policy.bot_name,
+        )
+
+    return retriever
+
+
+def scratch_slug(base: str = "locomo-eval") -> str:
+    """A tenant slug no tenant has yet, for a scratch tenant."""
+    slug, n = base, 1
+    while Tenant.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    return slug
+
+
+def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
+    fields = locomo.eval_policy_fields(
+        options.strategy,
+        options.budget,
+        recent=options.recent,
+        history_reserve=options.history_reserve,
+        retrieval_max_items=options.retrieval.max_items,
+    )
+    return scratch_policy(
+        tenant,
+        fields,
+        name=f"LoCoMo evaluation ({options.strategy}, {options.budget})",
+        profile={
+            "name": "LoCoMo evaluation model (o200k_base)",
+            "provider": "offline",
+            "model": "offline",
+        },
+        retrieval_dense=options.dense and options.strategy == "hybrid",
+    )
+
+
+def scratch_policy(
+    tenant: Tenant,
+    fields: dict[str, Any],
+    *,
+    name: str,
+    profile: dict[str, Any],
+    **settings: Any,
+) -> ContextPolicy:
+    """The active policy of a scratch tenant for a LoCoMo run: ``fields`` from
+    :func:`~chats.evaluation.locomo.eval_policy_fields`, ``settings`` on top, on a new model
+    profile counted with ``o200k_base`` (``profile``: its name, provider, model, prices)."""
+    with tenant_scope(tenant):
+        model = ModelProfile.objects.create(
+            tenant=tenant,
+            context_window=max(200_000, fields["max_context_tokens"]),
+            max_output_tokens=locomo.EVAL_RESERVED_RESPONSE,
+            tokenizer="o200k_base",
+            **profile,
+        )
+        policy = ContextPolicy.objects.create(
+            tenant=tenant,
+            name=name,
+            model_profile=model,
+            system_prompt_template=locomo.EVAL_SYSTEM_PROMPT,
+            facts_enabled=False,
+            tools_enabled=False,
+            periodic_summaries_enabled=False,
+            safety_margin_percent=0.0,
+            **settings,
+            **fields,
+        )
+        Tenant.objects.filter(pk=tenant.pk).update(active_policy=policy)
+        return ContextPolicy.objects.select_related("model_profile").get(pk=policy.pk)
+
+
+def speaker_user(name: str) -> Any:
+    """A new user for a LoCoMo speaker (username = the name, made unique)."""
+    User = get_user_model()
+    username = name[:150] or "speaker"
+    n = 1
+    while User.objects.filter(username=username).exists():
+        n += 1
+        username = f"{name[:140]}-{n}"
+    return User.objects.create_user(username=username, password=None)
+
+
+def sample_conversation(
+    tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: int
+) -> tuple[Conversation, dict[str, Any], Any]:
+    """A group chat of the sample's speakers (new users) under ``policy``: the conversation,
+    the users by speaker name, and the first of them (who stands in for unknown speakers)."""
+    users = {name: speaker_user(name) for name in sample.speakers}
+    first, *others = list(users.values()) or [tenant.service_user]
+    conversation = conversation_create(
+        tenant=tenant,
+        created_by=first,
+        title=f"LoCoMo {sample.sample_id or index}",
+        participants=others,
+    )
+    with tenant_scope(tenant):
+        Conversation.objects.filter(pk=conversation.pk).update(policy=policy)
+    conversation.policy = policy
+    return conversation, users, first
+
+
+def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: int) -> _Loaded:
+    conversation, users, first = sample_conversation(tenant, policy, sample, index)
+    text_of: dict[str, str] = {}
+    last = datetime(2000, 1, 1, tzinfo=UTC)
+    for session in sample.sessions:
+        when = session.when.replace(tzinfo=UTC)
+        seqs: list[int] = []
+        for turn in session.turns:
+            if not turn.text.strip():
+                continue
+            message, _ = message_create(
+                conversation=conversation,
+                role=Role.USER,
+                content=turn.text,
+                author=users.get(turn.speaker, first),
+                validate=False,
+            )
+            seqs.append(message.seq)
+            text_of[turn.dia_id] = turn.text
+        with tenant_scope(tenant):
+            Message.objects.filter(conversation=conversation, seq__in=seqs).update(created_at=when)
+        last = max(last, when)
+    with tenant_scope(tenant):
+        conversation = Conversation.objects.select_related("policy").get(pk=conversation.pk)
+    return _Loaded(sample, conversation, policy, text_of, last + timedelta(days=1))
