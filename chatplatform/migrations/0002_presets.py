@@ -21,9 +21,9 @@ PROFILES = [
 
 PRESETS = [
     ("Sliding window", "sliding_window",
-     "Seed 000: the newest messages that fit, always the last 20 when they fit."),
+     "The newest messages that fit, always the last 20 when they fit."),
     ("Rolling summary", "rolling_summary",
-     "Seed 002: summaries of older parts plus the raw messages after the last summary."),
+     "Summaries of older parts plus the messages after the last summary, verbatim."),
     ("Hybrid", "hybrid",
      "Summaries, user facts and older messages relevant to the new one, plus recent history."),
 ]
