@@ -1,6 +1,6 @@
 """Background jobs of the chats app (thin adapters over the services): the sweep of replies
 whose runner died, the answering of messages left waiting, and (registered here, defined
-beside the retrieval they serve) the embedding jobs."""
+beside what they serve) the embedding jobs of retrieval and the token-count jobs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from celery import shared_task
 
 from chats.replies import recovery
 from chats.retrieval.tasks import backfill_message_embeddings, embed_conversation_messages
+from chats.token_counts.tasks import backfill_token_counts, recount_message_tokens
 
 #: The sweep runs every minute: it is done well before the next one.
 SWEEP_SOFT_LIMIT, SWEEP_HARD_LIMIT = 45, 55
@@ -49,6 +50,8 @@ def answer_waiting_messages(tenant_id: int, conversation_id: int) -> None:
 __all__ = [
     "answer_waiting_messages",
     "backfill_message_embeddings",
+    "backfill_token_counts",
     "embed_conversation_messages",
     "mark_stale_replies",
+    "recount_message_tokens",
 ]

@@ -24,8 +24,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from chatplatform.jobs import same_queue, task_options
-from chatplatform.locks import claim_run, exclusive
-from summaries import backfill as backfill_core
+from chatplatform.locks import claim_run
 from summaries.services import (
     continuation_summary_ensure,
     periodic_due_batch,
@@ -40,13 +39,9 @@ SUMMARY_WORK_SECONDS = settings.JOB_WORK_SECONDS  # no new chunk after this; the
 FANOUT_SOFT_LIMIT, FANOUT_HARD_LIMIT = 120, 150
 FANOUT_WORK_SECONDS = 60
 FANOUT_BATCH = 500
-BACKFILL_SOFT_LIMIT, BACKFILL_HARD_LIMIT = 240, 270
-BACKFILL_WORK_SECONDS = 180
-RECOUNT_SOFT_LIMIT, RECOUNT_HARD_LIMIT = 60, 90
 
 DEFAULT_DEDUPE_SECONDS = {
     "refresh_periodic_summaries": 20 * 60,  # scheduled hourly
-    "backfill_token_counts": 2 * 60,  # scheduled every 5 minutes
 }
 
 COMMON = task_options(SummaryUnavailable)
@@ -167,65 +162,3 @@ def refresh_periodic_summaries(
         "continuations": continuations,
         "after_id": cursor,
     }
-
-
-@shared_task(
-    name="summaries.tasks.backfill_token_counts",
-    soft_time_limit=BACKFILL_SOFT_LIMIT,
-    time_limit=BACKFILL_HARD_LIMIT,
-    bind=True,
-    **COMMON,
-)
-def backfill_token_counts(
-    self: Any,
-    tenant_id: int | None = None,
-    from_tenant_id: int = 0,
-    batch_size: int = backfill_core.DEFAULT_BATCH_SIZE,
-    continuation: bool = False,
-) -> dict[str, Any]:
-    """Beat: give legacy messages their token counts and recount those counted by another
-    counter than their policy's model uses (every tenant, or one). Resumable: a run that
-    reaches its time budget continues in a new task from the tenant it stopped in."""
-    name = "backfill_token_counts"
-    if not continuation and tenant_id is None and not claim_run(name, dedupe_seconds(name)):
-        return {"status": "duplicate"}
-    scope = "all" if tenant_id is None else f"t{tenant_id}"
-    with exclusive(f"backfill:{scope}", settings.JOB_LOCK_SECONDS) as acquired:
-        if not acquired:
-            return {"status": "locked"}
-        stats, resume_from = backfill_core.backfill_token_counts(
-            tenant_id=tenant_id,
-            from_tenant_id=from_tenant_id,
-            batch_size=batch_size,
-            deadline=_deadline(BACKFILL_WORK_SECONDS),
-            # Background work stays gentle by default; a large legacy import can raise it.
-            workers=int(getattr(settings, "SUMMARIES_BACKFILL_WORKERS", 0)),
-        )
-    if resume_from is not None:
-        backfill_token_counts.apply_async(
-            kwargs={
-                "tenant_id": tenant_id,
-                "from_tenant_id": resume_from,
-                "batch_size": batch_size,
-                "continuation": True,
-            },
-            countdown=1,
-            **same_queue(self),
-        )
-    return {"status": "continued" if resume_from is not None else "done", **stats.as_dict()}
-
-
-@shared_task(
-    name="summaries.tasks.recount_message_tokens",
-    soft_time_limit=RECOUNT_SOFT_LIMIT,
-    time_limit=RECOUNT_HARD_LIMIT,
-    **COMMON,
-)
-def recount_message_tokens(
-    tenant_id: int, conversation_id: int, message_ids: list[int]
-) -> dict[str, Any]:
-    """Count the messages an assembly had to estimate on the fly (no count, or another
-    counter's), queued by ``chats.assembly.recount`` at most once per conversation per few
-    minutes. Idempotent: a second run updates nothing."""
-    stats = backfill_core.backfill_messages(tenant_id, conversation_id, message_ids)
-    return {"status": "done", **stats.as_dict()}

@@ -8,9 +8,9 @@ from django.db import IntegrityError, transaction
 
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.assembly.recount import recount_queue
 from chats.assembly.service import TurnContext
 from chats.services.message_rows import insert_instance
+from chats.token_counts.recount import recount_queue
 
 
 def breakdown(turn: TurnContext) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def turn_record_create(
 ) -> TurnRecord:
     """Store the record of the turn answering ``user_message`` (one per message: a retry
     returns the existing record), and queue the messages the assembly had to count itself
-    for the token backfill (after commit, deduplicated: :mod:`chats.assembly.recount`).
+    for the token backfill (after commit, deduplicated: :mod:`chats.token_counts.recount`).
 
     ``savepoint=False``: the caller's transaction holds the insert; a record that already
     exists then raises IntegrityError (the caller's transaction must roll back).

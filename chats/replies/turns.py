@@ -22,7 +22,6 @@ from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.records import turn_record_build
-from chats.assembly.recount import recount_queue
 from chats.assembly.request import attached_image, chat_request, full_history_usage_for
 from chats.assembly.service import TurnContext
 from chats.retrieval.tasks import schedule_embedding
@@ -39,6 +38,7 @@ from chats.services.messages import (
     message_fields,
     message_finish,
 )
+from chats.token_counts.recount import recount_queue
 
 logger = logging.getLogger(__name__)
 

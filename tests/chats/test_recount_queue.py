@@ -17,7 +17,7 @@ from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies.turns import prepare_turn
 from chats.services import conversation_create, message_create
-from summaries.backfill import backfill_messages
+from chats.token_counts.backfill import backfill_messages
 from tests.chats.test_assembly import make_policy
 
 pytestmark = pytest.mark.django_db

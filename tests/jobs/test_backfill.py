@@ -13,7 +13,8 @@ from chatplatform.core.tokens import get_counter
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from summaries.backfill import backfill_tenant, backfill_token_counts, targets_for
+from chats.token_counts.backfill import backfill_tenant, backfill_token_counts
+from chats.token_counts.targets import targets_for
 from summaries.models import TokenBackfillState
 from tests.summaries.helpers import add_messages, db_snapshot, make_conversation, make_policy
 
@@ -91,7 +92,7 @@ def test_queries_are_bounded_per_batch(tenant_a, data, django_assert_max_num_que
 
 
 def test_stopping_at_the_deadline_and_resuming(tenant_a, data, monkeypatch):
-    import summaries.backfill as backfill
+    from chats.token_counts import batches
 
     clock = {"now": 0.0}
 
@@ -103,7 +104,7 @@ def test_stopping_at_the_deadline_and_resuming(tenant_a, data, monkeypatch):
     def tick(scanned, updated):
         clock["now"] += 6  # each batch "takes" 6 s
 
-    monkeypatch.setattr(backfill, "time", FakeTime)
+    monkeypatch.setattr(batches, "time", FakeTime)
     stats = backfill_tenant(tenant_a, batch_size=10, deadline=10, on_batch=tick)
     assert not stats.complete and stats.batches == 2 and stats.updated == 20
     assert uncounted(tenant_a) == 100
@@ -114,9 +115,9 @@ def test_stopping_at_the_deadline_and_resuming(tenant_a, data, monkeypatch):
 
 
 def test_interrupted_run_resumes_without_double_counting(tenant_a, data, monkeypatch):
-    import summaries.backfill as backfill
+    from chats.token_counts import batches
 
-    real_apply = backfill._apply
+    real_apply = batches.apply_updates
     state = {"batches": 0}
 
     def flaky_apply(tenant_id, updates):
@@ -125,11 +126,11 @@ def test_interrupted_run_resumes_without_double_counting(tenant_a, data, monkeyp
             raise RuntimeError("worker killed")
         return real_apply(tenant_id, updates)
 
-    monkeypatch.setattr(backfill, "_apply", flaky_apply)
+    monkeypatch.setattr(batches, "apply_updates", flaky_apply)
     with pytest.raises(RuntimeError):
         backfill_tenant(tenant_a, batch_size=20)
     assert 0 < uncounted(tenant_a) < 120  # two batches committed, the third rolled back
-    monkeypatch.setattr(backfill, "_apply", real_apply)
+    monkeypatch.setattr(batches, "apply_updates", real_apply)
     stats = backfill_tenant(tenant_a, batch_size=20)
     assert stats.updated == 120 - 40
     assert uncounted(tenant_a) == 0

@@ -20,6 +20,7 @@ from django.db import connection
 
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.token_counts import tasks as token_tasks
 from summaries import tasks
 from tests.summaries.helpers import (
     add_messages,
@@ -127,20 +128,20 @@ def test_tasks_run_in_a_real_worker_idempotently_and_per_tenant(
 
     tasks.refresh_rolling_summary.apply_async((tenant_a.pk, chat.pk), queue=queue)
     wait_until(lambda: len(current_rolling(chat)) == 3, what=f"summaries\n{log.read_text()}")
-    tasks.backfill_token_counts.apply_async(kwargs={"tenant_id": tenant_a.pk}, queue=queue)
+    token_tasks.backfill_token_counts.apply_async(kwargs={"tenant_id": tenant_a.pk}, queue=queue)
     wait_until(lambda: uncounted(tenant_a) == 0, what=f"the backfill\n{log.read_text()}")
     snapshot = db_snapshot()
 
     # Second runs, and tenant A's id with tenant B's conversation; the solo worker runs the
     # queue in order, so once the marker task (B's own backfill) is done, they all ran.
     tasks.refresh_rolling_summary.apply_async((tenant_a.pk, chat.pk), queue=queue)
-    tasks.backfill_token_counts.apply_async(kwargs={"tenant_id": tenant_a.pk}, queue=queue)
+    token_tasks.backfill_token_counts.apply_async(kwargs={"tenant_id": tenant_a.pk}, queue=queue)
     tasks.refresh_rolling_summary.apply_async((tenant_a.pk, theirs.pk), queue=queue)
     tasks.refresh_periodic_summary.apply_async((tenant_a.pk, theirs.pk), queue=queue)
     tasks.summarize_for_continuation.apply_async((tenant_a.pk, theirs.pk), queue=queue)
     before_marker = db_snapshot()
     assert before_marker == snapshot
-    tasks.backfill_token_counts.apply_async(kwargs={"tenant_id": tenant_b.pk}, queue=queue)
+    token_tasks.backfill_token_counts.apply_async(kwargs={"tenant_id": tenant_b.pk}, queue=queue)
     wait_until(lambda: uncounted(tenant_b) == 0, what=f"the marker\n{log.read_text()}")
 
     after = db_snapshot()

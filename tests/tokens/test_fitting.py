@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from chatplatform.core.tokens import fitting
+from chatplatform.core.tokens import corpus, fitting
 from chatplatform.core.tokens.estimator import EstimatorCounter
 from chatplatform.core.tokens.nnls import nnls
 
@@ -43,31 +43,31 @@ def test_fit_recovers_non_negative_coefficients_in_relative_error():
 
 
 def test_every_language_weighs_the_same():
-    samples = [fitting.Sample("en", "x", "g", "corpus")] * 9 + [
-        fitting.Sample("uz", "y", "h", "corpus")
+    samples = [corpus.Sample("en", "x", "g", "corpus")] * 9 + [
+        corpus.Sample("uz", "y", "h", "corpus")
     ]
-    weights = fitting.sample_weights(samples)
+    weights = corpus.sample_weights(samples)
     assert weights[:9].sum() == pytest.approx(weights[9:].sum())
 
 
 def test_snippets_stay_in_their_source_group():
     rows = [{"lang": "en", "text": "a b c d e f", "source": "file-1"}]
-    samples = fitting.make_samples(rows, supplement=False)
+    samples = corpus.make_samples(rows, supplement=False)
     assert {s.group for s in samples if s.kind != "synthetic"} == {"corpus:file-1"}
     assert {s.kind for s in samples} == {"corpus", "snippet", "synthetic"}
 
 
 def test_synthetic_texts_are_deterministic_and_varied():
     rows = [{"lang": "en", "text": "alpha beta gamma delta"}]
-    texts = fitting.synthetic_texts(rows, count=50, seed=1)
-    assert texts == fitting.synthetic_texts(rows, count=50, seed=1)
+    texts = corpus.synthetic_texts(rows, count=50, seed=1)
+    assert texts == corpus.synthetic_texts(rows, count=50, seed=1)
     joined = "".join(texts)
     assert any(ch.isdigit() for ch in joined) and "https://" in joined
     assert any(ord(ch) >= 0x1F300 for ch in joined)
 
 
 def test_django_supplement_covers_many_scripts():
-    rows = fitting.django_supplement()
+    rows = corpus.django_supplement()
     langs = {row["lang"] for row in rows}
     assert {"th", "hi", "el", "hy", "ka", "ko", "ru", "ar", "he"} <= langs
     assert all(row["text"] and "%(" not in row["text"] for row in rows)

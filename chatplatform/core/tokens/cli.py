@@ -63,7 +63,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_fit(args: argparse.Namespace, out: Writer) -> dict[str, Any]:
-    from .fitting import fit_estimator, read_corpus, write_estimator
+    from .corpus import read_corpus
+    from .fitting import fit_estimator, write_estimator
 
     reference = get_counter(args.reference)
     result = fit_estimator(
@@ -101,8 +102,8 @@ def load_counter(name: str) -> TokenCounter:
 
 
 def run_eval(args: argparse.Namespace, out: Writer) -> dict[str, Any]:
+    from .corpus import read_corpus
     from .evaluation import evaluate
-    from .fitting import read_corpus
 
     counter = load_counter(args.counter)
     reference = get_counter(args.reference)

@@ -40,11 +40,27 @@ lexicon reaches 3x the reference; the lexicon stays for accuracy.
 
 from __future__ import annotations
 
-import functools
-import re
 from bisect import bisect_left
 from collections.abc import Collection
 from itertools import filterfalse
+
+from .byte_classes import (
+    CASE_TABLE,
+    CLASS_TABLES,
+    CONTINUATION_BYTES,
+    CYRILLIC_TABLE,
+    IDENTIFIER_PART,
+    KANA_TABLE,
+    LETTER_TABLES,
+    PERCENT_ESCAPE,
+    RUN_TABLE,
+    SCRIPT_OF_CLASS,
+    SHAPE_TABLES,
+    SHARED_LEADS,
+    WORD_TABLE,
+    Variant,
+    low_bits,
+)
 
 # Letter scripts besides Latin and CJK, measured on out-of-lexicon words.
 SCRIPTS = (
@@ -103,110 +119,6 @@ FEATURE_NAMES: tuple[str, ...] = (
     "tabs",
 )
 
-# Byte ranges of UTF-8 lead bytes (and ASCII) by class letter; 0x80-0xBF are continuations.
-_CLASS_RANGES = (
-    (0x00, 0x7F, "o"),  # ASCII punctuation, symbols, controls (refined below)
-    (0x61, 0x7A, "a"),  # a-z
-    (0x41, 0x5A, "A"),  # A-Z
-    (0x30, 0x39, "d"),  # 0-9
-    (0xC2, 0xC2, "s"),  # Latin-1 punctuation and symbols (NBSP, «», °, ©)
-    (0xC3, 0xC3, "e"),  # Latin-1 letters (and the rare signs x, /)
-    (0xC4, 0xCD, "E"),  # Latin Extended-A/B, IPA, spacing modifiers, combining marks
-    (0xCE, 0xCF, "g"),  # Greek
-    (0xD0, 0xD3, "c"),  # Cyrillic
-    (0xD4, 0xD6, "h"),  # Armenian (and the rare Cyrillic Supplement)
-    (0xD7, 0xD7, "w"),  # Hebrew
-    (0xD8, 0xDD, "r"),  # Arabic, Syriac, Arabic Supplement
-    (0xDE, 0xDF, "x"),  # Thaana, NKo
-    (0xE0, 0xE0, "i"),  # U+0800-0FFF: Indic, Thai, Lao, Tibetan (told apart by share)
-    (0xE1, 0xE1, "j"),  # U+1000-1FFF: Georgian, Myanmar, Khmer, Greek Extended, ...
-    (0xE2, 0xE2, "y"),  # general punctuation, symbols, arrows, box drawing
-    (0xE3, 0xE3, "k"),  # CJK punctuation, kana, CJK Extension A (told apart by share)
-    (0xE4, 0xE9, "z"),  # CJK unified ideographs
-    (0xEA, 0xED, "u"),  # Hangul syllables
-    (0xEE, 0xEE, "x"),  # private use
-    (0xEF, 0xEF, "f"),  # compatibility, presentation and fullwidth forms
-    (0xF0, 0xFF, "q"),  # beyond the BMP: emoji, CJK Extension B, ...
-)
-_LETTER_CLASSES = "aAeEvcghwrxijkzu"
-
-
-def _class_table(*, e1_is_latin: bool, d6_is_hebrew: bool) -> bytes:
-    """UTF-8 byte -> class letter of the character it starts."""
-    table = bytearray(256)
-    for low, high, code in _CLASS_RANGES:
-        table[low : high + 1] = code.encode() * (high - low + 1)
-    for byte, code in ((" ", " "), ("\t", " "), ("\n", "n"), ("\r", "n")):
-        table[ord(byte)] = ord(code)
-    if e1_is_latin:  # Vietnamese: Latin Extended Additional is U+1E00-1EFF
-        table[0xE1] = ord("v")
-    if d6_is_hebrew:  # U+0590-05BF are Hebrew points when the text is Hebrew
-        table[0xD6] = ord("w")
-    return bytes(table)
-
-
-def _recode(table: bytes, mapping: dict[str, str], default: str) -> bytes:
-    """Compose ``table`` with a class -> byte ``mapping`` (unmapped classes -> default)."""
-    second = bytearray(default.encode() * 256)
-    for classes, target in mapping.items():
-        for byte in classes.encode():
-            second[byte] = ord(target)
-    return bytes(second[byte] for byte in table)
-
-
-_Variant = tuple[bool, bool]
-_CLASS_TABLES: dict[_Variant, bytes] = {
-    (e1, d6): _class_table(e1_is_latin=e1, d6_is_hebrew=d6)
-    for e1 in (False, True)
-    for d6 in (False, True)
-}
-_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
-# bit planes of the whole text, as base-32 digits: 1 letter, 2 punctuation or symbol,
-# 4 newline, 8 digit, 16 (g) blank
-_SHAPE_TABLES = {
-    variant: _recode(table, {_LETTER_CLASSES: "1", "osyfq": "2", "n": "4", "d": "8", " ": "g"}, "0")
-    for variant, table in _CLASS_TABLES.items()
-}
-
-# bit planes of out-of-lexicon words: 1 Latin letter, 2 upper case, 4 Latin-1 or Vietnamese
-# letter, 8 lower case, 16 Latin Extended or Vietnamese letter
-_LETTER_TABLES = {
-    variant: _recode(table, {"a": "9", "A": "3", "e": "5", "E": "h", "v": "l"}, "0")
-    for variant, table in _CLASS_TABLES.items()
-}
-# class -> one run letter per script (other classes separate runs)
-_RUN_TABLE = _recode(
-    bytes(range(256)),
-    {"c": "C", "g": "G", "h": "H", "j": "J", "w": "W", "r": "R", "x": "X", "i": "I", "u": "U"}
-    | {"kz": "K"},
-    " ",
-)
-# UTF-8 byte -> itself, except ASCII that is not a letter -> space (word separators)
-_WORD_TABLE = bytes(32 if byte < 128 and not chr(byte).isalpha() else byte for byte in range(256))
-# ASCII letters by case (other bytes -> space): camelCase humps and upper-case counts
-_CASE_TABLE = bytes(
-    ord("a") if 97 <= byte <= 122 else ord("A") if 65 <= byte <= 90 else 32 for byte in range(256)
-)
-# parts of an identifier: BPE splits camelCase where a lower-case letter meets an upper-case one
-_IDENTIFIER_PART = re.compile(rb"[^a-z ]*[a-z]+|[^a-z ]+")
-
-_MASK_BUCKET = 64  # characters
-
-
-def _ones(chars: int) -> int:
-    """An integer with bit 0 of each 5-bit digit set, for at least ``chars`` digits.
-
-    Masks come in buckets of 64 characters; a longer mask is harmless because every use
-    ands it with planes that have no bits beyond their own characters.
-    """
-    return _bucket_mask(chars // _MASK_BUCKET + 1)
-
-
-@functools.lru_cache(maxsize=512)
-def _bucket_mask(buckets: int) -> int:
-    return int(b"1" * (buckets * _MASK_BUCKET), 32)
-
-
 _I = FEATURE_NAMES.index
 _WORDS = _I("lexicon_words")
 _LATIN = _I("latin_chars")
@@ -218,54 +130,7 @@ _SPACES = _I("space_runs_ge2")
 _SCRIPT_INDEX = {script: _I(f"{script}_chars") for script in SCRIPTS}
 _CYRILLIC_EXTENDED = _I("cyrillic_extended")
 _ESCAPES = _I("percent_escapes")
-_SCRIPT_OF_CLASS = {
-    b"c": "cyrillic",
-    b"g": "greek",
-    b"h": "armenian",
-    b"w": "hebrew",
-    b"r": "arabic",
-    b"u": "hangul",
-    b"x": "other",
-}
 _SYMBOL_INDEX = {b"s": _SYMBOLS, b"y": _SYMBOLS + 1, b"f": _SYMBOLS + 3, b"q": _SYMBOLS + 4}
-# scripts that share a UTF-8 lead byte, told apart by the second byte
-_SHARED_LEADS = {
-    b"i": (
-        0xE0,
-        (("devanagari", (0xA4, 0xA5)), ("indic", tuple(range(0xA6, 0xB8))), ("thai", (0xB8, 0xB9))),
-    ),
-    b"j": (0xE1, (("georgian", (0x82, 0x83, 0xB2)), ("greek", (0xBC, 0xBD, 0xBE, 0xBF)))),
-}
-# Cyrillic outside U+0410-044F (the Russian alphabet but ё): U+0400-040F is D0 80-8F, U+0450-045F
-# is D1 90-9F, U+0480-04FF is D2/D3 xx. Lead and continuation bytes get marks so that one
-# two-byte count finds each range: "34" (D0 8x), "12" (D1 9x), "5" (D2, D3).
-_CYRILLIC_TABLE = bytes(
-    ord("1")
-    if byte == 0xD1
-    else ord("3")
-    if byte == 0xD0
-    else ord("5")
-    if byte in (0xD2, 0xD3)
-    else ord("2")
-    if 0x90 <= byte <= 0x9F
-    else ord("4")
-    if 0x80 <= byte <= 0x8F
-    else ord("0")
-    for byte in range(256)
-)
-_PERCENT_ESCAPE = re.compile(rb"%[0-9A-Fa-f]{2}")
-# U+3000-30FF by second byte: lead E3 -> "E", 80 (CJK punctuation) -> "p", 81-83 (kana) -> "k",
-# so that two counts of byte pairs find them (one 2-byte count costs as much as a translate)
-_KANA_TABLE = bytes(
-    ord("E")
-    if byte == 0xE3
-    else ord("p")
-    if byte == 0x80
-    else ord("k")
-    if 0x81 <= byte <= 0x83
-    else 32
-    for byte in range(256)
-)
 
 
 def extract_features(text: str, lexicon: Collection[bytes]) -> list[float]:
@@ -285,13 +150,13 @@ def extract_features(text: str, lexicon: Collection[bytes]) -> list[float]:
     else:
         raw = text.encode("utf-8", "surrogatepass")
         variant = _variant(raw)
-        delete = _CONTINUATION_BYTES
+        delete = CONTINUATION_BYTES
     if b"%" in raw:  # URL-encoded bytes cost about two tokens each, whatever they spell
-        raw, escapes = _PERCENT_ESCAPE.subn(b"", raw)
+        raw, escapes = PERCENT_ESCAPE.subn(b"", raw)
         features[_ESCAPES] = escapes
         if not raw:
             return features
-    words = raw.translate(_WORD_TABLE).split()
+    words = raw.translate(WORD_TABLE).split()
     oov_words = list(filterfalse(lexicon.__contains__, words))
     features[_WORDS] = len(words) - len(oov_words)
     if oov_words:
@@ -303,7 +168,7 @@ def extract_features(text: str, lexicon: Collection[bytes]) -> list[float]:
     return features
 
 
-def _variant(raw: bytes) -> _Variant:
+def _variant(raw: bytes) -> Variant:
     """Class table for a non-ASCII text: (E1 block is Vietnamese Latin, D6 is Hebrew)."""
     vietnamese = False
     if b"\xe1" in raw:
@@ -315,14 +180,14 @@ def _variant(raw: bytes) -> _Variant:
 def _word_features(
     oov_words: list[bytes],
     lexicon: Collection[bytes],
-    variant: _Variant,
+    variant: Variant,
     delete: bytes,
     features: list[float],
 ) -> None:
     """Features of the out-of-lexicon words of a non-ASCII text."""
     oov = b" ".join(oov_words)
-    digits = oov.translate(_LETTER_TABLES[variant], delete)
-    ones = _ones(len(digits))
+    digits = oov.translate(LETTER_TABLES[variant], delete)
+    ones = low_bits(len(digits))
     planes = int(digits, 32)
     if (planes >> 3) & (planes << 4) & ones:
         # a lower-case letter followed by an upper-case one: BPE keeps most parts of
@@ -331,8 +196,8 @@ def _word_features(
         if not oov_words:
             return
         oov = b" ".join(oov_words)
-        digits = oov.translate(_LETTER_TABLES[variant], delete)
-        ones = _ones(len(digits))
+        digits = oov.translate(LETTER_TABLES[variant], delete)
+        ones = low_bits(len(digits))
         planes = int(digits, 32)
     features[_WORDS + 1] = len(oov_words)
     latin = planes & ones
@@ -357,12 +222,12 @@ def _ascii_word_features(
     oov_words: list[bytes], lexicon: Collection[bytes], features: list[float]
 ) -> None:
     """:func:`_word_features` for ASCII text: every word is one run of Latin letters."""
-    case = b" ".join(oov_words).translate(_CASE_TABLE)
+    case = b" ".join(oov_words).translate(CASE_TABLE)
     if b"aA" in case:
         oov_words = _split_identifiers(oov_words, lexicon, features, ascii_only=True)
         if not oov_words:
             return
-        case = b" ".join(oov_words).translate(_CASE_TABLE)
+        case = b" ".join(oov_words).translate(CASE_TABLE)
     lengths = sorted(map(len, oov_words))
     count = len(lengths)
     features[_WORDS + 1] = count
@@ -388,28 +253,28 @@ def _split_identifiers(
     plain = list(filter(bytes.islower, ascii_words))
     if not ascii_only:
         plain += filterfalse(bytes.isascii, oov_words)
-    parts = _IDENTIFIER_PART.findall(b" ".join(cased))
+    parts = IDENTIFIER_PART.findall(b" ".join(cased))
     unknown_parts = list(filterfalse(lexicon.__contains__, parts))
     features[_WORDS] += len(parts) - len(unknown_parts)
     features[_WORDS + 2] = len(parts) - len(cased)
     return plain + unknown_parts
 
 
-def _script_features(oov: bytes, variant: _Variant, features: list[float]) -> None:
+def _script_features(oov: bytes, variant: Variant, features: list[float]) -> None:
     """Non-Latin letters and symbols of out-of-lexicon words, by script."""
-    classes = oov.translate(_CLASS_TABLES[variant], _CONTINUATION_BYTES)
-    runs = classes.translate(_RUN_TABLE)
+    classes = oov.translate(CLASS_TABLES[variant], CONTINUATION_BYTES)
+    runs = classes.translate(RUN_TABLE)
     # visit only the classes present: take one, count it, delete it, repeat
     others = classes.translate(None, b" aAeEv")
     while others:
         code = others[:1]
         chars = others.count(code)
         others = others.translate(None, code) if chars < len(others) else b""
-        script = _SCRIPT_OF_CLASS.get(code)
+        script = SCRIPT_OF_CLASS.get(code)
         if script is not None:
             _add_script(features, script, chars, runs, code.upper(), 1.0)
             if code == b"c":  # letters beyond the basic (Russian) block: other languages
-                marks = oov.translate(_CYRILLIC_TABLE)
+                marks = oov.translate(CYRILLIC_TABLE)
                 features[_CYRILLIC_EXTENDED] = (
                     marks.count(b"12") + marks.count(b"34") + marks.count(b"5")
                 )
@@ -418,7 +283,7 @@ def _script_features(oov: bytes, variant: _Variant, features: list[float]) -> No
         elif code in b"kz":
             others = others.translate(None, b"kz")
             cjk = classes.count(b"k") + classes.count(b"z")
-            marks = oov.translate(_KANA_TABLE)
+            marks = oov.translate(KANA_TABLE)
             kana = marks.count(b"Ek")
             cjk_punct = marks.count(b"Ep")
             features[_CJK] = cjk - kana - cjk_punct
@@ -426,7 +291,7 @@ def _script_features(oov: bytes, variant: _Variant, features: list[float]) -> No
             features[_CJK + 2] = runs.count(b" K") + runs.startswith(b"K")
             features[_SYMBOLS + 2] = cjk_punct
         else:  # a lead byte shared by several scripts: split chars and runs by share
-            lead, scripts = _SHARED_LEADS[code]
+            lead, scripts = SHARED_LEADS[code]
             remaining = chars
             for script, second_bytes in scripts:
                 part = sum(oov.count(bytes((lead, second))) for second in second_bytes)
@@ -446,7 +311,7 @@ def _add_script(
     features[index + 1] += (runs.count(b" " + run) + runs.startswith(run)) * share
 
 
-def _shape_features(raw: bytes, variant: _Variant, delete: bytes, features: list[float]) -> None:
+def _shape_features(raw: bytes, variant: Variant, delete: bytes, features: list[float]) -> None:
     """Digits, punctuation and whitespace of the whole text, from its bit planes.
 
     ``planes >> (5 + b)`` holds bit ``b`` of each character's predecessor, ``planes << (5 - b)``
@@ -455,9 +320,9 @@ def _shape_features(raw: bytes, variant: _Variant, delete: bytes, features: list
     runs are told apart by what follows them. BPE cuts a run of ``n`` digits into
     ``ceil(n / 3)`` groups: one per run, plus one per run reaching 4, 7 and 10 digits.
     """
-    shape = raw.translate(_SHAPE_TABLES[variant], delete)
+    shape = raw.translate(SHAPE_TABLES[variant], delete)
     planes = int(shape, 32)
-    ones = _ones(len(shape))
+    ones = low_bits(len(shape))
     newlines = b"4" in shape
     before_newline = 0
     punct = (planes >> 1) & ones

@@ -4,7 +4,7 @@
 
 Batched (keyset by id), resumable (stop it any time; the next run continues where the work
 is), idempotent (a second run updates nothing). The same code runs every few minutes in the
-``summaries.tasks.backfill_token_counts`` beat task.
+``backfill_token_counts`` beat job (``chats.token_counts.tasks``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from chatplatform.models import Tenant
-from summaries.backfill import DEFAULT_BATCH_SIZE, MAX_BATCH_SIZE, backfill_tenant, pending_estimate
+from chats.token_counts.backfill import (
+    DEFAULT_BATCH_SIZE,
+    MAX_BATCH_SIZE,
+    backfill_tenant,
+    pending_estimate,
+)
 
 
 class Command(BaseCommand):

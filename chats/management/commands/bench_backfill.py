@@ -5,7 +5,7 @@
 
 Creates (or reuses) a scratch tenant whose policy model counts with the local estimator,
 inserts N legacy messages (no token count) with fast bulk inserts (COPY on PostgreSQL,
-bulk_create elsewhere), then times the real backfill (``summaries.backfill``) over them and
+bulk_create elsewhere), then times the real backfill (``chats.token_counts.backfill``) over them and
 prints ``messages``, ``messages_per_s`` and ``counter``. The scratch data is deleted at the
 end unless ``--keep``; a run always starts from freshly inserted rows (scratch data left by
 an earlier run is deleted first), because rows reset in place would leave the table bloated
@@ -30,7 +30,7 @@ from chatplatform.models import ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import all_tenants
-from summaries.backfill import backfill_tenant
+from chats.token_counts.backfill import backfill_tenant
 
 SCRATCH_SLUG = "bench-backfill-scratch"
 PROFILE_NAME = "Bench backfill counter"

@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from django.db import transaction
 
 from chatplatform.core.context.types import Included
+from chatplatform.locks import claim_run
+from chats.token_counts.tasks import recount_message_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +48,6 @@ def recount_queue(tenant_id: int, conversation_id: int, recounted: Iterable[Incl
 
 
 def _send(tenant_id: int, conversation_id: int, ids: list[int]) -> None:
-    from chatplatform.locks import claim_run
-    from summaries.tasks import recount_message_tokens
-
     try:
         if not claim_run(RECOUNT_CLAIM, RECOUNT_WINDOW_SECONDS, f"{tenant_id}:{conversation_id}"):
             return
