@@ -10,7 +10,7 @@ from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.recount import recount_queue
 from chats.assembly.service import TurnContext
-from chats.services.message_rows import insert_instance
+from chats.services.hot_writes.inserts import insert_instance
 
 
 def breakdown(turn: TurnContext) -> dict[str, Any]:
