@@ -345,10 +345,10 @@ def finish_turn(
         )
     conversation = prepared.conversation
     calibrate = usage is not None and profile.provider != "offline"
-    token_count, counter = final_token_count(conversation, content)
     # The write is atomic by itself; the calibration joins it in a transaction.
     atomic = transaction.atomic() if calibrate else contextlib.nullcontext()
     with tenant_scope(prepared.tenant_id), atomic:
+        token_count, counter = final_token_count(conversation, content)
         # The reply, its conversation's token total and the turn's usage, together.
         recorded = hot_writes().reply_finish(
             tenant_id=prepared.tenant_id,

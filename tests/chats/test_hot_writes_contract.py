@@ -398,3 +398,28 @@ def test_a_duplicate_reply_in_the_callers_transaction_raises(conversation, membe
             in_caller_transaction=True,
         )
     assert _counters(conversation)[0] == 2
+
+
+def test_no_operation_depends_on_the_active_tenant_scope(writes, conversation, member_a, now):
+    """The tenant is named in every query: without a scope, a turn's writes and read work."""
+    question = writes.message_insert(_fields(conversation, member_a), 4, now)
+    reply = writes.reply_insert_with_record(
+        _reply_fields(conversation, question), _record(conversation, question), now
+    )
+    found = writes.message_for_reply(conversation.tenant_id, question.pk)
+    assert found is not None and found[1:] == (reply.pk, "streaming")
+    assert writes.reply_finish(
+        tenant_id=conversation.tenant_id,
+        message_id=reply.pk,
+        user_message_id=question.pk,
+        content="done",
+        status="complete",
+        token_count=1,
+        token_counter="o200k_base",
+        tokens_added=5,
+        error_code="",
+        error_message="",
+        turn=_usage(reply),
+        now=now,
+    )
+    assert _counters(conversation) == (2, 2, 9)

@@ -22,7 +22,8 @@ MessageAndReply = tuple[Message, int | None, str]
 
 class HotWrites(abc.ABC):
     """The writes of a turn (and the one read they depend on). Every operation filters on
-    the tenant it is given, whatever tenant scope is active."""
+    the tenant it is given (``fields["tenant_id"]`` for the inserts) and works whatever
+    tenant scope is active, or none."""
 
     @abc.abstractmethod
     def message_insert(

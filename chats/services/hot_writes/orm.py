@@ -1,7 +1,8 @@
 """The hot writes through the ORM: SQLite (the embedded default) and any database without
 single-statement writes of its own. A transaction around each write gives what one
 statement gives on PostgreSQL; the first write of a transaction (the conversation's
-counters) takes the lock that orders concurrent writers."""
+counters) takes the lock that orders concurrent writers. Like the statements, every query
+names its tenant itself, so none depends on the active tenant scope."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
+from chatplatform.tenancy.scoping import all_tenants
 
 from .inserts import insert_instance
 from .interface import HotWrites, MessageAndReply
@@ -29,7 +31,8 @@ class OrmHotWrites(HotWrites):
         own_transaction: bool = True,
     ) -> Message:
         # A duplicate fails the insert and rolls the counters' increment back with it.
-        with transaction.atomic() if own_transaction else contextlib.nullcontext():
+        atomic = transaction.atomic() if own_transaction else contextlib.nullcontext()
+        with all_tenants(), atomic:
             seq = _next_seq(fields["conversation"], tokens_added, now)
             return Message.objects.create(seq=seq, **fields, **(attachment or {}))
 
@@ -61,7 +64,7 @@ class OrmHotWrites(HotWrites):
     ) -> bool:
         # No savepoint: nothing here recovers from an error, so the caller's transaction (or
         # this one) is all that is needed.
-        with transaction.atomic(savepoint=False):
+        with all_tenants(), transaction.atomic(savepoint=False):
             reply = Message.objects.filter(tenant_id=tenant_id, pk=message_id)
             finished = reply.update(
                 content=content,
@@ -83,17 +86,18 @@ class OrmHotWrites(HotWrites):
             )
 
     def message_for_reply(self, tenant_id: int, message_id: int) -> MessageAndReply | None:
-        try:
-            message = Message.objects.select_related("author", "conversation").get(
-                tenant_id=tenant_id, pk=message_id
+        with all_tenants():
+            try:
+                message = Message.objects.select_related("author", "conversation").get(
+                    tenant_id=tenant_id, pk=message_id
+                )
+            except Message.DoesNotExist:
+                return None
+            reply = (
+                Message.objects.filter(tenant_id=tenant_id, answers=message)
+                .only("pk", "status")
+                .first()
             )
-        except Message.DoesNotExist:
-            return None
-        reply = (
-            Message.objects.filter(tenant_id=tenant_id, answers=message)
-            .only("pk", "status")
-            .first()
-        )
         return message, (reply.pk if reply else None), (reply.status if reply else "")
 
 
