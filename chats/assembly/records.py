@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import TurnContext
-from chats.services.message_rows import insert_instance
+from chats.services.hot_writes.inserts import insert_instance
 from chats.token_counts.recount import recount_queue
 
 

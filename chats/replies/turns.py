@@ -14,24 +14,18 @@ from django.utils import timezone
 
 from chatplatform.core.llm.base import ChatRequest
 from chatplatform.core.llm.prompt_cache import CacheUsage
-from chatplatform.core.tokens import calibration
-from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Conversation, Message, Role, Status, TurnRecord
 from chatplatform.policies import policy_for
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.records import turn_record_build
 from chats.assembly.request import attached_image, chat_request, full_history_usage_for
 from chats.assembly.service import TurnContext
+from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
 from chats.retrieval.tasks import schedule_embedding
 from chats.services.conversations import conversation_window_advance
-from chats.services.message_rows import (
-    MessageAndReply,
-    finish_reply_row,
-    insert_reply_with_record,
-    message_for_reply,
-)
+from chats.services.hot_writes import MessageAndReply, hot_writes
 from chats.services.messages import (
     final_token_count,
     message_create,
@@ -39,6 +33,7 @@ from chats.services.messages import (
     message_finish,
 )
 from chats.token_counts.recount import recount_queue
+from summaries.scheduling import schedule_summary_if_needed
 
 logger = logging.getLogger(__name__)
 
@@ -208,13 +203,10 @@ def prepare_turn(
                 content_note=image.note if image is not None else "",
             )
         try:
-            if reply_id is None and connection.vendor == "postgresql":
-                # The common case, one statement: the reply row and the turn's record.
-                reply_id = _insert_reply_and_record(turn, user_message)
+            if reply_id is None:
+                reply_id = _reply_and_record_insert(turn, user_message)
             else:
-                reply_id = _store_reply_and_record(
-                    turn, user_message, reply_id, reply_status, budget_override
-                )
+                _reply_and_record_reset(turn, user_message, reply_id, reply_status)
         except IntegrityError:
             # The database's one-reply-per-message rule: another runner created the reply
             # since we looked, and answers it. Nothing of ours was stored.
@@ -251,9 +243,9 @@ def prepare_turn(
     )
 
 
-def _insert_reply_and_record(turn: TurnContext, user_message: Message) -> int:
-    """PostgreSQL, first attempt: the streaming reply row and the turn's record in one
-    statement; returns the reply's id. Raises IntegrityError when a reply exists."""
+def _reply_and_record_insert(turn: TurnContext, user_message: Message) -> int:
+    """First attempt: the streaming reply row and the turn's record, together; returns the
+    reply's id. Raises IntegrityError when a reply exists."""
     record = turn_record_build(turn=turn, user_message=user_message)
     fields = message_fields(
         user_message.conversation,
@@ -264,102 +256,34 @@ def _insert_reply_and_record(turn: TurnContext, user_message: Message) -> int:
         token_count=None,
         token_counter="",
     )
-    reply = insert_reply_with_record(fields, record, timezone.now())
+    reply = hot_writes().reply_insert_with_record(fields, record, timezone.now())
     recount_queue(user_message.tenant_id, user_message.conversation_id, turn.prompt.recounted)
     return reply.pk
 
 
-def _store_reply_and_record(
-    turn: TurnContext,
-    user_message: Message,
-    reply_id: int | None,
-    reply_status: str,
-    budget_override: int | None,
-) -> int:
-    """Create the streaming reply row (or reuse a failed one) and store the turn's record,
-    replacing the record of an earlier attempt, in one transaction; returns the reply's id.
-    Raises IntegrityError when another runner created the reply meanwhile."""
+def _reply_and_record_reset(
+    turn: TurnContext, user_message: Message, reply_id: int, reply_status: str
+) -> None:
+    """A retry: reuse the reply row (a failed one streams again) and replace the record of
+    the earlier attempt with this turn's, in one transaction."""
     with transaction.atomic():
-        if reply_id is None:
-            reply, _ = message_create(
-                conversation=user_message.conversation,
-                role=Role.ASSISTANT,
-                content="",
-                answers=user_message,
-                status=Status.STREAMING,
-                validate=False,
-                in_caller_transaction=True,
+        if reply_status == Status.FAILED:
+            Message.objects.filter(pk=reply_id).update(
+                status=Status.STREAMING, content="", error_code="", error_message=""
             )
-            retrying, reply_id = False, reply.pk
-        else:
-            retrying = True
-            if reply_status == Status.FAILED:
-                Message.objects.filter(pk=reply_id).update(
-                    status=Status.STREAMING, content="", error_code="", error_message=""
-                )
-        if retrying or budget_override is not None:
-            TurnRecord.objects.filter(user_message=user_message).delete()
+        TurnRecord.objects.filter(user_message=user_message).delete()
         turn_record_create(
             turn=turn, user_message=user_message, savepoint=False, assistant_message_id=reply_id
         )
-    return reply_id
 
 
 def _message_and_reply(tenant_id: int, user_message_id: int) -> MessageAndReply:
     """The user message (conversation and author loaded) and its reply's id and status.
     Raises Message.DoesNotExist."""
-    if connection.vendor == "postgresql":
-        found = message_for_reply(tenant_id, user_message_id)
-        if found is None:
-            raise Message.DoesNotExist(f"message {user_message_id} does not exist")
-        return found
-    user_message = Message.objects.select_related("author", "conversation").get(pk=user_message_id)
-    reply = Message.objects.filter(answers=user_message).only("pk", "status").first()
-    return user_message, (reply.pk if reply else None), (reply.status if reply else "")
-
-
-#: The estimate is checked with the provider's count when it is within this share of the budget.
-NEAR_BUDGET_SHARE = 0.10
-_exact_counters: dict[str, Any] = {}
-
-
-def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
-    """Seed 003: estimate first; only when the estimated prompt is within
-    ``NEAR_BUDGET_SHARE`` of the budget, ask Anthropic's ``count_tokens`` (cached, with a
-    timeout, falling back to the estimate when unreachable). Returns the exact prompt tokens,
-    or None when no exact count was needed or possible. Feeds the model's calibration."""
-    from django.conf import settings
-
-    profile = turn.profile
-    if profile.provider != "anthropic" or profile.tokenizer != "anthropic":
-        return None
-    access = provider_access(profile)
-    # Only the operator's endpoint counts tokens: a tenant's own endpoint gets nothing more
-    # than its replies (and the count would need the call-time endpoint check too).
-    if access is None or access.own_endpoint or not access.api_key or turn.counter.exact:
-        return None
-    prompt = turn.prompt
-    if prompt.prompt_tokens * prompt.margin_ratio < prompt.budget * (1 - NEAR_BUDGET_SHARE):
-        return None
-    from chatplatform.core.tokens.anthropic_counter import AnthropicCounter
-
-    cache_key = f"{profile.model}\x00{access.base_url or ''}"
-    counter = _exact_counters.get(cache_key)
-    if counter is None:
-        counter = AnthropicCounter(
-            profile.model,
-            fallback=turn.counter,
-            api_key=access.api_key,
-            base_url=access.base_url,
-            timeout=settings.TOKEN_COUNT_TIMEOUT_SECONDS,
-        )
-        _exact_counters[cache_key] = counter
-    text = "\n\n".join([prompt.system, *(m["content"] for m in prompt.messages)])
-    tokens = counter.count(text) + counter.message_overhead * len(prompt.messages)
-    if counter.last_source == "fallback":
-        return None
-    calibration_record(profile.pk, prompt.prompt_tokens, tokens)
-    return int(tokens)
+    found = hot_writes().message_for_reply(tenant_id, user_message_id)
+    if found is None:
+        raise Message.DoesNotExist(f"message {user_message_id} does not exist")
+    return found
 
 
 def flush_content(tenant_id: int, message_id: int, content: str) -> None:
@@ -421,41 +345,25 @@ def finish_turn(
         )
     conversation = prepared.conversation
     calibrate = usage is not None and profile.provider != "offline"
-    one_statement = connection.vendor == "postgresql"
-    # One statement is its own transaction; the calibration joins it in a transaction.
-    atomic = transaction.atomic() if calibrate or not one_statement else contextlib.nullcontext()
+    # The write is atomic by itself; the calibration joins it in a transaction.
+    atomic = transaction.atomic() if calibrate else contextlib.nullcontext()
     with tenant_scope(prepared.tenant_id), atomic:
-        if one_statement:
-            # The reply, its conversation's token total and the turn's usage, together.
-            token_count, counter = final_token_count(conversation, content)
-            recorded = finish_reply_row(
-                tenant_id=prepared.tenant_id,
-                message_id=prepared.assistant_message_id,
-                user_message_id=prepared.user_message_id,
-                content=content,
-                status=status,
-                token_count=token_count,
-                token_counter=counter.name,
-                tokens_added=token_count + counter.message_overhead,
-                error_code=error_code,
-                error_message=error_message,
-                turn=fields,
-                now=timezone.now(),
-            )
-        else:
-            message = Message.objects.select_related("conversation").get(
-                pk=prepared.assistant_message_id
-            )
-            message_finish(
-                message=message,
-                content=content,
-                status=status,
-                error_code=error_code,
-                error_message=error_message,
-            )
-            recorded = bool(
-                TurnRecord.objects.filter(user_message_id=prepared.user_message_id).update(**fields)
-            )
+        token_count, counter = final_token_count(conversation, content)
+        # The reply, its conversation's token total and the turn's usage, together.
+        recorded = hot_writes().reply_finish(
+            tenant_id=prepared.tenant_id,
+            message_id=prepared.assistant_message_id,
+            user_message_id=prepared.user_message_id,
+            content=content,
+            status=status,
+            token_count=token_count,
+            token_counter=counter.name,
+            tokens_added=token_count + counter.message_overhead,
+            error_code=error_code,
+            error_message=error_message,
+            turn=fields,
+            now=timezone.now(),
+        )
         if calibrate:
             calibration_record(
                 profile.pk, prepared.estimated_prompt_tokens, fields["prompt_tokens_reported"]
@@ -479,35 +387,6 @@ def after_reply(conversation: Conversation) -> None:
     """What the policy asks after a reply: a rolling summary when the threshold is crossed."""
     schedule_embedding(conversation)  # retrieval by meaning: embed the new turns; never raises
     try:
-        from summaries.scheduling import schedule_summary_if_needed
-    except ImportError:  # the summaries feature is not installed in this build
-        return
-    try:
         schedule_summary_if_needed(conversation)
     except Exception:  # a scheduling failure must not fail the reply that was stored
         logger.exception("could not schedule a summary for conversation %s", conversation.pk)
-
-
-def calibration_record(profile_id: int, estimated: int, actual: int) -> None:
-    """Add one (estimated, provider-reported) prompt-token pair to the model's running
-    ratio (Welford mean and M2), under a row lock."""
-    if estimated <= 0 or actual <= 0:
-        return
-    # Profiles are shared reference data; the caller resolved this one within its tenant.
-    with all_tenants(), transaction.atomic():
-        profile = ModelProfile.objects.select_for_update().get(pk=profile_id)
-        state = calibration.update(
-            calibration.CalibrationState(
-                count=profile.calibration_samples,
-                mean=profile.calibration_ratio_mean,
-                m2=profile.calibration_ratio_m2,
-            ),
-            estimated,
-            actual,
-        )
-        ModelProfile.objects.filter(pk=profile_id).update(
-            calibration_samples=state.count,
-            calibration_ratio_mean=state.mean,
-            calibration_ratio_m2=state.m2,
-            calibration_updated_at=timezone.now(),
-        )

@@ -18,7 +18,7 @@ from chats.replies.coordination import (
 )
 from chats.replies.db import _in_thread, on_every_thread
 from chats.replies.turns import waiting_messages
-from chats.services.message_rows import message_for_reply
+from chats.services.hot_writes import hot_writes
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def warm_up_database_threads(timeout: float = WARM_UP_TIMEOUT_SECONDS) -> int:
 def _warm_one() -> None:
     connection.ensure_connection()
     waiting_messages(0, 0)
-    message_for_reply(0, 0)
+    hot_writes().message_for_reply(0, 0)
     nowhere = Conversation(pk=0, tenant_id=0)
     for user_id in (None, 0):
         recent_messages_and_facts(

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -18,7 +18,7 @@ from chatplatform.models.conversations import Conversation, Message, Role, Statu
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageInfo
-from chats.services.message_rows import insert_message_row
+from chats.services.hot_writes import hot_writes
 
 
 @dataclass
@@ -107,16 +107,18 @@ def message_create(
         token_count=token_count,
         token_counter=counter.name if token_count is not None else "",
     )
+    writes = hot_writes()
+    attachment = _attachment_fields(image)
     with tenant_scope(conversation.tenant_id):
         if in_caller_transaction:
-            return _insert(fields, tokens_added, image), True
+            message = writes.message_insert(
+                fields, tokens_added, timezone.now(), attachment=attachment, own_transaction=False
+            )
+            return message, True
         try:
-            if _one_statement(image) and not connection.in_atomic_block:
-                # The statement is its own transaction: no BEGIN and COMMIT round trips.
-                message = _insert(fields, tokens_added, image)
-            else:
-                with transaction.atomic():
-                    message = _insert(fields, tokens_added, image)
+            message = writes.message_insert(
+                fields, tokens_added, timezone.now(), attachment=attachment
+            )
         except IntegrityError:
             existing = _existing(conversation, client_id, answers)
             if existing is None:
@@ -153,49 +155,6 @@ def message_fields(
         token_count=token_count,
         token_counter=token_counter,
     )
-
-
-def _one_statement(image: tuple[bytes, ImageInfo] | None) -> bool:
-    """Whether the insert is one statement (PostgreSQL, no attachment to store)."""
-    return image is None and connection.vendor == "postgresql"
-
-
-def _insert(
-    fields: dict[str, Any], tokens_added: int, image: tuple[bytes, ImageInfo] | None
-) -> Message:
-    """Allocate the sequence number and insert the row (the caller provides atomicity).
-
-    Taking the next sequence number locks the conversation's row until commit; a duplicate
-    (same client_id, or a second reply to one message) fails the insert and rolls the
-    increment back with it. On PostgreSQL both happen in one statement.
-    """
-    if _one_statement(image):
-        return insert_message_row(fields, tokens_added, timezone.now())
-    seq = _next_seq(fields["conversation"], tokens_added)
-    return Message.objects.create(seq=seq, **fields, **_attachment_fields(image))
-
-
-def _next_seq(conversation: Conversation, tokens_added: int) -> int:
-    """Allocate the conversation's next sequence number, count the new message in its totals
-    and mark the conversation active now, in one statement (the row stays locked until the
-    transaction ends). Raises Conversation.DoesNotExist if the conversation is gone."""
-    table = Conversation._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET last_seq = last_seq + 1, message_count = message_count + 1, "  # noqa: S608
-            "history_tokens = history_tokens + %s, updated_at = %s "
-            "WHERE tenant_id = %s AND id = %s RETURNING last_seq",
-            [
-                tokens_added,
-                connection.ops.adapt_datetimefield_value(timezone.now()),
-                conversation.tenant_id,
-                conversation.pk,
-            ],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
-    return int(row[0])
 
 
 def _attachment_fields(image: tuple[bytes, ImageInfo] | None) -> dict[str, Any]:

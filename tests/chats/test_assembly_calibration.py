@@ -15,7 +15,7 @@ from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn
 from chats.assembly.service import calibration_state
-from chats.replies.turns import calibration_record
+from chats.replies.calibration import calibration_record
 from chats.services import conversation_create, message_create
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ def test_postgresql_tests_skip_with_the_reason_on_the_embedded_database():
     result = subprocess.run(
         [
             *(sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs"),
-            *("-m", "not slow and not browser", "tests/chats/test_message_rows.py"),
+            *("-m", "not slow and not browser", "tests/chats/test_hot_writes_contract.py"),
         ],
         cwd=ROOT,
         env=env,

@@ -1,0 +1,249 @@
+"""The hot writes on PostgreSQL: each one a single statement.
+
+Through the ORM each write of a turn is a BEGIN, an UPDATE of the conversation's counters,
+an INSERT or UPDATE of the message and a COMMIT, plus the ORM's query building, which cost
+more CPU than the statements (``docs/scaling.md``). Here the counters and the row change
+together in one statement, so autocommit makes it atomic and the statement's own row lock on
+the conversation orders concurrent writers. Every statement filters on the tenant, as the
+scoped managers do.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.db.models import Model
+
+from chatplatform.models.conversations import Conversation, Message, TurnRecord
+
+from .inserts import db_values, insert_statement, mark_saved
+from .interface import HotWrites, MessageAndReply
+from .orm import OrmHotWrites
+
+_MESSAGES = Message._meta.db_table
+_CONVERSATIONS = Conversation._meta.db_table
+_TURN_RECORDS = TurnRecord._meta.db_table
+
+_BUMP_CONVERSATION = (
+    f"UPDATE {_CONVERSATIONS} SET last_seq = last_seq + 1, "  # noqa: S608
+    "message_count = message_count + 1, history_tokens = history_tokens + %s, updated_at = %s "
+    "WHERE tenant_id = %s AND id = %s RETURNING last_seq"
+)
+_INSERT_MESSAGE_AFTER_BUMP = (
+    f"INSERT INTO {_MESSAGES} (tenant_id, conversation_id, seq, author_id, role, content, "  # noqa: S608
+    "reply_to_id, answers_id, status, token_count, token_counter, client_id, error_code, "
+    "error_message, attachment, attachment_type, attachment_bytes, created_at, updated_at) "
+    "SELECT %s, %s, c.last_seq, %s, %s, %s, %s, %s, %s, %s, %s, %s, '', '', NULL, '', NULL, "
+    "%s, %s FROM c RETURNING id, seq"
+)
+_INSERT_MESSAGE = f"WITH c AS ({_BUMP_CONVERSATION}) {_INSERT_MESSAGE_AFTER_BUMP}"
+
+_FINISH_REPLY = (
+    f"WITH m AS (UPDATE {_MESSAGES} SET content = %s, status = %s, token_count = %s, "  # noqa: S608
+    "token_counter = %s, error_code = %s, error_message = %s, updated_at = %s "
+    "WHERE tenant_id = %s AND id = %s RETURNING conversation_id), "
+    f"c AS (UPDATE {_CONVERSATIONS} SET history_tokens = history_tokens + %s "
+    "WHERE tenant_id = %s AND id IN (SELECT conversation_id FROM m) RETURNING id), "
+    f"t AS (UPDATE {_TURN_RECORDS} SET assistant_message_id = %s, time_to_first_token_ms = %s, "
+    "duration_ms = %s, prompt_tokens_reported = %s, completion_tokens = %s, "
+    "cache_read_tokens = %s, cache_write_tokens = %s, cost_usd = %s, "
+    "full_history_cost_usd = %s "
+    "WHERE tenant_id = %s AND user_message_id = %s RETURNING id) "
+    "SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM c), (SELECT count(*) FROM t)"
+)
+
+#: The usage columns of the turn record that the finish writes, in the statement's order.
+USAGE_FIELDS = (
+    "assistant_message_id",
+    "time_to_first_token_ms",
+    "duration_ms",
+    "prompt_tokens_reported",
+    "completion_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+    "full_history_cost_usd",
+)
+
+
+class PostgresHotWrites(HotWrites):
+    """Single statements; a message with an attachment goes through the ORM (its file is
+    stored by the field)."""
+
+    _with_attachment = OrmHotWrites()
+
+    def message_insert(
+        self,
+        fields: dict[str, Any],
+        tokens_added: int,
+        now: datetime,
+        *,
+        attachment: dict[str, Any] | None = None,
+        own_transaction: bool = True,
+    ) -> Message:
+        if attachment:
+            return self._with_attachment.message_insert(
+                fields, tokens_added, now, attachment=attachment, own_transaction=own_transaction
+            )
+        if own_transaction and connection.in_atomic_block:
+            # A savepoint, so that a duplicate leaves the caller's transaction usable.
+            with transaction.atomic():
+                return self._insert_message(fields, tokens_added, now)
+        # Alone, the statement is its own transaction: no BEGIN and COMMIT round trips.
+        return self._insert_message(fields, tokens_added, now)
+
+    def _insert_message(self, fields: dict[str, Any], tokens_added: int, now: datetime) -> Message:
+        with connection.cursor() as cursor:
+            cursor.execute(_INSERT_MESSAGE, _insert_message_params(fields, tokens_added, now))
+            row = cursor.fetchone()
+        if row is None:
+            raise Conversation.DoesNotExist(
+                f"conversation {fields['conversation'].pk} does not exist"
+            )
+        return _saved_message(fields, row[0], row[1], now)
+
+    def reply_insert_with_record(
+        self, fields: dict[str, Any], record: TurnRecord, now: datetime
+    ) -> Message:
+        _, record_fields = insert_statement(TurnRecord)
+        values = db_values(
+            record, [f for f in record_fields if f.attname != "assistant_message_id"]
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _insert_reply_with_record_sql(), [*_insert_message_params(fields, 0, now), *values]
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise Conversation.DoesNotExist(
+                f"conversation {fields['conversation'].pk} does not exist"
+            )
+        record.pk, record.assistant_message_id = row[2], row[0]
+        mark_saved(record)
+        return _saved_message(fields, row[0], row[1], now)
+
+    def reply_finish(
+        self,
+        *,
+        tenant_id: int,
+        message_id: int,
+        user_message_id: int,
+        content: str,
+        status: str,
+        token_count: int,
+        token_counter: str,
+        tokens_added: int,
+        error_code: str,
+        error_message: str,
+        turn: dict[str, Any],
+        now: datetime,
+    ) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _FINISH_REPLY,
+                [
+                    *(content, status, token_count, token_counter, error_code, error_message),
+                    *(now, tenant_id, message_id, tokens_added, tenant_id),
+                    *(turn[name] for name in USAGE_FIELDS),
+                    *(tenant_id, user_message_id),
+                ],
+            )
+            row = cursor.fetchone()
+        return bool(row and row[2])
+
+    def message_for_reply(self, tenant_id: int, message_id: int) -> MessageAndReply | None:
+        """In one query without the ORM's query building (it runs on every turn)."""
+        with connection.cursor() as cursor:
+            cursor.execute(_message_for_reply_sql(), [tenant_id, message_id])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        user_model = get_user_model()
+        sizes = [len(m._meta.concrete_fields) for m in (Message, Conversation, user_model)]
+        message = _instance(Message, row[: sizes[0]])
+        conversation = _instance(Conversation, row[sizes[0] : sizes[0] + sizes[1]])
+        author_values = row[sizes[0] + sizes[1] : sizes[0] + sizes[1] + sizes[2]]
+        Message.conversation.field.set_cached_value(message, conversation)  # type: ignore[attr-defined]
+        author = _instance(user_model, author_values) if author_values[0] is not None else None
+        Message.author.field.set_cached_value(message, author)  # type: ignore[attr-defined]
+        reply_id, reply_status = row[-2], row[-1]
+        return message, reply_id, reply_status or ""
+
+
+@functools.cache
+def _insert_reply_with_record_sql() -> str:
+    quote = connection.ops.quote_name
+    _, record_fields = insert_statement(TurnRecord)
+    columns = ", ".join(quote(f.column) for f in record_fields)
+    select = ", ".join(
+        "m.id" if f.attname == "assistant_message_id" else "%s" for f in record_fields
+    )
+    return (
+        f"WITH c AS ({_BUMP_CONVERSATION}), m AS ({_INSERT_MESSAGE_AFTER_BUMP}), "  # noqa: S608
+        f"t AS (INSERT INTO {quote(TurnRecord._meta.db_table)} ({columns}) "
+        "SELECT " + select + " FROM m RETURNING id) "
+        "SELECT m.id, m.seq, t.id FROM m, t"
+    )
+
+
+def _insert_message_params(fields: dict[str, Any], tokens_added: int, now: datetime) -> list[Any]:
+    conversation = fields["conversation"]
+    tenant_id = fields["tenant_id"]
+    author, reply_to, answers = fields["author"], fields["reply_to"], fields["answers"]
+    return [
+        tokens_added,
+        now,
+        tenant_id,
+        conversation.pk,
+        tenant_id,
+        conversation.pk,
+        author.pk if author is not None else None,
+        fields["role"],
+        fields["content"],
+        reply_to.pk if reply_to is not None else None,
+        answers.pk if answers is not None else None,
+        fields["status"],
+        fields["token_count"],
+        fields["token_counter"],
+        fields["client_id"],
+        now,
+        now,
+    ]
+
+
+def _saved_message(fields: dict[str, Any], pk: int, seq: int, now: datetime) -> Message:
+    message = Message(id=pk, seq=seq, created_at=now, updated_at=now, **fields)
+    mark_saved(message)
+    return message
+
+
+def _select_list(model: type[Model], alias: str) -> str:
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+
+
+def _instance(model: type[Model], values: Sequence[Any]) -> Any:
+    fields = model._meta.concrete_fields
+    converted = [
+        f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
+        for f, v in zip(fields, values, strict=True)
+    ]
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+
+
+@functools.cache
+def _message_for_reply_sql() -> str:
+    user = get_user_model()
+    return (
+        f"SELECT {_select_list(Message, 'm')}, {_select_list(Conversation, 'c')}, "  # noqa: S608
+        f"{_select_list(user, 'u')}, r.id, r.status FROM {_MESSAGES} m "
+        f"JOIN {_CONVERSATIONS} c ON c.tenant_id = m.tenant_id AND c.id = m.conversation_id "
+        f"LEFT JOIN {user._meta.db_table} u ON u.id = m.author_id "
+        f"LEFT JOIN {_MESSAGES} r ON r.tenant_id = m.tenant_id AND r.answers_id = m.id "
+        "WHERE m.tenant_id = %s AND m.id = %s"
+    )
