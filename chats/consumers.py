@@ -13,7 +13,6 @@ checked by the ASGI router; a socket for a conversation the caller cannot see is
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -29,13 +28,11 @@ from chatplatform.bruteforce import (
     scope_client_ip,
 )
 from chatplatform.models.conversations import Conversation
-from chatplatform.policies import cached_policy, policy_for
 from chats.replies import commands
-from chats.replies.coordination import coordination, runner_lock_name
+from chats.replies.coordination import coordination
 from chats.replies.db import db
-from chats.replies.events import conversation_group, emit, message_event, received_events
-from chats.replies.intake import accept_and_prepare, reply_snapshot
-from chats.replies.runner import start_runner
+from chats.replies.events import conversation_group, received_events
+from chats.replies.intake import SendRateLimited, reply_snapshot, user_message_send
 from chats.selectors import MAX_ID, conversation_for_member
 from chats.services.messages import MessageRejected
 from chats.socket_access import (
@@ -46,18 +43,6 @@ from chats.socket_access import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-def _answer_in_background(
-    step: asyncio.Future[Any], tenant_id: int, conversation_id: int, token: str | None
-) -> None:
-    """Start the runner for what a step stored after its consumer went away: with the lock
-    the consumer took (the runner answers whatever waits and lets it go, honouring a recheck),
-    or, without it, to look at the queue."""
-    first = None
-    if not step.cancelled() and step.exception() is None:
-        _message, _created, first = step.result()
-    start_runner(tenant_id, conversation_id, token=token, first=first)
 
 
 APIKEY_SUBPROTOCOL = "apikey."
@@ -243,87 +228,22 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 return
             await self.send_json({"type": "command", "command": "memories", "text": text})
             return
-        policy = cached_policy(conversation) or await db(policy_for)(conversation)
-        limit = policy.user_messages_per_minute
-        tenant_id = conversation.tenant_id
-        hub = coordination()
-        lock = runner_lock_name(tenant_id, conversation.pk)
-        # One round trip counts the message against the rate and takes the runner lock when
-        # it is free: then the same thread trip that stores the message prepares its reply.
-        count, token = await hub.hit_and_acquire(f"msg:t{tenant_id}:u{self.user.pk}", 60, lock)
-        if count > limit:
-            await self._let_go(lock, token)
-            await self._error(
-                "rate_limited", f"Too many messages: at most {limit} per minute.", client_id
-            )
-            return
-        step = asyncio.ensure_future(
-            db(accept_and_prepare)(
-                prepare=token is not None,
+        try:
+            sent = await user_message_send(
                 conversation=conversation,
                 user=self.user,
                 content=content,
                 client_id=client_id,
                 reply_to_id=data.get("reply_to"),
                 image=data.get("image"),
+                origin=self.channel_name,
             )
-        )
-        try:
-            message, created, first = await asyncio.shield(step)
-        except MessageRejected as exc:
-            await self._let_go(lock, token)
+        except (SendRateLimited, MessageRejected) as exc:
             await self._error(exc.code, exc.message, client_id)
             return
-        except asyncio.CancelledError:
-            # The consumer is going away, the step is not: whatever it stored is answered.
-            step.add_done_callback(
-                lambda done: _answer_in_background(done, tenant_id, conversation.pk, token)
-            )
-            raise
-        except Exception:
-            await self._let_go(lock, token)
-            raise
-        # The runner holding this consumer's lock starts before anything here awaits again,
-        # so a consumer cancelled from now on (the server shutting down) strands nothing: the
-        # ack goes out first all the same, as the runner's events reach sockets later.
-        event = message_event(message, getattr(self.user, "username", "")) if created else None
-        if token is not None:
-            # With the new message's event for the other sockets (tabs, group members), sent
-            # with the reply's first delta.
-            lead = [(event, self.channel_name)] if event is not None else None
-            start_runner(tenant_id, conversation.pk, token=token, first=first, lead=lead)
-        await self.send_json(
-            {
-                "type": "ack",
-                "client_id": client_id,
-                "message_id": message.pk,
-                "seq": message.seq,
-                "duplicate": not created,
-            }
-        )
-        if event is not None and token is None:
-            # Another reply is streaming: the message's event goes out at once, and its holder
-            # answers the message next.
-            try:
-                await emit(tenant_id, conversation.pk, [event], origin=self.channel_name)
-            finally:
-                # The message is stored: the runner looks at the queue whatever became of the
-                # event.
-                start_runner(tenant_id, conversation.pk)
-            return
-        if not created:
-            snapshot = await db(reply_snapshot)(tenant_id, message)
-            if snapshot is not None:
-                await self.send_json(snapshot)
-            if token is None:
-                start_runner(tenant_id, conversation.pk)
-
-    async def _let_go(self, lock: str, token: str | None) -> None:
-        """Let go of the runner lock taken for a message that was not stored; a runner that
-        asked the holder to look again meanwhile is answered by looking again."""
-        assert self.conversation is not None
-        if token is not None and await coordination().release(lock, token):
-            start_runner(self.conversation.tenant_id, self.conversation.pk)
+        await self.send_json(sent.ack)
+        if sent.reply_state is not None:
+            await self.send_json(sent.reply_state)
 
     async def _resume(self, data: dict[str, Any]) -> None:
         assert self.conversation is not None

@@ -1,8 +1,9 @@
 """Server-sent events of one reply: the WebSocket protocol's events for this message.
 
-The stream subscribes to the conversation's channel-layer group BEFORE it starts the runner,
-so no event of the reply can be missed; a reply another runner already started is caught up
-from its stored state and delta log. Events (each ``event: <type>`` + one JSON ``data`` line):
+The stream subscribes to the conversation's channel-layer group BEFORE it sends the message
+(:func:`chats.replies.intake.user_message_send`, which starts the runner), so no event of the
+reply can be missed; the reply of a message sent before is caught up from its stored state
+and delta log. Events (each ``event: <type>`` + one JSON ``data`` line):
 
 - ``ack``: ``{client_id, message_id, seq, duplicate}``, first, always;
 - ``reply_state``: the stored reply, for a retried request whose reply exists;
@@ -19,32 +20,32 @@ and is stored). Idle streams get a comment line every ``API_STREAM_KEEPALIVE_SEC
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from channels.layers import get_channel_layer
 
-from chatplatform.models.conversations import Message, Status
+from chatplatform.models.conversations import Status
 from chats.api.renderers import sse_frame
 from chats.replies.coordination import coordination
-from chats.replies.db import db
 from chats.replies.events import conversation_group, received_events
-from chats.replies.intake import reply_snapshot
-from chats.replies.runner import start_runner
+from chats.replies.intake import Sent
 
 KEEPALIVE = b": keepalive\n\n"
 ENDED = frozenset({Status.COMPLETE, Status.INCOMPLETE})
 
 
 async def reply_events(
-    message: Message,
+    send: Callable[[], Awaitable[Sent]],
     *,
-    created: bool,
+    tenant_id: int,
+    conversation_id: int,
     timeout: float,
     keepalive: float,
-) -> AsyncIterator[bytes]:
-    """The event stream of the reply to the stored user ``message`` (see the module)."""
-    tenant_id, conversation_id = message.tenant_id, message.conversation_id
+) -> AsyncGenerator[bytes, None]:
+    """The event stream of sending a message with ``send`` (the send service with the
+    request's arguments) and of its reply (see the module). The send's errors are raised
+    before the first event."""
     layer = get_channel_layer()
     if layer is None:  # pragma: no cover - a channel layer is always configured
         raise RuntimeError("no channel layer is configured")
@@ -52,23 +53,15 @@ async def reply_events(
     channel = await layer.new_channel("api-sse.")
     await layer.group_add(group, channel)
     try:
-        yield sse_frame(
-            "ack",
-            {
-                "type": "ack",
-                "client_id": message.client_id,
-                "message_id": message.pk,
-                "seq": message.seq,
-                "duplicate": not created,
-            },
-        )
+        sent = await send()
+        message = sent.message
+        yield sse_frame("ack", sent.ack)
         reply_id: int | None = None
         last_seq = 0
-        snapshot = await db(reply_snapshot)(tenant_id, message)
+        snapshot = sent.reply_state
         if snapshot is not None:
             reply_id = snapshot["message_id"]
-            if not created:
-                yield sse_frame("reply_state", snapshot)
+            yield sse_frame("reply_state", snapshot)
             if snapshot["status"] in ENDED:
                 yield sse_frame("done", _done_from(snapshot))
                 return
@@ -79,7 +72,6 @@ async def reply_events(
                         "delta",
                         {"type": "delta", "message_id": reply_id, "seq": seq, "text": text},
                     )
-        start_runner(tenant_id, conversation_id)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:

@@ -1,8 +1,10 @@
-"""Chat commands answered without the model (seed 004)."""
+"""Chat commands answered without the model (``/memories``: the user's saved facts)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from memory.selectors import facts_page
 
 PAGE_SIZE = 10
 #: Page numbers are read only up to this many digits: more cannot name a page of anyone's
@@ -37,10 +39,6 @@ def memories_command(tenant_id: int, user: Any, text: str) -> str:
         page = _page_number(parts[1])
     elif len(parts) > 2:
         page = None
-    try:
-        from memory.selectors import facts_page
-    except ImportError:
-        return "Memories are not available."
     facts, total = facts_page(
         tenant_id=tenant_id, user_id=user.pk, page=page or 1, page_size=PAGE_SIZE
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from chats.replies.coordination import Coordination
@@ -27,10 +28,10 @@ class DeltaSender:
     logged and the text is not resent: the stored reply is the truth a client resyncs from.
 
     ``lead`` (events with their origins: the ``reply`` event announcing the reply, and the
-    user message's own event when it was not sent yet) goes out first, as soon as the task
-    runs: alone when the provider is still thinking, or in the same round trip as the first
-    delta when the text came at once. The sender empties the list as it sends it, so the
-    caller can tell whether what it handed over went out.
+    user message's own event when it was not sent yet) is handed over once and goes out
+    first, as soon as the task runs: alone when the provider is still thinking, or in the
+    same round trip as the first delta when the text came at once. :meth:`flush` returns
+    only after it went out (or its send failed, which is logged).
     """
 
     def __init__(
@@ -40,14 +41,15 @@ class DeltaSender:
         conversation_id: int,
         message_id: int,
         *,
-        lead: list[Addressed] | None = None,
+        lead: Sequence[Addressed] = (),
     ) -> None:
         self._hub = hub
         self._tenant_id = tenant_id
         self._conversation_id = conversation_id
         self._message_id = message_id
         self._pending: list[str] = []
-        self._lead = lead if lead is not None else []
+        #: Sent with the first send, then gone.
+        self._lead: tuple[Addressed, ...] = tuple(lead)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -85,8 +87,7 @@ class DeltaSender:
 
     async def _send(self) -> bool:
         """Send the lead and what is pending; returns whether text went out."""
-        leading = self._lead[:]
-        self._lead.clear()
+        leading, self._lead = self._lead, ()
         events: list[dict[str, Any]] = []
         delta = None
         if self._pending:

@@ -7,9 +7,9 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.conf import settings
 from django.db import transaction
 
+from chats.replies.channel_layer import Publish, direct_publishes
 from chats.replies.coordination import (
     Coordination,
     DeltaEntry,
@@ -44,47 +44,47 @@ async def emit(
     *,
     origin: str = "",
     delta: DeltaEntry | None = None,
-    release: tuple[str, str] | None = None,
-    acquire: str | None = None,
     hub: Coordination | None = None,
     leading: Sequence[Addressed] = (),
-) -> tuple[bool, str | None]:
+) -> None:
     """Send ``leading`` (each event with its own origin), then ``events`` in order to the
-    conversation's sockets (all but ``origin``), after
-    appending ``delta`` to its reply's delta log, then let go of the runner lock ``release``
-    (name, token), then try to take the lock ``acquire``. Returns whether a recheck was
-    requested while the released lock was held (False without ``release``), and the token of
-    the lock taken (None when not asked for or held by another).
-
-    On the Redis pub/sub channel layer all of it is one pipelined round trip on the
-    coordination client, publishing to the very channel and in the very format
-    ``group_send`` would: channels_redis serialises every ``group_send`` of a process behind
-    one lock held for a whole round trip, which under load queues events behind each other.
-    Elsewhere (the in-memory layer) each part is its own call. ``hub`` is the coordination
-    to use (default: the process's). Call it only after the data the events describe is
-    committed.
-    """
+    conversation's sockets (all but ``origin``), after appending ``delta`` to its reply's
+    delta log. On the Redis pub/sub channel layer that is one pipelined round trip on the
+    coordination client (:mod:`chats.replies.channel_layer`); elsewhere (the in-memory layer)
+    each part is its own call. ``hub`` is the coordination to use (default: the process's).
+    Call it only after the data the events describe is committed."""
     hub = hub or coordination()
-    group = conversation_group(tenant_id, conversation_id)
-    messages = _layer_messages([*leading, *((event, origin) for event in events)])
-    direct = _direct_publisher()
-    if direct is not None and isinstance(hub, RedisCoordination):
-        layer, loop_layer = direct
-        channel = loop_layer._get_group_channel_name(group)
-        return await hub.publish(
-            [(channel, layer.serialize(message)) for message in messages],
-            delta=delta,
-            release=release,
-            acquire=acquire,
-        )
+    addressed = [*leading, *((event, origin) for event in events)]
+    publishes = direct_publishes_for(tenant_id, conversation_id, addressed, hub)
+    if publishes is not None:
+        assert isinstance(hub, RedisCoordination)
+        await hub.publish(publishes, delta=delta)
+        return
     if delta is not None:
         await hub.append_delta(*delta)
+    await group_send(tenant_id, conversation_id, addressed)
+
+
+def direct_publishes_for(
+    tenant_id: int, conversation_id: int, addressed: Sequence[Addressed], hub: Coordination
+) -> list[Publish] | None:
+    """The PUBLISHes carrying ``addressed`` to the conversation's sockets, to pipeline on
+    ``hub``'s Redis client; None when they must go through the channel layer
+    (:func:`group_send`): another layer, or a coordination that is not on Redis."""
+    if not isinstance(hub, RedisCoordination):
+        return None
+    group = conversation_group(tenant_id, conversation_id)
+    return direct_publishes(group, _layer_messages(list(addressed)))
+
+
+async def group_send(tenant_id: int, conversation_id: int, addressed: Sequence[Addressed]) -> None:
+    """Send ``addressed`` to the conversation's sockets through the channel layer."""
     layer = get_channel_layer()
-    if layer is not None:
-        for message in messages:
-            await layer.group_send(group, message)
-    recheck = await hub.release(*release) if release is not None else False
-    return recheck, (await hub.acquire(acquire) if acquire is not None else None)
+    if layer is None:
+        return
+    group = conversation_group(tenant_id, conversation_id)
+    for message in _layer_messages(list(addressed)):
+        await layer.group_send(group, message)
 
 
 def received_events(message: Any) -> list[Addressed]:
@@ -123,19 +123,6 @@ def _layer_message(event: dict[str, Any], origin: str) -> dict[str, Any]:
     if origin:
         message["origin"] = origin
     return message
-
-
-def _direct_publisher() -> tuple[Any, Any] | None:
-    """The channel layer and its layer for this event loop, when events can be published
-    straight to Redis: channels_redis's pub/sub layer on one host, the coordination's Redis."""
-    layer = get_channel_layer()
-    if type(layer).__name__ != "RedisPubSubChannelLayer":
-        return None
-    loop_layer = layer._get_layer()  # type: ignore[union-attr]
-    shards: list[Any] = getattr(loop_layer, "_shards", [])
-    if len(shards) != 1 or shards[0].host.get("address") != settings.REDIS_URL:
-        return None
-    return layer, loop_layer
 
 
 def broadcast_on_commit(tenant_id: int, conversation_id: int, event: dict[str, Any]) -> None:

@@ -1,15 +1,30 @@
-"""Accepting user messages (the same service for the WebSocket, the API and the UI)."""
+"""Accepting a user message and getting it answered: the one path of the WebSocket consumer,
+the REST API and its server-sent events (:func:`user_message_send`).
+
+The adapters translate their protocol to the service's arguments and its result (the events
+for the sending client, as values) or its errors (:class:`SendRateLimited`,
+``MessageRejected``) back to frames, HTTP responses or server-sent events. Everything else
+happens here, in this order: the rate count and the runner lock (one Redis round trip), the
+message stored (idempotent by client id) with the first turn prepared in the same database
+thread trip when the lock was free, then the reply runner started, exactly once.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from chatplatform.models.conversations import Conversation, Message, Role
-from chatplatform.policies import policy_for
+from chatplatform.policies import cached_policy, policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageRejected, decode_base64_image
+from chats.replies.coordination import coordination, runner_lock_name
+from chats.replies.db import db
+from chats.replies.events import emit, message_event
 from chats.replies.recovery import reopen_interrupted_reply
+from chats.replies.runner import start_runner
 from chats.replies.turns import NextTurn, prepare_next_turn
 from chats.selectors import row_id
 from chats.services.messages import MessageRejected, message_create
@@ -66,27 +81,173 @@ def accept_user_message(
     return stored, created
 
 
-def accept_and_prepare(*, prepare: bool, **message: Any) -> tuple[Message, bool, NextTurn | None]:
-    """:func:`accept_user_message` (``message`` are its arguments), then, when the message is
-    new and ``prepare`` (the caller holds the conversation's runner lock), the queue's next
-    turn, in the same thread trip: what the runner would otherwise prepare first. The
-    message is committed before the turn is prepared. A preparation that fails (the database
-    went away) gives None, and the runner tries again; MessageRejected is raised as by
+#: The window of the per-user message rate (seconds).
+RATE_WINDOW_SECONDS = 60
+
+
+class SendRateLimited(Exception):
+    """The user sent more messages this minute than the policy allows; nothing was stored."""
+
+    code = "rate_limited"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.window_seconds = RATE_WINDOW_SECONDS
+        self.message = f"Too many messages: at most {limit} per minute."
+        super().__init__(self.message)
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What the storing step of a send did, in one database thread trip."""
+
+    message: Message
+    created: bool
+    #: The queue's first turn, prepared when the message is new and the sender took the lock.
+    first: NextTurn | None = None
+    #: The stored reply of a message sent again (its ``reply_state`` event), if any.
+    reply_state: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Sent:
+    """An accepted message: what the sending client is told, and the runner answering it."""
+
+    message: Message
+    created: bool
+    #: The ``reply_state`` event for the sending client (a message sent again whose reply
+    #: exists), None otherwise.
+    reply_state: dict[str, Any] | None
+    #: The conversation's reply runner, started for this send (it may find the queue empty).
+    runner: asyncio.Task[Any]
+
+    @property
+    def ack(self) -> dict[str, Any]:
+        """The ``ack`` event, the sending client's first."""
+        return {
+            "type": "ack",
+            "client_id": self.message.client_id,
+            "message_id": self.message.pk,
+            "seq": self.message.seq,
+            "duplicate": not self.created,
+        }
+
+
+def store_user_message(*, prepare: bool, **message: Any) -> Stored:
+    """:func:`accept_user_message` (``message`` are its arguments), then, in the same thread
+    trip: when the message is new and ``prepare`` (the caller holds the conversation's runner
+    lock), the queue's next turn, what the runner would otherwise prepare first (the message
+    is committed before; a preparation that fails gives None, and the runner tries again);
+    when it was sent before, its reply's stored state. MessageRejected is raised as by
     :func:`accept_user_message`."""
     stored, created = accept_user_message(**message)
-    if not (created and prepare):
-        return stored, created, None
+    if not created:
+        return Stored(stored, created, reply_state=reply_snapshot(stored.tenant_id, stored))
+    if not prepare:
+        return Stored(stored, created)
     try:
         found = prepare_next_turn(stored.tenant_id, stored.conversation_id)
     except Exception:
         logger.exception("preparing the reply to message %s failed", stored.pk)
-        return stored, created, None
-    return stored, created, found
+        return Stored(stored, created)
+    return Stored(stored, created, first=found)
 
 
-def rate_limit_for(conversation: Conversation) -> int:
-    """Messages per minute a user may send in this conversation (the policy's limit)."""
-    return policy_for(conversation).user_messages_per_minute
+async def user_message_send(
+    *,
+    conversation: Conversation,
+    user: Any,
+    content: Any,
+    client_id: str | None = None,
+    reply_to_id: Any = None,
+    image: Any = None,
+    origin: str = "",
+    counted: bool = True,
+) -> Sent:
+    """Accept the user's message and get it answered (see the module); returns what the
+    sending client is told. ``origin``: the channel of the sending socket, which gets the new
+    message's ``message`` event from its ``ack`` instead. ``counted``: whether the send counts
+    against the policy's message rate (False for a retry the caller recognised as one).
+
+    Raises SendRateLimited or MessageRejected, with nothing stored and the lock let go. A
+    caller cancelled while the message is being stored does not cancel the storing: what it
+    stores is answered all the same (an accepted message is never lost)."""
+    tenant_id, conversation_id = conversation.tenant_id, conversation.pk
+    policy = cached_policy(conversation) or await db(policy_for)(conversation)
+    limit = policy.user_messages_per_minute
+    hub = coordination()
+    lock = runner_lock_name(tenant_id, conversation_id)
+    if counted:
+        # One round trip counts the message and takes the runner lock when it is free: then
+        # the thread trip that stores the message prepares its reply too.
+        rate_key = f"msg:t{tenant_id}:u{user.pk}"
+        count, token = await hub.hit_and_acquire(rate_key, RATE_WINDOW_SECONDS, lock)
+    else:
+        count, token = 0, await hub.acquire(lock)
+    if count > limit:
+        await _let_go(tenant_id, conversation_id, token)
+        raise SendRateLimited(limit)
+    step = asyncio.ensure_future(
+        db(store_user_message)(
+            prepare=token is not None,
+            conversation=conversation,
+            user=user,
+            content=content,
+            client_id=client_id,
+            reply_to_id=reply_to_id,
+            image=image,
+        )
+    )
+    try:
+        stored = await asyncio.shield(step)
+    except asyncio.CancelledError:
+        # The caller is going away, the step is not: whatever it stores is answered.
+        step.add_done_callback(
+            lambda done: _answer_in_background(done, tenant_id, conversation_id, token)
+        )
+        raise
+    except Exception:
+        await _let_go(tenant_id, conversation_id, token)
+        raise
+    message, created = stored.message, stored.created
+    event = message_event(message, getattr(user, "username", "")) if created else None
+    if token is not None or event is None:
+        # The runner holding this send's lock starts before anything here awaits again, so
+        # a caller cancelled from now on strands nothing. The new message's event for the
+        # other sockets (tabs, group members) goes out with the reply's first delta.
+        lead = [(event, origin)] if event is not None else []
+        runner = start_runner(
+            tenant_id, conversation_id, token=token, first=stored.first, lead=lead
+        )
+        return Sent(message, created, stored.reply_state, runner)
+    # Another reply is streaming: the message's event goes out at once, and the lock's
+    # holder answers the message next; the runner started here looks at the queue whatever
+    # became of the event.
+    try:
+        await emit(tenant_id, conversation_id, [event], origin=origin)
+    finally:
+        runner = start_runner(tenant_id, conversation_id)
+    return Sent(message, created, stored.reply_state, runner)
+
+
+async def _let_go(tenant_id: int, conversation_id: int, token: str | None) -> None:
+    """Let go of the runner lock taken for a message that was not stored; a runner that
+    asked the holder to look again meanwhile is answered by looking again."""
+    lock = runner_lock_name(tenant_id, conversation_id)
+    if token is not None and await coordination().release(lock, token):
+        start_runner(tenant_id, conversation_id)
+
+
+def _answer_in_background(
+    step: asyncio.Future[Stored], tenant_id: int, conversation_id: int, token: str | None
+) -> None:
+    """Start the runner for what a step stored after its caller went away: with the lock the
+    caller took (the runner answers whatever waits and lets it go, honouring a recheck), or,
+    without it, to look at the queue."""
+    first = None
+    if not step.cancelled() and step.exception() is None:
+        first = step.result().first
+    start_runner(tenant_id, conversation_id, token=token, first=first)
 
 
 def reply_snapshot(

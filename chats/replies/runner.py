@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -23,12 +23,22 @@ from chatplatform.core.llm.errors import PromptTooLong, ProviderError, StreamInt
 from chatplatform.core.llm.registry import build_provider_or_offline
 from chatplatform.core.llm.tool_loop import stream_with_tools
 from chatplatform.model_endpoints import provider_access
+from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Status
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import turns
-from chats.replies.coordination import coordination, keep_alive, runner_lock_name
+from chats.replies.coordination import (
+    Coordination,
+    RedisCoordination,
+    coordination,
+    keep_alive,
+    runner_lock_name,
+)
 from chats.replies.db import db
 from chats.replies.deltas import DeltaSender
-from chats.replies.events import Addressed, broadcast, emit
+from chats.replies.events import Addressed, broadcast, direct_publishes_for, emit, group_send
+from chats.replies.outcomes import elapsed_ms, failed, internal_error_event, stopped
+from memory.tools import execute_tool
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +84,7 @@ def start_runner(
     *,
     token: str | None = None,
     first: turns.NextTurn | None = None,
-    lead: list[Addressed] | None = None,
+    lead: Sequence[Addressed] = (),
 ) -> asyncio.Task[Any]:
     """Run the conversation's replies in the background of the current event loop; the
     arguments are as for :func:`run_replies`."""
@@ -92,7 +102,7 @@ async def run_replies(
     *,
     token: str | None = None,
     first: turns.NextTurn | None = None,
-    lead: list[Addressed] | None = None,
+    lead: Sequence[Addressed] = (),
 ) -> None:
     """Answer every waiting user message of the conversation, oldest first; returns when the
     queue is empty. Only one runner per conversation holds the lock. A runner that finds the
@@ -108,7 +118,8 @@ async def run_replies(
     lock_name = runner_lock_name(tenant_id, conversation_id)
     hub = coordination()
     attempted: set[int] = set()
-    pending: list[Addressed] = lead if lead is not None and token is not None else []
+    #: Events not sent yet, handed once to whatever sends next.
+    pending: tuple[Addressed, ...] = tuple(lead) if token is not None else ()
     if token is None:
         first = None
     while True:
@@ -139,64 +150,66 @@ async def run_replies(
                         return
                     attempted.update(found.tried)
                     for _message_id, reply_id in found.failures:
-                        await emit(
-                            tenant_id, conversation_id, [_internal_error(reply_id)], leading=pending
-                        )
-                        pending.clear()
+                        failure = internal_error_event(reply_id)
+                        await emit(tenant_id, conversation_id, [failure], leading=pending)
+                        pending = ()
                     if found.prepared is None:
                         break
-                    closing = await _answer(found.prepared, (lock_name, token), lead=pending)
+                    lead_now, pending = pending, ()
+                    closing = await _answer(found.prepared, (lock_name, token), lead=lead_now)
                     more = found.more
                     if more and closing is not None:
                         await broadcast(tenant_id, conversation_id, closing)
                         closing = None
         finally:
-            recheck, _ = await emit(
-                tenant_id,
-                conversation_id,
-                [closing] if closing is not None else [],
-                release=(lock_name, token),
-                leading=pending[:],
-            )
-            pending.clear()
+            last = [*pending, *([(closing, "")] if closing is not None else [])]
+            pending = ()
+            recheck = await _send_and_release(hub, tenant_id, conversation_id, last, token)
         if not recheck:
             return
         token = None
 
 
+async def _send_and_release(
+    hub: Coordination,
+    tenant_id: int,
+    conversation_id: int,
+    addressed: Sequence[Addressed],
+    token: str,
+) -> bool:
+    """Send a runner's last events, then let go of its lock; returns whether a recheck was
+    asked for while it was held. On the Redis pub/sub channel layer both are one pipelined
+    round trip; elsewhere each is its own call."""
+    lock = (runner_lock_name(tenant_id, conversation_id), token)
+    publishes = direct_publishes_for(tenant_id, conversation_id, addressed, hub)
+    if publishes is not None and isinstance(hub, RedisCoordination):
+        recheck, _ = await hub.publish(publishes, release=lock)
+        return recheck
+    await group_send(tenant_id, conversation_id, addressed)
+    return await hub.release(*lock)
+
+
 async def _answer(
-    prepared: turns.PreparedTurn, lock: tuple[str, str], *, lead: list[Addressed]
+    prepared: turns.PreparedTurn, lock: tuple[str, str], *, lead: Sequence[Addressed]
 ) -> dict[str, Any] | None:
     """Answer one prepared turn; returns the closing event (``done`` or ``error``) for the
     caller to send, None when another runner answers it. An unexpected failure marks the
     reply failed, instead of leaving the message without an outcome. ``lead``: events to
-    send before the reply's first delta; what is still in it on return was not sent."""
+    send before the reply's first delta, sent by the reply whatever becomes of it."""
     message_id = prepared.user_message_id
     try:
         return await _reply(prepared, lock=lock, lead=lead)
     except Exception:
         logger.exception("reply to message %s failed unexpectedly", message_id)
         reply_id = await db(turns.record_internal_error)(prepared.tenant_id, message_id)
-        return _internal_error(reply_id)
-
-
-def _internal_error(reply_id: int | None) -> dict[str, Any]:
-    return {
-        "type": "error",
-        "code": "internal_error",
-        "message": turns.INTERNAL_ERROR_TEXT,
-        "message_id": reply_id,
-        "status": "failed",
-        "partial": False,
-        "retryable": True,
-    }
+        return internal_error_event(reply_id)
 
 
 async def _reply(
     prepared: turns.PreparedTurn,
     *,
     lock: tuple[str, str] | None = None,
-    lead: list[Addressed] | None = None,
+    lead: Sequence[Addressed] = (),
 ) -> dict[str, Any] | None:
     """Stream and store the reply of a prepared turn. Never raises for provider failures:
     the reply ends ``complete``, ``incomplete`` (partial text kept) or ``failed``. Returns
@@ -223,13 +236,10 @@ async def _reply(
         try:
             return await _stream(retry, lock=lock)
         except PromptTooLong as again:
-            return await _fail(retry, "", again)
+            return await failed(retry, "", again)
 
 
 def _calibrate(prepared: turns.PreparedTurn, reported: int) -> None:
-    from chatplatform.models import ModelProfile
-    from chatplatform.tenancy.scoping import tenant_scope
-
     with tenant_scope(prepared.tenant_id):
         profile_id = (
             ModelProfile.objects.filter(model=prepared.request.model)
@@ -241,10 +251,6 @@ def _calibrate(prepared: turns.PreparedTurn, reported: int) -> None:
 
 
 async def _execute_tool(prepared: turns.PreparedTurn, call: ToolCall) -> str:
-    try:
-        from memory.tools import execute_tool
-    except ImportError:
-        return json.dumps({"error": "memory tools are not available"})
     if prepared.user_id is None:
         return json.dumps({"error": "this message has no user to remember facts for"})
     result = await db(execute_tool)(
@@ -261,8 +267,9 @@ async def _stream(
     prepared: turns.PreparedTurn,
     *,
     lock: tuple[str, str] | None,
-    lead: list[Addressed] | None = None,
+    lead: Sequence[Addressed] = (),
 ) -> dict[str, Any]:
+    """Stream one reply; ``lead`` goes out before the reply's own events, however it ends."""
     hub = coordination()
     tenant_id, conversation_id = prepared.tenant_id, prepared.conversation_id
     message_id = prepared.assistant_message_id
@@ -272,11 +279,12 @@ async def _stream(
             provider = await asyncio.to_thread(_provider_factory, prepared)
         else:
             provider = _provider_factory(prepared)
-    except ProviderError as exc:  # a refused endpoint: the reply fails, the message stays
-        seq = 0
+    except Exception as exc:
         if lead:  # the events due before the reply's own still go first
-            seq = await DeltaSender(hub, tenant_id, conversation_id, message_id, lead=lead).flush()
-        return await _fail(prepared, "", exc, seq=seq)
+            await DeltaSender(hub, tenant_id, conversation_id, message_id, lead=lead).flush()
+        if isinstance(exc, ProviderError):  # a refused endpoint: the reply fails, the message stays
+            return await failed(prepared, "", exc)
+        raise
     announcement = {
         "type": "reply",
         "message_id": message_id,
@@ -295,9 +303,9 @@ async def _stream(
         )
     else:
         events = provider.stream(prepared.request)
-    lead = lead if lead is not None else []
-    lead.append((announcement, ""))
-    deltas = DeltaSender(hub, tenant_id, conversation_id, message_id, lead=lead)
+    deltas = DeltaSender(
+        hub, tenant_id, conversation_id, message_id, lead=(*lead, (announcement, ""))
+    )
     try:
         async for event in events:
             if isinstance(event, TextDelta) and event.text:
@@ -315,7 +323,7 @@ async def _stream(
                         await hub.refresh(*lock)
                     if await hub.take_stop(tenant_id, conversation_id):
                         seq = await deltas.flush()
-                        return await _stopped(prepared, "".join(parts), seq, started, first_token)
+                        return await stopped(prepared, "".join(parts), seq, started, first_token)
             elif isinstance(event, Usage):
                 usage = event
             elif isinstance(event, Done):
@@ -327,11 +335,11 @@ async def _stream(
             interrupted = StreamInterrupted(
                 "prompt too long after deltas", partial_text="".join(parts)
             )
-            return await _fail(prepared, "".join(parts), interrupted, seq=seq)
+            return await failed(prepared, "".join(parts), interrupted, seq=seq)
         raise
     except ProviderError as exc:
         seq = await deltas.flush()
-        return await _fail(prepared, "".join(parts), exc, seq=seq)
+        return await failed(prepared, "".join(parts), exc, seq=seq)
     finally:
         await deltas.flush()  # no sending task outlives the reply, whatever ended it
         aclose = getattr(events, "aclose", None)
@@ -343,8 +351,8 @@ async def _stream(
         content=content,
         status=Status.COMPLETE,
         usage=usage,
-        ttft_ms=_ms(started, first_token),
-        duration_ms=_ms(started, time.monotonic()),
+        ttft_ms=elapsed_ms(started, first_token),
+        duration_ms=elapsed_ms(started, time.monotonic()),
     )
     done: dict[str, Any] = {
         "type": "done",
@@ -354,72 +362,3 @@ async def _stream(
         "usage": summary,
     }
     return done
-
-
-def _ms(start: float, end: float | None) -> int | None:
-    return None if end is None else int((end - start) * 1000)
-
-
-async def _stopped(
-    prepared: turns.PreparedTurn, content: str, seq: int, started: float, first: float | None
-) -> dict[str, Any]:
-    summary = await db(turns.finish_turn)(
-        prepared,
-        content=content,
-        status=Status.INCOMPLETE,
-        error_code="stopped",
-        error_message="Stopped by the user.",
-        ttft_ms=_ms(started, first),
-        duration_ms=_ms(started, time.monotonic()),
-    )
-    event = {
-        "type": "done",
-        "message_id": prepared.assistant_message_id,
-        "status": Status.INCOMPLETE,
-        "stopped": True,
-        "last_seq": seq,
-        "usage": summary,
-    }
-    return event
-
-
-async def _fail(
-    prepared: turns.PreparedTurn, partial: str, exc: ProviderError, *, seq: int = 0
-) -> dict[str, Any]:
-    partial = partial or getattr(exc, "partial_text", "") or ""
-    status = Status.INCOMPLETE if partial else Status.FAILED
-    code = getattr(exc, "code", "") or "provider_error"
-    message = _human_error(exc, bool(partial))
-    logger.warning("reply %s %s: %s", prepared.assistant_message_id, status, exc)
-    await db(turns.finish_turn)(
-        prepared, content=partial, status=status, error_code=code[:40], error_message=message
-    )
-    event = {
-        "type": "error",
-        "code": code,
-        "message": message,
-        "message_id": prepared.assistant_message_id,
-        "status": status,
-        "partial": bool(partial),
-        "last_seq": seq,
-        "retryable": bool(getattr(exc, "retryable", False)) or status == Status.FAILED,
-    }
-    return event
-
-
-def _human_error(exc: ProviderError, partial: bool) -> str:
-    base = {
-        "rate_limited": "The model provider is rate-limiting requests.",
-        "spend_cap_reached": "The model provider's spending limit was reached.",
-        "overloaded": "The model provider is overloaded.",
-        "prompt_too_long": "The conversation did not fit the model's window.",
-        "provider_unavailable": "The model provider could not be reached.",
-        "stream_stalled": "The model stopped sending its reply.",
-        "stream_interrupted": "The model's reply was interrupted.",
-        "request_too_large": "The request was too large for the model provider.",
-        "authentication_failed": "The model provider refused the platform's credentials.",
-    }.get(getattr(exc, "code", ""), "The model provider returned an error.")
-    if getattr(exc, "code", "") == "endpoint_refused":
-        base = f"The model's endpoint is not allowed here: {exc.message}."
-    tail = " The text received so far is kept." if partial else " Send the message again to retry."
-    return base + tail

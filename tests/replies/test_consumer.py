@@ -246,9 +246,9 @@ async def test_a_consumer_gone_mid_step_leaves_the_message_answered_and_the_lock
     """The step that stores a message runs on when its consumer is cancelled; what it stored
     is answered by a runner holding the consumer's lock, which is let go afterwards, also when
     the step itself failed."""
-    from chats.consumers import _answer_in_background
     from chats.replies import runner
     from chats.replies.coordination import coordination, runner_lock_name
+    from chats.replies.intake import Stored, _answer_in_background
     from chats.services.messages import message_create
 
     lock = runner_lock_name(tenant_a.pk, conversation.pk)
@@ -264,7 +264,7 @@ async def test_a_consumer_gone_mid_step_leaves_the_message_answered_and_the_lock
         assert token is not None
         step: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if outcome == "stored":
-            step.set_result((None, True, None))
+            step.set_result(Stored(message=None, created=True))  # type: ignore[arg-type]
         else:
             step.set_exception(RuntimeError("database went away"))
         _answer_in_background(step, tenant_a.pk, conversation.pk, token)

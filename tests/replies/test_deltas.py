@@ -134,36 +134,48 @@ def test_stale_streaming_replies_become_incomplete_with_their_text(tenant_a, mem
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.asyncio
-async def test_emit_logs_publishes_releases_and_acquires_in_order() -> None:
-    """One call: the delta is logged, the events reach the group in order (whatever the
-    channel layer), the held lock is let go with its recheck flag, and the next lock is
-    taken only when free."""
+async def test_emit_logs_the_delta_and_publishes_in_order() -> None:
+    """One call: the delta is logged and the events reach the group in order, as one
+    channel-layer message, whatever the channel layer; no lock is touched."""
     hub = coordination()
     layer, channel = await listen(events.conversation_group(7, 8))
     held = "replies:t7:c8"
     token = await hub.acquire(held)
     assert token is not None
-    await hub.request_recheck(held)
-    busy = "replies:t7:c9"
-    busy_token = await hub.acquire(busy)
-    assert busy_token is not None
 
-    recheck, taken = await events.emit(
+    await events.emit(
         7,
         8,
         [{"type": "reply", "message_id": 5}, {"type": "delta", "message_id": 5, "seq": 1}],
         delta=(7, 5, 1, "Hello"),
-        release=(held, token),
-        acquire=busy,
     )
 
-    assert (recheck, taken) == (True, None)  # the recheck was asked for; the other lock is held
     assert await hub.deltas_since(7, 5, 0) == [(1, "Hello")]
-    # Both events in one channel-layer message, in order.
     received = events.received_events(await layer.receive(channel))
     assert [(event["type"], origin) for event, origin in received] == [("reply", ""), ("delta", "")]
-    _, taken = await events.emit(7, 8, [], acquire=held)  # released above: free again
-    assert taken is not None
-    assert await hub.acquire(held) is None
-    await hub.release(held, taken)
-    await hub.release(busy, busy_token)
+    assert await hub.acquire(held) is None  # still held: emit only publishes
+    await hub.release(held, token)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_runners_last_events_go_out_before_its_lock_is_let_go() -> None:
+    """The runner's closing events and the release of its lock: the events reach the group,
+    the recheck asked for while it was held is reported, and the lock is free after."""
+    from chats.replies.runner import _send_and_release
+
+    hub = coordination()
+    layer, channel = await listen(events.conversation_group(7, 8))
+    held = runner_lock_name(7, 8)
+    token = await hub.acquire(held)
+    assert token is not None
+    await hub.request_recheck(held)
+
+    recheck = await _send_and_release(hub, 7, 8, [({"type": "done", "message_id": 5}, "")], token)
+
+    assert recheck is True
+    received = events.received_events(await layer.receive(channel))
+    assert [event["type"] for event, _ in received] == ["done"]
+    again = await hub.acquire(held)
+    assert again is not None
+    await hub.release(held, again)

@@ -112,11 +112,13 @@ def recorded_keys(monkeypatch) -> Iterator[set[str]]:
 
     monkeypatch.setattr(coordination_module, "_key", key_spy)
     hub_class = type(coordination())
-    for name in ("acquire", "refresh", "release", "hit"):
+    for name in ("acquire", "refresh", "release", "hit", "hit_and_acquire"):
         original = getattr(hub_class, name)
 
         async def hub_spy(self: Any, key: str, *args: Any, __original: Any = original) -> Any:
             keys.add(f"coordination:{key}")
+            if __original.__name__ == "hit_and_acquire":  # and the lock it takes
+                keys.add(f"coordination:{args[-1]}")
             return await __original(self, key, *args)
 
         monkeypatch.setattr(hub_class, name, hub_spy)

@@ -4,6 +4,8 @@ events (``Accept: text/event-stream``)."""
 from __future__ import annotations
 
 import concurrent.futures
+import functools
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from django.conf import settings
@@ -16,7 +18,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from chatplatform.models.conversations import Conversation, Message, Status
+from chatplatform.models.conversations import Message, Status
 from chats.api import selectors
 from chats.api.bridge import run_async, stream_for
 from chats.api.errors import ApiError
@@ -32,13 +34,13 @@ from chats.api.serializers.messages import (
 )
 from chats.api.streaming import reply_events
 from chats.api.views.base import TenantAPIView, valid_id
-from chats.replies.coordination import coordination
-from chats.replies.intake import accept_user_message, rate_limit_for
+from chats.replies.intake import SendRateLimited, Sent, user_message_send
 from chats.services.messages import MessageRejected
 
 TAG = ["messages"]
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-RATE_WINDOW_SECONDS = 60
+#: How long a request waits for its message to be accepted (stored, the runner started).
+SEND_TIMEOUT_SECONDS = 30.0
 
 SSE_DESCRIPTION = """\
 With `Accept: application/json` (default) the request waits for the reply: 201 with the message
@@ -142,22 +144,32 @@ class MessageListView(TenantAPIView):
         conversation = self.conversation(conversation_id)
         data = self.body(MessageCreateSerializer)
         client_id = self._client_id(data.get("client_id"))
+        # A retried request is not counted against the message rate.
         earlier = selectors.message_by_client_id(conversation, client_id) if client_id else None
-        if earlier is None:
-            self._count_against_rate_limit(conversation)
+        send = functools.partial(
+            user_message_send,
+            conversation=conversation,
+            user=self.principal.user,
+            content=data["content"],
+            client_id=client_id,
+            reply_to_id=data.get("reply_to"),
+            counted=earlier is None,
+        )
         try:
-            message, created = accept_user_message(
-                conversation=conversation,
-                user=self.principal.user,
-                content=data["content"],
-                client_id=client_id,
-                reply_to_id=data.get("reply_to"),
-            )
+            if isinstance(request.accepted_renderer, EventStreamRenderer):
+                events = reply_events(
+                    send,
+                    tenant_id=conversation.tenant_id,
+                    conversation_id=conversation.pk,
+                    **self._stream_timing(),
+                )
+                return self._stream(events)
+            sent = run_async(request._request, send, timeout=SEND_TIMEOUT_SECONDS)
+        except SendRateLimited as exc:
+            raise RateLimited(wait=exc.window_seconds, detail=exc.message) from None
         except MessageRejected as exc:
             raise rejected(exc) from None
-        if isinstance(request.accepted_renderer, EventStreamRenderer):
-            return self._stream(message, created)
-        return self._answer(message, created)
+        return self._answer(sent)
 
     def _client_id(self, from_body: str | None) -> str | None:
         header = self.request.headers.get(IDEMPOTENCY_HEADER)
@@ -169,21 +181,8 @@ class MessageListView(TenantAPIView):
             raise ValidationError({"client_id": [f"Differs from the {IDEMPOTENCY_HEADER} header."]})
         return from_body if from_body is not None else header
 
-    def _count_against_rate_limit(self, conversation: Conversation) -> None:
-        limit = rate_limit_for(conversation)
-        key = f"msg:t{conversation.tenant_id}:u{self.principal.user.pk}"
-        count = run_async(
-            self.request._request,
-            lambda: coordination().hit(key, RATE_WINDOW_SECONDS),
-            timeout=10,
-        )
-        if count > limit:
-            raise RateLimited(
-                wait=RATE_WINDOW_SECONDS,
-                detail=f"Too many messages: at most {limit} per minute.",
-            )
-
-    def _answer(self, message: Message, created: bool) -> Response:
+    def _answer(self, sent: Sent) -> Response:
+        message, created = sent.message, sent.created
         tenant_id = message.tenant_id
         reply = selectors.reply_to(tenant_id, message.pk)
         # A failed reply is final for readers, but a send of its message again is a retry.
@@ -192,9 +191,7 @@ class MessageListView(TenantAPIView):
             try:
                 reply = run_async(
                     self.request._request,
-                    lambda: wait_for_reply(
-                        tenant_id, message.conversation_id, message.pk, timeout=wait
-                    ),
+                    lambda: wait_for_reply(sent.runner, tenant_id, message.pk, timeout=wait),
                     timeout=wait + 10,
                 )
             except concurrent.futures.TimeoutError:
@@ -206,20 +203,36 @@ class MessageListView(TenantAPIView):
             code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         return Response(exchange(message, reply, duplicate=not created), status=code)
 
-    def _stream(self, message: Message, created: bool) -> StreamingHttpResponse:
-        events = reply_events(
-            message,
-            created=created,
-            timeout=float(settings.API_STREAM_TIMEOUT_SECONDS),
-            keepalive=float(settings.API_STREAM_KEEPALIVE_SECONDS),
+    @staticmethod
+    def _stream_timing() -> dict[str, float]:
+        return {
+            "timeout": float(settings.API_STREAM_TIMEOUT_SECONDS),
+            "keepalive": float(settings.API_STREAM_KEEPALIVE_SECONDS),
+        }
+
+    def _stream(self, events: AsyncGenerator[bytes, None]) -> StreamingHttpResponse:
+        """The event stream's response; its first event (``ack``) is taken here, so that a
+        send refused (rate limit, bad input) is answered with an HTTP error instead."""
+        first = run_async(
+            self.request._request, lambda: anext(events), timeout=SEND_TIMEOUT_SECONDS
         )
         response = StreamingHttpResponse(
-            stream_for(self.request._request, events),
+            stream_for(self.request._request, _after(first, events)),
             content_type="text/event-stream; charset=utf-8",
         )
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response
+
+
+async def _after(first: bytes, rest: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
+    """``first``, then the rest of the stream."""
+    yield first
+    try:
+        async for chunk in rest:
+            yield chunk
+    finally:
+        await rest.aclose()
 
 
 class MessageDetailView(TenantAPIView):

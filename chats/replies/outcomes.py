@@ -1,0 +1,98 @@
+"""How a reply ends when it does not complete: stopped by the user, failed or cut short by
+the provider, or failed unexpectedly. Each stores the reply's outcome and returns the closing
+event the conversation's sockets get (the runner sends it)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from chatplatform.core.llm.errors import ProviderError
+from chatplatform.models.conversations import Status
+from chats.replies import turns
+from chats.replies.db import db
+
+logger = logging.getLogger(__name__)
+
+
+def internal_error_event(reply_id: int | None) -> dict[str, Any]:
+    """The closing event of a reply that failed for a reason of ours, not the provider's."""
+    return {
+        "type": "error",
+        "code": "internal_error",
+        "message": turns.INTERNAL_ERROR_TEXT,
+        "message_id": reply_id,
+        "status": "failed",
+        "partial": False,
+        "retryable": True,
+    }
+
+
+def elapsed_ms(start: float, end: float | None) -> int | None:
+    return None if end is None else int((end - start) * 1000)
+
+
+async def stopped(
+    prepared: turns.PreparedTurn, content: str, seq: int, started: float, first: float | None
+) -> dict[str, Any]:
+    summary = await db(turns.finish_turn)(
+        prepared,
+        content=content,
+        status=Status.INCOMPLETE,
+        error_code="stopped",
+        error_message="Stopped by the user.",
+        ttft_ms=elapsed_ms(started, first),
+        duration_ms=elapsed_ms(started, time.monotonic()),
+    )
+    event = {
+        "type": "done",
+        "message_id": prepared.assistant_message_id,
+        "status": Status.INCOMPLETE,
+        "stopped": True,
+        "last_seq": seq,
+        "usage": summary,
+    }
+    return event
+
+
+async def failed(
+    prepared: turns.PreparedTurn, partial: str, exc: ProviderError, *, seq: int = 0
+) -> dict[str, Any]:
+    partial = partial or getattr(exc, "partial_text", "") or ""
+    status = Status.INCOMPLETE if partial else Status.FAILED
+    code = getattr(exc, "code", "") or "provider_error"
+    message = human_error(exc, bool(partial))
+    logger.warning("reply %s %s: %s", prepared.assistant_message_id, status, exc)
+    await db(turns.finish_turn)(
+        prepared, content=partial, status=status, error_code=code[:40], error_message=message
+    )
+    event = {
+        "type": "error",
+        "code": code,
+        "message": message,
+        "message_id": prepared.assistant_message_id,
+        "status": status,
+        "partial": bool(partial),
+        "last_seq": seq,
+        "retryable": bool(getattr(exc, "retryable", False)) or status == Status.FAILED,
+    }
+    return event
+
+
+def human_error(exc: ProviderError, partial: bool) -> str:
+    base = {
+        "rate_limited": "The model provider is rate-limiting requests.",
+        "spend_cap_reached": "The model provider's spending limit was reached.",
+        "overloaded": "The model provider is overloaded.",
+        "prompt_too_long": "The conversation did not fit the model's window.",
+        "provider_unavailable": "The model provider could not be reached.",
+        "stream_stalled": "The model stopped sending its reply.",
+        "stream_interrupted": "The model's reply was interrupted.",
+        "request_too_large": "The request was too large for the model provider.",
+        "authentication_failed": "The model provider refused the platform's credentials.",
+    }.get(getattr(exc, "code", ""), "The model provider returned an error.")
+    if getattr(exc, "code", "") == "endpoint_refused":
+        base = f"The model's endpoint is not allowed here: {exc.message}."
+    tail = " The text received so far is kept." if partial else " Send the message again to retry."
+    return base + tail
