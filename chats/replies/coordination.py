@@ -297,13 +297,10 @@ class RedisCoordination(Coordination):
         *,
         delta: DeltaEntry | None = None,
         release: tuple[str, str] | None = None,
-        acquire: str | None = None,
-    ) -> tuple[bool, str | None]:
+    ) -> bool:
         """In one pipelined round trip: append ``delta`` to its reply's delta log, PUBLISH
-        each ``(channel, payload)`` in order, let go of lock ``release`` (name, token), then
-        try to take lock ``acquire`` (as :meth:`acquire`). Returns the release's recheck flag
-        (False without ``release``) and the new lock's token (None if not taken)."""
-        token = uuid.uuid4().hex if acquire is not None else None
+        each ``(channel, payload)`` in order, then let go of lock ``release`` (name, token).
+        Returns the release's recheck flag (False without ``release``)."""
         async with self.client.pipeline(transaction=False) as pipe:
             if delta is not None:
                 tenant_id, message_id, seq, text = delta
@@ -315,11 +312,8 @@ class RedisCoordination(Coordination):
             if release is not None:
                 name, held = release
                 pipe.eval(_RELEASE, 2, _lock_key(name), _recheck_key(name), held)
-            if acquire is not None and token is not None:
-                _take_lock(pipe, acquire, token)
             results = await pipe.execute()
-        taken = token if acquire is not None and results.pop() else None
-        return (bool(results[-1]) if release is not None else False), taken
+        return bool(results[-1]) if release is not None else False
 
     @_bounded
     async def request_recheck(self, name: str) -> None:

@@ -27,6 +27,7 @@ from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Status
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import turns
+from chats.replies.calibration import calibration_record
 from chats.replies.coordination import (
     Coordination,
     RedisCoordination,
@@ -183,7 +184,7 @@ async def _send_and_release(
     lock = (runner_lock_name(tenant_id, conversation_id), token)
     publishes = direct_publishes_for(tenant_id, conversation_id, addressed, hub)
     if publishes is not None and isinstance(hub, RedisCoordination):
-        recheck, _ = await hub.publish(publishes, release=lock)
+        recheck = await hub.publish(publishes, release=lock)
         return recheck
     await group_send(tenant_id, conversation_id, addressed)
     return await hub.release(*lock)
@@ -247,7 +248,7 @@ def _calibrate(prepared: turns.PreparedTurn, reported: int) -> None:
             .first()
         )
     if profile_id is not None:
-        turns.calibration_record(profile_id, prepared.estimated_prompt_tokens, reported)
+        calibration_record(profile_id, prepared.estimated_prompt_tokens, reported)
 
 
 async def _execute_tool(prepared: turns.PreparedTurn, call: ToolCall) -> str:
