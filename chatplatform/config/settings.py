@@ -12,7 +12,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
-from csp.constants import NONE, SELF, UNSAFE_INLINE
+
+from .content_security import content_security_policy
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -370,24 +371,10 @@ AXES_CLIENT_IP_CALLABLE = "chatplatform.bruteforce.client_ip"
 #: valid keys included, until the period ends.
 API_KEY_FAILURE_RATE = env.str("API_KEY_FAILURE_RATE", default="20/min")
 
-# Content-Security-Policy on every page (django-csp). Scripts only from this origin (no
-# inline scripts or handlers); styles also inline (style attributes carry computed widths);
-# connect-src 'self' covers the same-origin WebSocket. CSP_REPORT_ONLY=1 sends it as
-# Content-Security-Policy-Report-Only, to try it on a deployment first.
-_csp_policy = {
-    "DIRECTIVES": {
-        "default-src": [SELF],
-        "script-src": [SELF],
-        "style-src": [SELF, UNSAFE_INLINE],
-        "img-src": [SELF, "data:", "blob:"],
-        "connect-src": [SELF],
-        "object-src": [NONE],
-        "base-uri": [SELF],
-        "form-action": [SELF],
-        "frame-ancestors": [NONE],
-        **({"report-uri": [env.str("CSP_REPORT_URI")]} if env.str("CSP_REPORT_URI", "") else {}),
-    }
-}
+# Content-Security-Policy on every page (chatplatform/config/content_security.py).
+# CSP_REPORT_ONLY=1 sends it as Content-Security-Policy-Report-Only, to try it on a deployment
+# first; CSP_REPORT_URI receives the reports.
+_csp_policy = content_security_policy(env.str("CSP_REPORT_URI", default=""))
 if env.bool("CSP_REPORT_ONLY", default=False):
     CONTENT_SECURITY_POLICY_REPORT_ONLY = _csp_policy
 else:

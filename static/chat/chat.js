@@ -8,6 +8,9 @@
  * A message keeps its client_id until it is acknowledged, so re-sending it after a dropped
  * socket or from the Retry button never stores it twice. A reply being streamed keeps the
  * last delta seq it showed; after a reconnect the page asks to resume from there.
+ *
+ * The message list is chat-messages.js, the image attachment chat-composer.js: both are
+ * loaded before this script.
  */
 (function () {
   "use strict";
@@ -20,13 +23,16 @@
   var list = document.getElementById("messages");
   var form = document.getElementById("composer");
   var input = document.getElementById("composer-input");
-  var sendButton = document.getElementById("send");
   var stopButton = document.getElementById("stop");
   var banner = document.getElementById("connection");
-  var composerError = document.getElementById("composer-error");
-  var fileInput = document.getElementById("attachment");
-  var chip = document.getElementById("attachment-chip");
-  var emptyNote = document.getElementById("no-messages");
+  var view = window.ChatMessages(list, md);
+  var composer = window.ChatComposer(config, form);
+  var scrollToEnd = view.scrollToEnd;
+  var messageItem = view.messageItem;
+  var setState = view.setState;
+  var setBody = view.setBody;
+  var setAnchor = view.setAnchor;
+  var showNotice = view.showNotice;
 
   var socket = null;
   var reconnectDelay = 500;
@@ -35,7 +41,6 @@
   var sentByMessage = {}; // user message id -> {client_id, content}
   var replies = {};      // reply message id -> {element, text, lastSeq, status, answers}
   var streaming = null;  // the reply id being streamed, if any
-  var attachment = null;
   var UNKNOWN_SEQ = 2147483647;
 
   // --- rendering ---------------------------------------------------------------------------
@@ -65,70 +70,6 @@
     list.querySelectorAll("li.msg-assistant[data-status=failed]").forEach(function (item) {
       addRetry(item, item.dataset.answers);
     });
-  }
-
-  function scrollToEnd() {
-    if (location.hash) return;
-    list.scrollTop = list.scrollHeight;
-    window.scrollTo(0, document.body.scrollHeight);
-  }
-
-  function messageItem(role, author, status) {
-    if (emptyNote) { emptyNote.remove(); emptyNote = null; }
-    var item = document.createElement("li");
-    item.className = "msg msg-" + role;
-    item.dataset.status = status || "complete";
-    var meta = document.createElement("div");
-    meta.className = "msg-meta";
-    var name = document.createElement("span");
-    name.className = "msg-author";
-    name.textContent = author;
-    meta.appendChild(name);
-    var state = document.createElement("span");
-    state.className = "msg-state";
-    meta.appendChild(state);
-    var body = document.createElement("div");
-    body.className = "msg-body";
-    item.appendChild(meta);
-    item.appendChild(body);
-    list.appendChild(item);
-    return item;
-  }
-
-  function setState(item, text) {
-    var state = item.querySelector(".msg-state");
-    if (state) state.textContent = text;
-  }
-
-  function setBody(item, text) {
-    md.renderInto(item.querySelector(".msg-body"), text);
-  }
-
-  function setAnchor(item, seq) {
-    if (!seq) return;
-    item.id = "m-" + seq;
-    item.dataset.seq = seq;
-    var meta = item.querySelector(".msg-meta");
-    if (!meta.querySelector(".msg-anchor")) {
-      var anchor = document.createElement("a");
-      anchor.className = "msg-anchor";
-      anchor.href = "#m-" + seq;
-      anchor.textContent = "#" + seq;
-      meta.appendChild(anchor);
-    }
-  }
-
-  function showNotice(item, text, kind) {
-    var notice = item.querySelector(".msg-notice");
-    if (!notice) {
-      notice = document.createElement("div");
-      notice.className = "msg-notice";
-      notice.setAttribute("role", "alert");
-      item.appendChild(notice);
-    }
-    notice.className = "msg-notice" + (kind ? " msg-notice-" + kind : "");
-    notice.textContent = text;
-    return notice;
   }
 
   function addRetry(item, userMessageId, clientId, content) {
@@ -341,7 +282,7 @@
       if (data.code === "rate_limited") addRetry(pending.element, null, data.client_id, pending.content);
       return;
     }
-    showComposerError(data.message || "Something went wrong.");
+    composer.showError(data.message || "Something went wrong.");
   }
 
   function onState(data) {
@@ -379,23 +320,18 @@
     return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
   }
 
-  function showComposerError(text) {
-    composerError.textContent = text;
-    composerError.hidden = !text;
-  }
-
   function send() {
     var content = input.value;
     if (!content.trim()) return;
     if (content.length > config.maxChars) {
-      showComposerError("The message has " + content.length + " characters; the limit is " + config.maxChars + ".");
+      composer.showError("The message has " + content.length + " characters; the limit is " + config.maxChars + ".");
       return;
     }
-    if (attachment) {
-      uploadAttachment(content);
+    if (composer.hasAttachment()) {
+      composer.upload(content);
       return;
     }
-    showComposerError("");
+    composer.showError("");
     var clientId = newClientId();
     var item = messageItem("user", config.userLabel, "sending");
     item.dataset.clientId = clientId;
@@ -406,67 +342,6 @@
     input.value = "";
     scrollToEnd();
   }
-
-  function uploadAttachment(content) {
-    var data = new FormData();
-    data.append("image", attachment);
-    data.append("text", content);
-    sendButton.disabled = true;
-    fetch(config.attachmentUrl, {
-      method: "POST",
-      body: data,
-      headers: { "X-CSRFToken": csrfToken() },
-      credentials: "same-origin",
-    }).then(function (response) {
-      return response.json().catch(function () { return {}; });
-    }).then(function (body) {
-      var message = body && body.error ? body.error.message : "The image could not be sent.";
-      showComposerError(message);
-    }).catch(function () {
-      showComposerError("The image could not be sent (network error).");
-    }).then(function () { sendButton.disabled = false; });
-  }
-
-  function csrfToken() {
-    var field = form.querySelector("input[name=csrfmiddlewaretoken]");
-    return field ? field.value : "";
-  }
-
-  function clearAttachment() {
-    attachment = null;
-    fileInput.value = "";
-    chip.hidden = true;
-    chip.textContent = "";
-  }
-
-  fileInput.addEventListener("change", function () {
-    showComposerError("");
-    var file = fileInput.files && fileInput.files[0];
-    if (!file) { clearAttachment(); return; }
-    if (config.attachmentTypes.indexOf(file.type) < 0) {
-      clearAttachment();
-      showComposerError("Attach a PNG, JPEG, GIF or WebP image.");
-      return;
-    }
-    if (file.size > config.maxAttachmentBytes) {
-      clearAttachment();
-      showComposerError("The image is larger than " + Math.round(config.maxAttachmentBytes / 1048576) + " MB.");
-      return;
-    }
-    attachment = file;
-    chip.hidden = false;
-    chip.textContent = "";
-    var name = document.createElement("span");
-    name.textContent = file.name + " (" + Math.ceil(file.size / 1024) + " KB)";
-    var remove = document.createElement("button");
-    remove.type = "button";
-    remove.className = "chip-remove";
-    remove.setAttribute("aria-label", "Remove the image");
-    remove.textContent = "×";
-    remove.addEventListener("click", clearAttachment);
-    chip.appendChild(name);
-    chip.appendChild(remove);
-  });
 
   form.addEventListener("submit", function (event) {
     event.preventDefault();

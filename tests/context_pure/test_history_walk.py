@@ -6,12 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatplatform.core.context.formatting import CONVERSATION_START
-from chatplatform.core.context.history import (
-    CountMemo,
-    History,
-    Meter,
-    provider_messages,
-)
+from chatplatform.core.context.history import History
+from chatplatform.core.context.layout import provider_messages
+from chatplatform.core.context.meter import CountMemo, Meter
 from chatplatform.core.context.types import MessageItem
 
 from .helpers import COUNTER

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chatplatform.core.context.formatting import RETRIEVED_NOTE, retrieved_line
-from chatplatform.core.context.history import Meter
+from chatplatform.core.context.meter import Meter
 from chatplatform.core.context.sections import pick_retrieved
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.core.tokens import get_counter

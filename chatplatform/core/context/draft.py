@@ -1,28 +1,17 @@
-"""The draft of one assembly: its parts, their rendering into the provider's shape, and
-the final recount that sheds content until the rendered prompt fits (see
-:mod:`chatplatform.core.context.packing` for the order of claims)."""
+"""The draft of one assembly: its parts, and the final recount that sheds content until the
+rendered prompt fits (see :mod:`chatplatform.core.context.packing` for the order of claims,
+:mod:`chatplatform.core.context.layout` for the order the parts are rendered in)."""
 
 from __future__ import annotations
 
-from operator import itemgetter
-from typing import NamedTuple
-
 from .budget import BudgetPlan
-from .formatting import BLOCK_SEPARATOR, TURN_SEPARATOR, TurnText, format_turn
-from .history import History, Meter, one_message_each, provider_blocks, turns_alternate
+from .formatting import TurnText, format_turn
+from .history import History
+from .layout import Rendered, render
+from .meter import Meter
 from .sections import Picked, Retrieval
 from .truncate import truncate_middle, truncate_tail
 from .types import AssemblyInputs, Excluded, Truncation
-
-_content_of = itemgetter("content")
-
-
-class Rendered(NamedTuple):
-    system: str
-    messages: list[dict[str, str]]
-    blocks: tuple[tuple[str, ...], ...]
-    tail: str
-    contents: list[str]
 
 
 class AssemblyError(RuntimeError):
@@ -50,53 +39,6 @@ class Draft:
         #: This turn's own retrieved messages (rendered in the tail).
         self.retrieval = Retrieval(0, 0)
         self.cuts: dict[str, Truncation] = {}
-
-    def render(self) -> Rendered:
-        """The system text, the provider messages with their blocks, and the tail.
-
-        Cached prefix first: the system prompt, a private chat's facts, the summaries; then
-        the history and the new message; then the tail, which only this turn sends."""
-        multi = self.inputs.multi_user
-        system = BLOCK_SEPARATOR.join(
-            p
-            for p in (
-                self.system,
-                *([] if multi else self.facts.blocks),
-                *self.summaries.stable_blocks,
-                *self.summaries.blocks,
-                self.recalled.render(self.inputs.bot_name),
-            )
-            if p
-        )
-        tail = BLOCK_SEPARATOR.join(
-            p
-            for p in (
-                self.turn_values,
-                *(self.facts.blocks if multi else []),
-                self.retrieval.render(self.inputs.bot_name),
-            )
-            if p
-        )
-        roles, texts = self.history.roles_and_texts()
-        roles.append(self.new_turn.role)
-        texts.append(self.new_turn.text)
-        if turns_alternate(roles):
-            # One message per turn (as a rule): the contents are the texts themselves.
-            blocks: list[tuple[str, ...]] = [(text,) for text in texts]
-            messages = one_message_each(roles, texts)
-        else:
-            grouped = provider_blocks(roles, texts)
-            blocks = [parts for _, parts in grouped]
-            messages = [
-                {"role": role, "content": TURN_SEPARATOR.join(parts)} for role, parts in grouped
-            ]
-        if tail:
-            blocks[-1] = (*blocks[-1], tail)
-            messages[-1] = {
-                "role": messages[-1]["role"],
-                "content": messages[-1]["content"] + TURN_SEPARATOR + tail,
-            }
-        return Rendered(system, messages, tuple(blocks), tail, list(map(_content_of, messages)))
 
     def window_used(self) -> int:
         """Tokens of the cached window: its recalled messages and its history."""
@@ -148,7 +90,7 @@ def fit(d: Draft, excluded: list[Excluded]) -> tuple[Rendered, int, int]:
     """
     trimmed = 0
     while True:
-        out = d.render()
+        out = render(d)
         total = d.count(out.system, out.contents)
         if d.plan.fits(total):
             return out, total, trimmed

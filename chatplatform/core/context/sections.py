@@ -25,7 +25,7 @@ from .formatting import (
     retrieved_stamp,
     summary_frame,
 )
-from .history import Meter, drop_incomplete_groups
+from .meter import Meter
 from .truncate import truncate_tail
 from .types import (
     STABLE_SUMMARY_KINDS,
@@ -38,6 +38,7 @@ from .types import (
     SummaryItem,
     Truncation,
 )
+from .units import drop_incomplete_groups
 
 SEPARATOR_TOKENS = 1  # "\n\n" between system blocks
 _KIND_ORDER = {"rolling": 0, "recent": 1, "long": 2, "carried": 3}

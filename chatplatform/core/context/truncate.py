@@ -1,11 +1,11 @@
 """Cutting one text to fit N tokens exactly under a counter, with a visible marker.
 
 ``truncate_middle`` keeps the head and the tail (for an over-long message);
-``truncate_tail`` keeps the head (for a section: seed 003). Both return text whose count
-under the counter is ``<= max_tokens``: cut points are found by a bracketed binary search on
-character positions using the counter itself, then the joined result is recounted and the
-cut shrunk until it fits. Cuts never split a combining sequence (combining marks, ZWJ
-emoji sequences, variation selectors, skin-tone modifiers, CRLF).
+``truncate_tail`` keeps the head (for a section: the system prompt, a summary). Both return
+text whose count under the counter is ``<= max_tokens``: cut points are found by a bracketed
+binary search on character positions using the counter itself, then the joined result is
+recounted and the cut shrunk until it fits. Cuts never split a combining sequence (combining
+marks, ZWJ emoji sequences, variation selectors, skin-tone modifiers, CRLF).
 
 Work is proportional to the kept text (``O(kept * log(kept))`` characters counted), plus one
 count of the whole text when its token count is not given.
@@ -25,6 +25,8 @@ MARKER = "[… {n} tokens omitted …]"
 SHORT_MARKER = "[…]"
 _MAX_SNAP = 16
 _MAX_ROUNDS = 8
+#: Smallest room worth cutting a summary or history message into.
+MIN_CUT_TOKENS = 48
 
 
 #: Counters may refuse very long inputs (bpe-openai raises ValueError from 1,000,000 chars).
