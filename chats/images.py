@@ -1,4 +1,4 @@
-"""Images attached to messages (seed 004's visual context): type and size checks from the
+"""Images attached to messages (visual context): type and size checks from the
 file's own header, and the image tokens providers charge. Pure: no Django."""
 
 from __future__ import annotations

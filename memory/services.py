@@ -1,4 +1,4 @@
-"""Writes of user facts ("memories", seed 004): per user within a tenant.
+"""Writes of user facts ("memories"): per user within a tenant.
 
 - At most the policy's ``max_facts_per_user`` current facts (10-100, default 50); saving one
   more evicts the oldest (it stays as history, ``ended_reason="evicted"``).

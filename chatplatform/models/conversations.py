@@ -20,7 +20,8 @@ class Conversation(TenantOwnedModel):
 
     ``last_seq`` allocates message sequence numbers (incremented under a row lock);
     ``history_tokens`` is the running total of stored message tokens: what sending the whole
-    history would cost (seed 002's hypothetical prompt tokens) without summing it each turn.
+    history would cost (the hypothetical prompt tokens a turn record compares with) without
+    summing it each turn.
     """
 
     title = models.CharField(max_length=200, blank=True)

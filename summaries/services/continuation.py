@@ -1,4 +1,4 @@
-"""Carry-over summaries for continued conversations (seed 001).
+"""Carry-over summaries for continued conversations.
 
 The assembly of a conversation that ``continues`` another reads the latest current summary of
 the earlier one. :func:`continuation_summary_ensure` makes sure that summary exists and covers

@@ -1,4 +1,4 @@
-"""Periodic summaries (seed 004): a 7-day "recent" and a 30-day "long" summary per active
+"""Periodic summaries: a 7-day "recent" and a 30-day "long" summary per active
 conversation, each rebuilt at its policy's interval (3 and 14 days by default, 1,024 and 4,096
 tokens) and replacing its predecessor (``superseded_at``).
 

@@ -1,6 +1,6 @@
 """The summarizer that asks a model, through the provider interface (``chatplatform.core.llm``).
 
-The model is asked for one JSON object (``summary``, ``facts``, ``open_questions``; seed 002).
+The model is asked for one JSON object (``summary``, ``facts``, ``open_questions``).
 The answer is validated (:mod:`.validation`); an invalid answer is retried once with the
 reason; a second invalid answer raises :class:`SummaryFailed` (nothing is stored). Transient
 provider failures raise :class:`SummaryUnavailable` so the task retries later. The source

@@ -1,6 +1,6 @@
 """Data types of the summarizer. Pure: nothing here imports Django.
 
-A summary is structured (seed 002): ``summary`` (prose or speaker lines), ``facts`` (concrete
+A summary is structured: ``summary`` (prose or speaker lines), ``facts`` (concrete
 details worth keeping: numbers, dates, names) and ``open_questions`` (asked, not answered).
 It is stored as JSON (``Summary.content``) and rendered to text (``Summary.text``), the form
 that enters prompts and whose tokens are counted against the summary's size.

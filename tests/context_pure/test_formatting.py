@@ -1,4 +1,5 @@
-"""Seed 004 formats and the data fences around facts, summaries and retrieved messages."""
+"""How messages, replies and speakers are rendered, and the data fences around facts,
+summaries and retrieved messages."""
 
 from __future__ import annotations
 

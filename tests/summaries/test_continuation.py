@@ -1,4 +1,4 @@
-"""A conversation being continued gets a summary of its whole history (seed 001)."""
+"""A conversation being continued gets a summary of its whole history."""
 
 from __future__ import annotations
 

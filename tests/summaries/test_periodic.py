@@ -1,4 +1,4 @@
-"""Periodic summaries (seed 004): 7-day and 30-day, refreshed at their intervals, each
+"""Periodic summaries: 7-day and 30-day, refreshed at their intervals, each
 replacing its predecessor."""
 
 from __future__ import annotations

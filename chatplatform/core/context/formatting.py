@@ -1,4 +1,5 @@
-"""How items are rendered into prompt text (seed 004 formats), and how data is fenced.
+"""How items are rendered into prompt text (speaker labels, replies, summaries, facts), and
+how data is fenced.
 
 User-supplied text that lands in the system prompt (facts, summaries, retrieved messages,
 and the users' values of template variables: chat title, names, pronouns) is rendered as
@@ -161,7 +162,7 @@ class TurnText(NamedTuple):
 
 
 def format_turn(item: MessageItem, multi_user: bool) -> TurnText:
-    """Seed 004: ``[Full Name (@username)] (reply to: "…"): text`` for people in multi-user
+    """``[Full Name (@username)] (reply to: "…"): text`` for people in multi-user
     chats; assistant turns verbatim (role assistant); tool results as user turns."""
     if item.role == "assistant":
         return TurnText("assistant", "", item.content)

@@ -1,4 +1,4 @@
-"""System prompt templates with seed 004's variables, substituted safely.
+"""System prompt templates with their variables (user, time, conversation), substituted safely.
 
 Rules (the contract the tests check):
 

@@ -1,4 +1,4 @@
-"""Exact Claude token counts through Anthropic's ``messages.count_tokens`` API (seed 003).
+"""Exact Claude token counts through Anthropic's ``messages.count_tokens`` API.
 
 Billing-grade but a network call, so: an LRU cache (keyed by a sha256 of model and text, so
 the cache holds digests rather than whole texts), an explicit timeout, no SDK retries, and a

@@ -160,7 +160,7 @@ class Command(BaseCommand):
         return elapsed
 
     def _naive(self, conversation: Conversation, policy: ContextPolicy) -> float:
-        """Seed 000 done plainly: load the conversation, walk it newest to oldest in Python."""
+        """The naive way: load the whole conversation, walk it newest to oldest in Python."""
         started = time.perf_counter()
         with tenant_scope(conversation.tenant_id):
             messages = list(Message.objects.filter(conversation_id=conversation.pk).order_by("seq"))
