@@ -14,6 +14,8 @@ class ChatPlatformAdminSite(admin.AdminSite):
 
     def has_permission(self, request: HttpRequest) -> bool:
         user = request.user
+        # Imported here: this module is named in INSTALLED_APPS (the admin's AppConfig), so it
+        # loads before any model exists and cannot import one at the top.
         from chatplatform.selectors import is_tenant_admin
 
         if not (user.is_active and user.is_staff):

@@ -28,15 +28,13 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from redis.exceptions import ResponseError
 
 from chatplatform.apikeys import KeyPrincipal, authenticate_api_key
 
-try:  # incr on a value that is not a number: TypeError locally, ResponseError from Redis
-    from redis.exceptions import ResponseError
-
-    _NOT_A_COUNTER: tuple[type[Exception], ...] = (TypeError, ResponseError)
-except ImportError:  # pragma: no cover
-    _NOT_A_COUNTER = (TypeError,)
+#: What the cache's ``incr`` raises on a value that is not a number: TypeError from the local
+#: cache, ResponseError from Redis.
+NOT_A_COUNTER: tuple[type[Exception], ...] = (TypeError, ResponseError)
 
 UNKNOWN_CLIENT = "unknown"
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -109,7 +107,7 @@ def _count_failure(key: str, period: int) -> None:
             return
         except ValueError:  # expired between add and incr: start a new period
             continue
-        except _NOT_A_COUNTER:
+        except NOT_A_COUNTER:
             cache.delete(key)
 
 

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from celery import current_task
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
@@ -29,8 +30,6 @@ def lock_key(name: str) -> str:
 
 
 def _current_task_id() -> str | None:
-    from celery import current_task
-
     request = getattr(current_task, "request", None) if current_task else None
     task_id = getattr(request, "id", None)
     return task_id if isinstance(task_id, str) else None

@@ -24,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chatplatform.models import Membership, Tenant
+from chatplatform.models.conversations import Message
 from chatplatform.policies import active_policy
 from chatplatform.tenancy.scoping import tenant_scope
 from memory.models import FactEnd, FactSource, UserFact
@@ -156,8 +157,6 @@ def fact_save_detailed(
         with tenant_scope(tenant_id):
             current = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
             if message_id is not None:
-                from chatplatform.models.conversations import Message
-
                 if not Message.objects.filter(pk=message_id).exists():
                     message_id = None  # not this tenant's message: do not link it
             old: UserFact | None = None

@@ -11,10 +11,12 @@ from typing import Any
 from django.db.models import Count, F, Sum
 from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
 
 from chatplatform.models import ApiKey, ModelProfile, Tenant
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
+from summaries.models import Summary, TokenBackfillState
 
 MAX_DAYS = 366
 LATEST_LISTED = 20
@@ -161,10 +163,6 @@ class TenantJobStatus:
 def job_status(tenants: list[Tenant]) -> dict[str, Any]:
     """Beat schedules, messages still without token counts and the backfill's progress per
     tenant, the latest summaries, and the API keys created and revoked lately."""
-    from django_celery_beat.models import PeriodicTask
-
-    from summaries.models import Summary, TokenBackfillState
-
     ids = [t.pk for t in tenants]
     with tenant_scope(ids):
         uncounted = dict(

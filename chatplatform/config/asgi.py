@@ -19,17 +19,17 @@ from chatplatform.config.routing import websocket_urlpatterns  # noqa: E402
 from chatplatform.config.startup import require_secret_key, require_static_manifest  # noqa: E402
 from chatplatform.core.tokens import get_counter  # noqa: E402
 from chats.replies.recovery import start_sweeper, stop_sweeper  # noqa: E402
-from chats.replies.warmup import preload_reply_path_modules, warm_up  # noqa: E402
+from chats.replies.warmup import warm_up  # noqa: E402
 
 require_secret_key()
 require_static_manifest()
 
-# The vocabularies load once per process, here, rather than inside the first user's turn, and
-# so do the modules the reply path imports where it first needs them (the provider SDKs, the
-# summaries package): imported inside a turn, they stall every turn of the process.
+# The vocabularies load once per process, here, rather than inside the first user's turn
+# (loaded inside a turn, they would stall every turn of the process). The reply path's
+# modules, the provider SDKs among them, are imported at the top of its modules, so the
+# routing above has loaded them all.
 for _counter_name in ("o200k_base", "estimator"):
     get_counter(_counter_name)
-preload_reply_path_modules()
 
 
 async def lifespan(scope: Any, receive: Any, send: Any) -> None:

@@ -10,6 +10,9 @@ import os
 
 from celery import Celery
 from celery.signals import beat_init, worker_init
+from django.core.exceptions import ImproperlyConfigured
+
+from chatplatform.config.startup import require_secret_key
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.config.settings")
 
@@ -21,10 +24,6 @@ app.autodiscover_tasks()
 @worker_init.connect
 @beat_init.connect
 def _require_secret_key(**_: object) -> None:
-    from django.core.exceptions import ImproperlyConfigured
-
-    from chatplatform.config.startup import require_secret_key
-
     try:
         require_secret_key()
     except ImproperlyConfigured as exc:

@@ -15,6 +15,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
+from chatplatform.models.policy_validation import policy_errors
 from chatplatform.tenancy.scoping import TenantScopedManager
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -232,8 +233,6 @@ class ContextPolicy(models.Model):
         return self.tenant_id is None
 
     def clean(self) -> None:
-        from chatplatform.models.policy_validation import policy_errors
-
         errors = policy_errors(self)
         if errors:
             raise ValidationError(errors)

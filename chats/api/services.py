@@ -11,6 +11,8 @@ from django.utils import timezone
 
 from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
+from summaries.scheduling import schedule_continuation_summary
+from summaries.tasks import refresh_rolling_summary
 
 logger = logging.getLogger("chats.api")
 
@@ -40,14 +42,10 @@ def conversation_delete(conversation: Conversation) -> None:
         Conversation.objects.filter(pk=conversation.pk).delete()
 
 
-def summaries_refresh_request(conversation: Conversation) -> bool:
+def summaries_refresh_request(conversation: Conversation) -> None:
     """Ask for the conversation's rolling summaries to be brought up to date: dispatch the
     summaries refresh task after the transaction commits. The task is idempotent and does
-    nothing when no summary is due. False when the summaries feature is not installed."""
-    try:
-        from summaries.tasks import refresh_rolling_summary
-    except ImportError:
-        return False
+    nothing when no summary is due."""
     tenant_id, conversation_id = conversation.tenant_id, conversation.pk
 
     def dispatch() -> None:
@@ -57,16 +55,12 @@ def summaries_refresh_request(conversation: Conversation) -> bool:
             logger.exception("could not dispatch the summary refresh of %s", conversation_id)
 
     transaction.on_commit(dispatch)
-    return True
 
 
 def continuation_summary_request(conversation: Conversation) -> None:
     """For a new conversation continuing another: have the earlier one's whole history
-    summarised (after commit) if it is not yet; tolerant of the feature being absent."""
-    try:
-        from summaries.scheduling import schedule_continuation_summary
-    except ImportError:
-        return
+    summarised (after commit) if it is not yet. Never fails the request: the conversation
+    is created either way."""
     try:
         schedule_continuation_summary(conversation)
     except Exception:

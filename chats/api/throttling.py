@@ -16,14 +16,8 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from chatplatform.bruteforce import NOT_A_COUNTER
 from chats.api.principal import ApiPrincipal
-
-try:  # incr on a value that is not a number: TypeError locally, ResponseError from Redis
-    from redis.exceptions import ResponseError
-
-    _NOT_A_COUNTER: tuple[type[Exception], ...] = (TypeError, ResponseError)
-except ImportError:  # pragma: no cover
-    _NOT_A_COUNTER = (TypeError,)
 
 
 class _PrincipalThrottle(SimpleRateThrottle):
@@ -48,7 +42,7 @@ class _PrincipalThrottle(SimpleRateThrottle):
                 break
             except ValueError:  # expired between add and incr: start a new window
                 continue
-            except _NOT_A_COUNTER:  # a value of another format (DRF's history list): replace it
+            except NOT_A_COUNTER:  # a value of another format (DRF's history list): replace it
                 self.cache.delete(self.key)
         return count is not None and count <= self.num_requests
 

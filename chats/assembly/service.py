@@ -42,7 +42,8 @@ from chatplatform.models.packing import packing_policy_for
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import selectors
-from chats.retrieval.retriever import recalled_items
+from chats.retrieval.dense import dense_status
+from chats.retrieval.retriever import recalled_items, retrieve_for_assembly
 from summaries.selectors import current_summaries
 
 #: A retriever returns candidates relevant to the new message among messages older than
@@ -120,22 +121,6 @@ class TurnContext:
     #: was retrieved), ``"on"``, or ``"unavailable"`` (asked for; embeddings not installed or
     #: the model failed to load: full-text only).
     dense: str = "off"
-
-
-def _default_retriever() -> Retriever | None:
-    try:
-        from chats.retrieval import retrieve_for_assembly  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return retrieve_for_assembly  # type: ignore[no-any-return]
-
-
-def _dense_status(policy: ContextPolicy) -> str:
-    try:
-        from chats.retrieval.dense import dense_status
-    except ImportError:
-        return "unavailable" if getattr(policy, "retrieval_dense", False) else "off"
-    return dense_status(policy)
 
 
 def _system_variables(
@@ -252,14 +237,14 @@ def assemble_context(
     retrieved: list[RetrievedItem] = []
     dense = "off"
     if policy.strategy == "hybrid" and policy.retrieval_max_items > 0:
-        retriever = retriever or _default_retriever()
+        retriever = retriever or retrieve_for_assembly
         # Everything before the new message is a candidate: history shows only what retrieval
         # leaves, and the core drops retrieved turns that history already shows.
-        if retriever is not None and new_message.seq > 1:
+        if new_message.seq > 1:
             shown = frozenset(int(s.id) for s in summaries if s.kind != "carried")
             retrieved = retriever(conversation, new_message, policy, new_message.seq, shown)
             # After the call: a model that failed to load during it reads "unavailable".
-            dense = _dense_status(policy)
+            dense = dense_status(policy)
 
     recalled: list[MessageItem] = []
     if (

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chatplatform.core.tokens import calibration
+from chatplatform.core.tokens.anthropic_counter import AnthropicCounter
 from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
 from chatplatform.tenancy.scoping import all_tenants
@@ -37,8 +38,6 @@ def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
     prompt = turn.prompt
     if prompt.prompt_tokens * prompt.margin_ratio < prompt.budget * (1 - NEAR_BUDGET_SHARE):
         return None
-    from chatplatform.core.tokens.anthropic_counter import AnthropicCounter
-
     cache_key = f"{profile.model}\x00{access.base_url or ''}"
     counter = _exact_counters.get(cache_key)
     if counter is None:

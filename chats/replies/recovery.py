@@ -45,6 +45,7 @@ from chats.replies.coordination import (
 )
 from chats.replies.db import db
 from chats.replies.events import broadcast
+from chats.replies.runner import run_replies, start_runner
 from chats.services.messages import message_finish
 
 logger = logging.getLogger(__name__)
@@ -270,8 +271,6 @@ async def sweep_once(*, locks_visible: bool) -> Swept:
 
 async def answer_once(tenant_id: int, conversation_id: int) -> None:
     """Run the conversation's runner (the waiting messages) from a task's own event loop."""
-    from chats.replies.runner import run_replies
-
     hub = coordination()
     try:
         await run_replies(tenant_id, conversation_id)
@@ -311,8 +310,6 @@ async def stop_sweeper() -> None:
 
 
 async def _sweep_forever(interval: float) -> None:
-    from chats.replies.runner import start_runner
-
     while True:
         try:
             swept = await sweep(locks_visible=True)

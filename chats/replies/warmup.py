@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import logging
 
 from django.db import connection
@@ -24,37 +23,6 @@ logger = logging.getLogger(__name__)
 
 #: Seconds the warm-up may take before the process starts serving anyway.
 WARM_UP_TIMEOUT_SECONDS = 20.0
-
-#: Modules the reply path imports where it first needs them (optional features, heavy SDKs).
-#: Imported inside a turn, they hold the import lock and the interpreter for tens to hundreds
-#: of milliseconds (the provider SDKs, the summaries package) while every other turn of the
-#: process waits.
-REPLY_PATH_MODULES = (
-    "chatplatform.core.llm.offline_provider",
-    "chatplatform.core.llm.anthropic_provider",
-    "chatplatform.core.llm.openai_provider",
-    "chatplatform.core.tokens.anthropic_counter",
-    "chats.retrieval",
-    "chats.retrieval.dense",
-    "chats.tasks",
-    "memory.selectors",
-    "memory.tools",
-    "chatplatform.locks",
-    "summaries.services",
-    "summaries.tasks",
-)
-
-
-def preload_reply_path_modules() -> list[str]:
-    """Import :data:`REPLY_PATH_MODULES` now; returns those that are not installed (a build
-    without an optional feature), which the reply path does without, as it would anyway."""
-    missing = []
-    for name in REPLY_PATH_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    return missing
 
 
 def warm_up_database_threads(timeout: float = WARM_UP_TIMEOUT_SECONDS) -> int:
@@ -98,8 +66,8 @@ async def warm_up() -> None:
     """From the ASGI server's event loop at start-up (before the first request): the
     database threads (in a thread, so the loop stays free), and this loop's Redis client of
     the coordination with one connection open. Never raises: what could not be warmed is set
-    up by the first turn that needs it. (The modules are preloaded when the ASGI application
-    is imported, before ``gc.freeze``.)"""
+    up by the first turn that needs it. (The reply path's modules, the provider SDKs among
+    them, are imported with the ASGI application, before ``gc.freeze``.)"""
     await asyncio.to_thread(warm_up_database_threads)
     hub = coordination()
     if isinstance(hub, RedisCoordination):

@@ -11,21 +11,16 @@
 * :mod:`.retriever`: the three bounded queries that turn a new message into
   ``RetrievedItem`` candidates for the assembly (``retrieve_for_assembly`` is the assembly
   service's default retriever);
-* :mod:`.locomo` (pure) and :mod:`.evaluation`: the LoCoMo recall evaluation
-  (``manage.py eval_recall``).
+* :mod:`.tasks`: the embedding jobs and their scheduling after a reply.
 
-Importing this package imports no models; the Django parts load on first use.
+The LoCoMo recall evaluation (``manage.py eval_recall``) is in ``chats.evaluation``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from .query import SearchQuery, Term, build_query
-
-if TYPE_CHECKING:
-    from .retriever import RetrievalSettings, retrieve_for_assembly, retrieve_messages
-    from .search import Hit, search_messages
+from .retriever import RetrievalSettings, retrieve_for_assembly, retrieve_messages
+from .search import Hit, search_messages
 
 __all__ = [
     "Hit",
@@ -37,20 +32,3 @@ __all__ = [
     "retrieve_messages",
     "search_messages",
 ]
-
-_LAZY = {
-    "Hit": "search",
-    "search_messages": "search",
-    "RetrievalSettings": "retriever",
-    "retrieve_for_assembly": "retriever",
-    "retrieve_messages": "retriever",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f"{__name__}.{module}"), name)

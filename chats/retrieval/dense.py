@@ -33,6 +33,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Conversation, Message, MessageEmbedding, Role, Status
+from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
 from . import embeddings
@@ -160,8 +161,6 @@ def embed_conversation(
     if conversation is None:
         return EmbedResult("missing")
     if check_policy:
-        from chatplatform.policies import policy_for
-
         if not dense_enabled(policy_for(conversation)):
             return EmbedResult(OFF)
     rows = missing_messages(

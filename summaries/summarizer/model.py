@@ -20,6 +20,7 @@ from chatplatform.core.llm.base import ChatRequest, Done, Message, Provider, Tex
 from chatplatform.core.llm.errors import ProviderError, StreamInterrupted
 from chatplatform.core.tokens.base import TokenCounter
 
+from .render import render_summary
 from .types import (
     MODEL_PROMPT_VERSION,
     SourceMessage,
@@ -107,8 +108,6 @@ class ModelSummarizer:
         if not ordered:
             raise SummaryFailed("empty", "nothing to merge")
         system = self._system(max_tokens, "summaries")
-        from .render import render_summary
-
         blocks = [
             f'<summary covers="messages {s.first_seq}-{s.last_seq}">\n'
             f"{data_text(render_summary(s.content))}\n</summary>"

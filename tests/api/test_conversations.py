@@ -102,7 +102,7 @@ def test_create_continuing_an_earlier_conversation(
 ):
     scheduled = []
     monkeypatch.setattr(
-        "summaries.scheduling.schedule_continuation_summary", lambda c: scheduled.append(c.pk)
+        "chats.api.services.schedule_continuation_summary", lambda c: scheduled.append(c.pk)
     )
     response = client_a.post(
         f"{API}/conversations/",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
-
 import pytest
 
 from tests.api.conftest import API, error_of
@@ -43,19 +41,6 @@ def test_refresh_dispatches_the_task_after_commit(
         response = client_a.post(url)
     assert response.status_code == 202 and response.json() == {"status": "queued"}
     assert sent == [(conversation_a.tenant_id, conversation_a.pk)]
-
-
-def test_refresh_tolerates_a_missing_summaries_feature(client_a, conversation_a, monkeypatch):
-    real_import = builtins.__import__
-
-    def no_tasks(name, *args, **kwargs):
-        if name == "summaries.tasks":
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_tasks)
-    response = client_a.post(f"{API}/conversations/{conversation_a.pk}/summaries/refresh/")
-    assert response.status_code == 202 and response.json() == {"status": "unavailable"}
 
 
 def test_another_tenants_summaries_are_404(client_a, conversation_b, member_b, monkeypatch):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -12,7 +15,7 @@ from django.db import connections
 
 from chats.replies.coordination import RedisCoordination, coordination
 from chats.replies.db import close_pool_connections, on_every_thread
-from chats.replies.warmup import preload_reply_path_modules, warm_up, warm_up_database_threads
+from chats.replies.warmup import warm_up, warm_up_database_threads
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,8 +78,24 @@ async def test_the_lifespan_warms_up_at_startup_and_answers_shutdown(monkeypatch
     assert calls == [1]
 
 
-def test_the_lazily_imported_modules_of_the_reply_path_are_all_installed() -> None:
-    assert preload_reply_path_modules() == []
+def test_the_routing_loads_the_whole_reply_path_before_the_first_turn() -> None:
+    """Nothing the reply path needs is imported inside a turn (the import lock and the
+    interpreter would stall every turn of the process): loading the WebSocket routing, as
+    the ASGI application does, loads the provider SDKs, facts, summaries and retrieval."""
+    script = (
+        "import sys, django; django.setup(); import chatplatform.config.routing; "
+        "wanted = ['anthropic', 'openai', 'chatplatform.core.llm.anthropic_provider', "
+        "'chatplatform.core.llm.openai_provider', 'chatplatform.core.llm.offline_provider', "
+        "'chatplatform.core.tokens.anthropic_counter', 'chats.retrieval.dense', "
+        "'chats.retrieval.tasks', 'memory.tools', 'summaries.scheduling', 'summaries.tasks']; "
+        "print([m for m in wanted if m not in sys.modules])"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.asyncio

@@ -13,6 +13,7 @@ import re
 from collections.abc import AsyncIterator
 
 from chatplatform.core.tokens.base import TokenCounter
+from chatplatform.core.tokens.bpe import BpeCounter
 
 from .base import (
     ChatRequest,
@@ -46,8 +47,6 @@ class OfflineProvider(Provider):
 
     def __init__(self, counter: TokenCounter | None = None, *, delay: float = 0.0) -> None:
         if counter is None:
-            from chatplatform.core.tokens.bpe import BpeCounter
-
             counter = BpeCounter("o200k_base")
         self.counter = counter
         self.delay = delay

@@ -7,7 +7,10 @@ from typing import Any, Literal, get_args
 
 from chatplatform.core.tokens.base import TokenCounter
 
+from .anthropic_provider import AnthropicProvider
 from .base import Provider
+from .offline_provider import OfflineProvider
+from .openai_provider import OpenAICompatibleProvider
 
 logger = logging.getLogger(__name__)
 
@@ -37,18 +40,12 @@ def build_provider(
     if provider_name == "anthropic":
         if not api_key:
             raise ValueError("the anthropic provider needs an api_key")
-        from .anthropic_provider import AnthropicProvider
-
         return AnthropicProvider(api_key=api_key, base_url=base_url, timeout=timeout, **options)
     if provider_name == "openai":
-        from .openai_provider import OpenAICompatibleProvider
-
         return OpenAICompatibleProvider(
             api_key=api_key, base_url=base_url, timeout=timeout, **options
         )
     if provider_name == "offline":
-        from .offline_provider import OfflineProvider
-
         return OfflineProvider(counter, **options)
     raise UnknownProvider(f"unknown provider {provider_name!r}; expected one of {PROVIDER_NAMES}")
 

@@ -15,7 +15,7 @@ CHUNK_CHARS = 100_000
 
 
 @functools.cache
-def _load_encoding(encoding_name: str) -> Any:
+def load_encoding(encoding_name: str) -> Any:
     try:
         import bpe_openai
     except ImportError as exc:  # pragma: no cover - dependency is pinned in base.txt
@@ -53,7 +53,7 @@ class BpeCounter(TokenCounter):
         if encoding_name not in PUBLIC_ENCODINGS:
             raise CounterNotAvailable(f"unknown public encoding {encoding_name!r}")
         self.name = encoding_name
-        self._encoding = _load_encoding(encoding_name)
+        self._encoding = load_encoding(encoding_name)
         # The native tokenizer directly: the library's Python wrapper costs more per call
         # than counting a chat message does.
         self._native = getattr(self._encoding, "_backend", None)

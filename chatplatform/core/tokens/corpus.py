@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .bpe import load_encoding
+
 SUPPLEMENT_WEIGHT = 0.25  # per supplement language, against 1.0 per corpus language
 SNIPPET_WEIGHT = 0.3  # per corpus language, for its short snippets
 SYNTHETIC_WEIGHT = 0.5  # for all synthetic texts together (numbers, codes, emoji, URLs, ...)
@@ -57,10 +59,8 @@ def read_corpus(path: Path | str) -> list[dict[str, Any]]:
 
 def build_lexicon(encoding_name: str) -> frozenset[bytes]:
     """Words the public BPE ``encoding_name`` encodes as one token after a space."""
-    from .bpe import _load_encoding
-
     words = set()
-    for token in _load_encoding(encoding_name).token_byte_values():
+    for token in load_encoding(encoding_name).token_byte_values():
         if len(token) < 2 or token[:1] != b" ":
             continue
         try:

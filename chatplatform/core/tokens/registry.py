@@ -6,6 +6,7 @@ import functools
 
 from .base import CounterNotAvailable, TokenCounter
 from .bpe import PUBLIC_ENCODINGS, BpeCounter
+from .estimator import load_default_estimator
 
 
 def available_counters() -> list[str]:
@@ -18,7 +19,5 @@ def get_counter(name: str) -> TokenCounter:
     if name in PUBLIC_ENCODINGS:
         return BpeCounter(name)
     if name == "estimator" or name.startswith("estimator"):
-        from .estimator import load_default_estimator
-
         return load_default_estimator()
     raise CounterNotAvailable(f"no token counter named {name!r}")

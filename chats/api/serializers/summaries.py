@@ -52,7 +52,7 @@ class SummaryListSerializer(serializers.Serializer):
 
 class SummaryRefreshSerializer(serializers.Serializer):
     status = serializers.ChoiceField(
-        choices=["queued", "unavailable"],
-        help_text="queued: the refresh task runs after this request; unavailable: the "
-        "summaries feature is not installed.",
+        choices=["queued"],
+        help_text="queued: the refresh task runs after this request (it does nothing when "
+        "no summary is due).",
     )

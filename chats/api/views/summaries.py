@@ -51,7 +51,5 @@ class SummaryRefreshView(TenantAPIView):
     )
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation(conversation_id)
-        queued = summaries_refresh_request(conversation)
-        return Response(
-            {"status": "queued" if queued else "unavailable"}, status=status.HTTP_202_ACCEPTED
-        )
+        summaries_refresh_request(conversation)
+        return Response({"status": "queued"}, status=status.HTTP_202_ACCEPTED)

@@ -22,6 +22,7 @@ from chats.ui.views._common import (
     tenant_member_required,
     tenant_of,
 )
+from summaries.scheduling import schedule_continuation_summary
 
 #: Largest image the composer accepts (checked in the browser; the server refuses all
 #: attachments until they are supported).
@@ -63,10 +64,6 @@ def conversation_new(request: HttpRequest) -> HttpResponse:
 
 def _schedule_carry_over(conversation: Any) -> None:
     """Make sure the continued conversation's summary exists (dispatched after commit)."""
-    try:
-        from summaries.scheduling import schedule_continuation_summary
-    except ImportError:  # pragma: no cover - summaries not installed in this build
-        return
     schedule_continuation_summary(conversation)
 
 
