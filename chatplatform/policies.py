@@ -13,15 +13,15 @@ from typing import Any, Protocol
 from django.db.models import Subquery
 from django.db.models.signals import post_delete, post_save
 
-from chatplatform.models import ContextPolicy, Tenant
+from chatplatform.models import ContextPolicy, ModelProfile, Tenant
 from chatplatform.tenancy.scoping import tenant_scope
 
 #: The preset that governs a tenant with no active policy of its own.
 DEFAULT_PRESET = "Hybrid"
 
 #: Policies are read on every message; a short-lived per-process copy saves two queries per
-#: read. Saving a policy or a tenant clears this process's copies at once; other processes
-#: see a change within POLICY_CACHE_SECONDS.
+#: read. Saving a policy, a model profile or a tenant clears this process's copies at once;
+#: other processes see a change within POLICY_CACHE_SECONDS.
 POLICY_CACHE_SECONDS = 5.0
 _policy_cache: dict[tuple[int, int | None], tuple[float, ContextPolicy]] = {}
 
@@ -46,11 +46,12 @@ def cached_policy(conversation: Governed) -> ContextPolicy | None:
     return None
 
 
-def policy_for(conversation: Governed) -> ContextPolicy:
+def policy_for(conversation: Governed, *, fresh: bool = False) -> ContextPolicy:
     """The policy of a conversation: its own override, else the tenant's active policy, else
-    the default preset, with its model profile. Raises ContextPolicy.DoesNotExist only if
-    the presets were deleted."""
-    cached = cached_policy(conversation)
+    the default preset, with its model profile. ``fresh`` reads the database even when this
+    process has a recent copy (a job that must see a change made a moment ago in another
+    process). Raises ContextPolicy.DoesNotExist only if the presets were deleted."""
+    cached = None if fresh else cached_policy(conversation)
     if cached is not None:
         return cached
     key = (conversation.tenant_id, conversation.policy_id)
@@ -78,11 +79,11 @@ class _TenantOnly:
         self.policy_id: int | None = None
 
 
-def active_policy(tenant: Tenant | int) -> ContextPolicy:
+def active_policy(tenant: Tenant | int, *, fresh: bool = False) -> ContextPolicy:
     """The tenant's active policy, else the default preset (what new conversations and the
     tenant's facts use)."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
-    return policy_for(_TenantOnly(tenant_id))
+    return policy_for(_TenantOnly(tenant_id), fresh=fresh)
 
 
 def default_preset() -> ContextPolicy | None:
@@ -94,6 +95,6 @@ def default_preset() -> ContextPolicy | None:
     )
 
 
-for _model in (ContextPolicy, Tenant):
+for _model in (ContextPolicy, ModelProfile, Tenant):
     post_save.connect(clear_policy_cache, sender=_model, dispatch_uid=f"policy-cache-{_model}")
     post_delete.connect(clear_policy_cache, sender=_model, dispatch_uid=f"policy-del-{_model}")

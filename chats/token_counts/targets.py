@@ -15,7 +15,7 @@ from chatplatform.core.tokens import TokenCounter
 from chatplatform.counting import storage_counter_for
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.models.conversations import Conversation
-from chatplatform.policies import DEFAULT_PRESET
+from chatplatform.policies import active_policy
 from chatplatform.tenancy.scoping import tenant_scope
 
 
@@ -41,15 +41,11 @@ class Targets:
 
 
 def _tenant_policy(tenant: Tenant) -> ContextPolicy | None:
-    # Read fresh rather than through ``chatplatform.policies``: its per-process copy carries
-    # the model profile, and a pass must see a tokenizer changed a moment ago.
-    with tenant_scope(tenant.pk):
-        queryset = ContextPolicy.objects.select_related("model_profile")
-        if tenant.active_policy_id:
-            found = queryset.filter(pk=tenant.active_policy_id).first()
-            if found is not None:
-                return found
-        return queryset.filter(tenant__isnull=True, name=DEFAULT_PRESET).first()
+    # Fresh: a pass must see a tokenizer changed a moment ago in another process.
+    try:
+        return active_policy(tenant, fresh=True)
+    except ContextPolicy.DoesNotExist:  # the presets were deleted: count with the default
+        return None
 
 
 def targets_for(tenant: Tenant) -> Targets:
