@@ -11,11 +11,14 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from chatplatform.models import ApiKey, ContextPolicy, Membership, Role, Tenant
+from chatplatform.policies import DEFAULT_PRESET
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
 
 @transaction.atomic
-def tenant_create(*, name: str, slug: str | None = None, policy_name: str = "Hybrid") -> Tenant:
+def tenant_create(
+    *, name: str, slug: str | None = None, policy_name: str = DEFAULT_PRESET
+) -> Tenant:
     """Create a tenant with its service user and the named preset as its active policy."""
     slug = slug or slugify(name)[:64]
     with all_tenants():

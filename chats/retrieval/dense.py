@@ -33,7 +33,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Conversation, Message, MessageEmbedding, Role, Status
-from chatplatform.policies import policy_for
+from chatplatform.policies import DEFAULT_PRESET, policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
 from . import embeddings
@@ -198,7 +198,7 @@ def dense_conversations(*, after_id: int, batch_size: int) -> list[Mapping[str, 
             policy__isnull=True, tenant__active_policy_id__in=dense_ids
         )
         if ContextPolicy.objects.filter(
-            pk__in=dense_ids, tenant__isnull=True, name="Hybrid"
+            pk__in=dense_ids, tenant__isnull=True, name=DEFAULT_PRESET
         ).exists():
             uses |= Q(policy__isnull=True, tenant__active_policy__isnull=True)
         return list(

@@ -28,7 +28,7 @@ from django.utils import timezone
 from chatplatform.locks import exclusive
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.models.conversations import Conversation, Message
-from chatplatform.policies import policy_for
+from chatplatform.policies import DEFAULT_PRESET, policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from summaries.models import Summary, SummaryKind
 from summaries.summarizer import Summarizer, SummaryFailed
@@ -232,7 +232,7 @@ def _policies_for(rows: list[dict[str, object]]) -> dict[int, ContextPolicy]:
         p for p in active.values() if p
     }
     policies = {p.pk: p for p in ContextPolicy.objects.filter(pk__in=wanted)}
-    preset = ContextPolicy.objects.filter(tenant__isnull=True, name="Hybrid").first()
+    preset = ContextPolicy.objects.filter(tenant__isnull=True, name=DEFAULT_PRESET).first()
     out: dict[int, ContextPolicy] = {}
     for row in rows:
         policy_id = row["policy_id"] or active.get(row["tenant_id"])  # type: ignore[call-overload]
