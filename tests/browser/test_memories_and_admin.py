@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.models import ContextPolicy, ModelProfile
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.models import ContextPolicy
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
 from tests.browser.conftest import log_in, screenshot
+from tests.factories import offline_profile
 from tests.ui.conftest import answered_turn
 
 pytestmark = [
@@ -39,8 +40,7 @@ def test_add_a_fact_and_see_it_listed(page, tenant_a, member_a):
 def test_tenant_admin_edits_a_policy_fixes_an_error_previews_it_and_makes_it_active(
     page, tenant_a, admin_a, member_a
 ):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
+    profile = offline_profile()
     with tenant_scope(tenant_a):
         policy = ContextPolicy.objects.create(
             tenant=tenant_a,

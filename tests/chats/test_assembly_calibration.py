@@ -17,6 +17,7 @@ from chats.assembly import assemble_turn
 from chats.assembly.service import calibration_state
 from chats.replies.turns import calibration_record
 from chats.services import conversation_create, message_create
+from tests.factories import offline_profile
 
 pytestmark = pytest.mark.django_db
 
@@ -145,8 +146,7 @@ def test_too_few_reports_change_nothing(tenant_a, long_chat):
 
 def test_exact_counters_are_not_calibrated(tenant_a, long_chat):
     conversation, message = long_chat
-    with all_tenants():
-        offline = ModelProfile.objects.get(name="Offline (built in)")
+    offline = offline_profile()
     with tenant_scope(tenant_a):
         exact = ContextPolicy.objects.create(
             tenant=tenant_a,

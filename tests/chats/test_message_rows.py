@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.services import conversation_create, message_create
+from chats.services import message_create
 from chats.services.message_rows import (
     finish_reply_row,
     insert_message_row,
@@ -24,11 +24,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.postgres,
 ]
-
-
-@pytest.fixture
-def conversation(tenant_a, member_a):
-    return conversation_create(tenant=tenant_a, created_by=member_a, title="rows")
 
 
 def _fields(conversation, author, **overrides):

@@ -14,11 +14,11 @@ from django_celery_beat.models import PeriodicTask
 from chatplatform.config.celery import app as celery_app
 from summaries import tasks
 from summaries.summarizer import SummaryUnavailable
+from tests.factories import make_conversation
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,
     db_snapshot,
-    make_conversation,
     make_policy,
     summaries_of,
 )

@@ -21,11 +21,11 @@ from django.db import connection
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
 from summaries import tasks
+from tests.factories import make_conversation
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,
     db_snapshot,
-    make_conversation,
     make_policy,
     summaries_of,
 )

@@ -7,18 +7,18 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from chatplatform.models import ContextPolicy, ModelProfile, Tenant
+from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.policies import policy_for
 from chatplatform.services import PolicyNotAllowed, tenant_set_active_policy
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import conversation_create
+from tests.factories import offline_profile
 
 pytestmark = pytest.mark.django_db
 
 
 def own_policy(tenant: Tenant, name: str) -> ContextPolicy:
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
+    profile = offline_profile()
     with tenant_scope(tenant):
         return ContextPolicy.objects.create(
             tenant=tenant, name=name, model_profile=profile, max_context_tokens=32000

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
-from chatplatform.models import ContextPolicy, ModelProfile, Tenant
+from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.models.conversations import Conversation, MessageEmbedding
 from chatplatform.tenancy.scoping import ScopeError, all_tenants, tenant_scope
 from chats import tasks
@@ -29,6 +29,7 @@ from chats.retrieval.query import build_query
 from chats.retrieval.rerank import Candidate, RerankConfig, Scored, fuse_dense, rank_candidates
 from chats.retrieval.tasks import schedule_embedding
 from chats.services import conversation_create, message_create
+from tests.factories import offline_profile
 from tests.summaries.conftest import eager_celery, isolated_locks
 
 from .conftest import add
@@ -73,8 +74,7 @@ def vectors_of(tenant):
 
 
 def dense_policy(tenant, *, dense=True, name="dense hybrid"):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
+    profile = offline_profile()
     with tenant_scope(tenant):
         return ContextPolicy.objects.create(
             tenant=tenant,

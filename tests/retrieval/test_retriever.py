@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn
 from chats.retrieval import RetrievalSettings, retrieve_for_assembly, retrieve_messages
 from chats.services import conversation_create, message_create
+from tests.factories import offline_profile
 
 from .conftest import add
 
@@ -75,8 +76,7 @@ def test_other_tenants_messages_never_come_back(conversation, member_a, tenant_b
 
 
 def test_hybrid_assembly_retrieves_an_old_message(conversation, member_a, tenant_a):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
+    profile = offline_profile()
     with tenant_scope(tenant_a):
         policy = ContextPolicy.objects.create(
             tenant=tenant_a,

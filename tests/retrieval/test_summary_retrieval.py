@@ -8,9 +8,9 @@ import pytest
 from django.utils import timezone
 
 from chatplatform.core.context.types import MessageItem
-from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Conversation
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn
 from chats.retrieval.query import build_query
 from chats.retrieval.retriever import (
@@ -21,7 +21,7 @@ from chats.retrieval.retriever import (
 )
 from chats.retrieval.search import search_summaries
 from chats.services import conversation_create
-from tests.factories import summary
+from tests.factories import offline_profile, summary
 
 from .conftest import add
 
@@ -78,8 +78,7 @@ def test_summaries_the_assembly_shows_are_not_retrieved(conversation):
 
 
 def test_hybrid_prompt_holds_a_relevant_older_summary_once(conversation, member_a, tenant_a):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
+    profile = offline_profile()
     with tenant_scope(tenant_a):
         policy = ContextPolicy.objects.create(
             tenant=tenant_a,

@@ -9,19 +9,19 @@ import re
 import pytest
 from django.urls import reverse
 
-from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create, api_key_revoke
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import conversation_create
+from tests.factories import offline_profile
 from tests.ui.conftest import answered_turn
 
 pytestmark = pytest.mark.django_db
 
 
 def tenant_policy(tenant, **overrides):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
+    profile = offline_profile()
     values = {
         "tenant": tenant,
         "name": f"{tenant.name} tight",
