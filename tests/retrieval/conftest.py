@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-from chats.services import message_create
+from tests.factories import make_message
 
 
 def add(conversation, author, *texts, role="user"):
     """Store messages; return them."""
-    return [
-        message_create(conversation=conversation, role=role, content=t, author=author)[0]
-        for t in texts
-    ]
+    return [make_message(conversation, t, role=role, author=author) for t in texts]
