@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import pytest
 
 from chatplatform.core.tokens import get_counter
@@ -30,7 +28,10 @@ ASSEMBLY_POLICY = dict(
     min_recent_messages=4,
     history_trim_percent=100,
 )
-make_policy = partial(factories.make_policy, **ASSEMBLY_POLICY)
+
+
+def make_policy(tenant, **overrides):
+    return factories.make_policy(tenant, **{**ASSEMBLY_POLICY, **overrides})
 
 
 def fill(conversation, user, n, text="message number {i} about the weather in Lisbon"):

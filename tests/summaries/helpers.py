@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
-from functools import partial
 from typing import Any
 
 from django.db.models import F
 
 from chatplatform.core.llm.base import ChatRequest, Done, Provider, StreamEvent, TextDelta, Usage
 from chatplatform.core.tokens import get_counter
-from chatplatform.models import ModelProfile
+from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from memory.models import UserFact
@@ -51,8 +50,10 @@ SUMMARY_POLICY: dict[str, Any] = {
     "history_trim_percent": 100,
 }
 
-#: A tenant policy with :data:`SUMMARY_POLICY`'s values, made active for the tenant.
-make_policy = partial(factories.make_policy, activate=True, **SUMMARY_POLICY)
+
+def make_policy(tenant: Any, **overrides: Any) -> ContextPolicy:
+    """A tenant policy with :data:`SUMMARY_POLICY`'s values, made active for the tenant."""
+    return factories.make_policy(tenant, activate=True, **{**SUMMARY_POLICY, **overrides})
 
 
 def message_text(i: int) -> str:
