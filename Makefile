@@ -30,8 +30,11 @@ run: demo
 	@echo "chatplatform on http://127.0.0.1:$(PORT)/ (web + Celery worker with embedded beat)"
 	DEBUG=$${DEBUG:-1} PORT=$(PORT) $(BIN)/honcho start -f Procfile.dev -p $(PORT)
 
+# Two pytest-xdist workers (each with its own test database and Redis database, see
+# tests/settings.py); the tests that start processes of their own share one worker
+# (tests/conftest.py, PROCESS_TESTS). PYTEST_ARGS="-n 0" runs serially.
 test: $(VENV)/.dev-installed
-	$(BIN)/pytest -m "not slow and not browser" $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not slow and not browser" $(PYTEST_ARGS)
 
 test-slow: $(VENV)/.dev-installed
 	$(BIN)/pytest -m "slow" $(PYTEST_ARGS)

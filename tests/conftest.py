@@ -5,7 +5,7 @@ import os
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from tests.factories import make_admin, make_member, make_tenant
+from tests.factories import make_admin, make_conversation, make_member, make_tenant
 from tests.fakes.fixtures import (  # noqa: F401  (fixtures for every test)
     fake_anthropic,
     fake_anthropic_server,
@@ -19,11 +19,29 @@ if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 
 
+#: Modules whose tests start processes of their own (a Celery worker, an ASGI server, a nested
+#: pytest) and wait for them with timeouts. Under ``make test``'s two xdist workers they all
+#: run on the same worker (``--dist loadgroup``), so two of them never compete for the cores.
+PROCESS_TESTS = (
+    "tests/jobs/test_worker.py",
+    "tests/api/test_live_sse.py",
+    "tests/replies/test_live_server.py",
+    "tests/deploy/test_production_start.py",
+    "tests/deploy/test_fresh_clone.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``postgres`` need PostgreSQL. On any other database (the embedded SQLite
-    of a fresh clone, where ``make test`` runs with nothing configured) they are skipped with
-    the reason instead of failing."""
+    """Groups the process tests on one xdist worker. Tests marked ``postgres`` need
+    PostgreSQL: on any other database (the embedded SQLite of a fresh clone, where
+    ``make test`` runs with nothing configured) they are skipped with the reason instead of
+    failing."""
     from django.conf import settings
+
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in PROCESS_TESTS:
+            item.add_marker(pytest.mark.xdist_group("processes"))
 
     engine = settings.DATABASES["default"]["ENGINE"]
     if engine == "django.db.backends.postgresql":
@@ -139,3 +157,19 @@ def member_a(tenant_a):
 @pytest.fixture
 def member_b(tenant_b):
     return make_member(tenant_b, username="member-b")
+
+
+@pytest.fixture
+def conversation_a(tenant_a, member_a):
+    return make_conversation(tenant_a, member_a, title="Trip planning")
+
+
+@pytest.fixture
+def conversation_b(tenant_b, member_b):
+    return make_conversation(tenant_b, member_b, title="Beta plans")
+
+
+@pytest.fixture
+def conversation(conversation_a):
+    """Tenant A's conversation, for tests that involve one tenant only."""
+    return conversation_a

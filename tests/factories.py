@@ -1,4 +1,7 @@
-"""Factories for test data. Tenant-owned objects are created inside the tenant's scope."""
+"""The one set of builders for test data: tenants, users, memberships, model profiles, policies,
+conversations, messages and summaries. Tenant-owned objects are created inside the tenant's
+scope, through the platform's services where one exists, so a test builds what production
+would. A test states only the values its behaviour depends on."""
 
 from __future__ import annotations
 
@@ -8,9 +11,11 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 
-from chatplatform.models import Membership, Role, Tenant
+from chatplatform.models import ContextPolicy, Membership, ModelProfile, Role, Tenant
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.services import membership_add, tenant_create
-from chatplatform.tenancy.scoping import tenant_scope
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chats.services import conversation_create, message_create
 from summaries.models import Summary
 
 
@@ -51,6 +56,113 @@ def make_admin(tenant: Tenant, **user_kwargs: Any) -> Any:
 def membership_of(tenant: Tenant, user: Any) -> Membership:
     with tenant_scope(tenant):
         return Membership.objects.get(tenant=tenant, user=user)
+
+
+OFFLINE_PROFILE = "Offline (built in)"
+
+
+def offline_profile() -> ModelProfile:
+    """The built-in offline model every tenant can pick (a preset of the data migration)."""
+    with all_tenants():
+        return ModelProfile.objects.get(name=OFFLINE_PROFILE)
+
+
+#: A valid policy on the offline model with room in every section; the admin form below and
+#: the policy builders start from the same values.
+POLICY_DEFAULTS: dict[str, Any] = {
+    "strategy": "hybrid",
+    "max_context_tokens": 32000,
+    "reserved_response_tokens": 2048,
+    "system_budget": 2000,
+    "facts_budget": 1000,
+    "summaries_budget": 4000,
+    "retrieval_budget": 6000,
+}
+
+_policy_counter = iter(range(1, 10**9))
+
+
+def build_policy(tenant: Tenant, **values: Any) -> ContextPolicy:
+    """An unsaved tenant policy (for validation tests); ``values`` override the defaults."""
+    fields: dict[str, Any] = {
+        "tenant": tenant,
+        "name": f"policy {next(_policy_counter)}",
+        **POLICY_DEFAULTS,
+        **values,
+    }
+    if fields.get("model_profile") is None:
+        fields["model_profile"] = offline_profile()
+    return ContextPolicy(**fields)
+
+
+def make_policy(tenant: Tenant, *, activate: bool = False, **values: Any) -> ContextPolicy:
+    """A stored tenant policy; with ``activate`` it becomes the tenant's active policy."""
+    policy = build_policy(tenant, **values)
+    with tenant_scope(tenant):
+        policy.save()
+    if activate:
+        tenant.active_policy = policy
+        tenant.save(update_fields=["active_policy"])
+    return policy
+
+
+def policy_form_data(tenant: Tenant | None, **changes: Any) -> dict[str, Any]:
+    """The admin's policy form, filled in with a valid policy (``changes`` override fields)."""
+    data: dict[str, Any] = {
+        "tenant": tenant.pk if tenant is not None else "",
+        "name": "Policy",
+        "description": "",
+        "model_profile": offline_profile().pk,
+        **POLICY_DEFAULTS,
+        "safety_margin_percent": 2,
+        "budget_unit": "tokens",
+        "min_recent_messages": 20,
+        "recent_message_cap": 100,
+        "raw_history_limit": 20,
+        "summary_interval": 20,
+        "summary_trigger_percent": 80,
+        "max_summaries_in_context": 3,
+        "summary_max_tokens": 512,
+        "periodic_summaries_enabled": "on",
+        "recent_summary_days": 7,
+        "recent_summary_interval_days": 3,
+        "recent_summary_tokens": 1024,
+        "long_summary_days": 30,
+        "long_summary_interval_days": 14,
+        "long_summary_tokens": 4096,
+        "facts_enabled": "on",
+        "max_facts_per_user": 50,
+        "max_fact_chars": 500,
+        "retrieval_max_items": 8,
+        "retrieval_neighbors": 1,
+        "turn_retrieval_percent": 10,
+        "history_trim_percent": 60,
+        "cache_ttl": "5m",
+        "system_prompt_template": "You are {botname}.",
+        "bot_name": "Bot",
+        "tools_enabled": "on",
+        "max_message_chars": 65536,
+        "user_messages_per_minute": 30,
+    }
+    data.update(changes)
+    return data
+
+
+def make_conversation(
+    tenant: Tenant, user: Any, title: str = "Chat", **kwargs: Any
+) -> Conversation:
+    """A conversation started by ``user`` (the service adds the participants)."""
+    return conversation_create(tenant=tenant, created_by=user, title=title, **kwargs)
+
+
+def make_message(
+    conversation: Conversation, content: str, role: str = "user", author: Any = None, **kwargs: Any
+) -> Message:
+    """A stored message, counted and sequenced by the service like a sent one."""
+    message, _ = message_create(
+        conversation=conversation, role=role, content=content, author=author, **kwargs
+    )
+    return message
 
 
 def summary(

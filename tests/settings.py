@@ -11,7 +11,7 @@ os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("STATIC_MANIFEST", "0")
 
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... under pytest -n
-if _worker and os.environ.get("REDIS_URL"):
+if _worker and os.environ.get("REDIS_URL") and not os.environ.get("TEST_REDIS_PER_WORKER"):
     # Parallel workers must not share a Redis database: runner locks, delta logs and channel
     # names carry tenant and conversation ids, which the workers' own test databases hand out
     # alike, so their tests would hear each other. Each worker takes a database below the
@@ -21,6 +21,9 @@ if _worker and os.environ.get("REDIS_URL"):
     _redis = urlsplit(os.environ["REDIS_URL"])
     _database = (int(_redis.path.strip("/") or 0) - 1 - int(_worker[2:])) % 16
     os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path=f"/{_database}"))
+    # The processes a test starts (a Celery worker, servers) inherit the worker's environment
+    # and load these settings again: they must keep this database, not move one further down.
+    os.environ["TEST_REDIS_PER_WORKER"] = "1"
 
 from chatplatform.config.settings import *  # noqa: E402, F403
 

@@ -9,7 +9,6 @@ from rest_framework.test import APIClient
 
 from chatplatform.models import Role
 from chatplatform.services import api_key_create
-from chats.services import conversation_create
 from tests.fakes.fixtures import (  # noqa: F401  (fixtures of the fake model server)
     fake_anthropic,
     fake_anthropic_server,
@@ -52,16 +51,6 @@ def admin_client_a(admin_key_a) -> APIClient:
 @pytest.fixture
 def client_b(key_b) -> APIClient:
     return key_client(key_b)
-
-
-@pytest.fixture
-def conversation_a(tenant_a, member_a):
-    return conversation_create(tenant=tenant_a, created_by=member_a, title="Alpha plans")
-
-
-@pytest.fixture
-def conversation_b(tenant_b, member_b):
-    return conversation_create(tenant=tenant_b, created_by=member_b, title="Beta plans")
 
 
 def error_of(response: Any, status: int, code: str | None = None) -> dict[str, Any]:

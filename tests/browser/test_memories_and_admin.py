@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.models import ContextPolicy, ModelProfile
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import conversation_create
 from tests.browser.conftest import log_in, screenshot
+from tests.factories import make_policy
 from tests.ui.conftest import answered_turn
 
 pytestmark = [
@@ -39,20 +38,16 @@ def test_add_a_fact_and_see_it_listed(page, tenant_a, member_a):
 def test_tenant_admin_edits_a_policy_fixes_an_error_previews_it_and_makes_it_active(
     page, tenant_a, admin_a, member_a
 ):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
-    with tenant_scope(tenant_a):
-        policy = ContextPolicy.objects.create(
-            tenant=tenant_a,
-            name="Compact",
-            model_profile=profile,
-            max_context_tokens=16000,
-            reserved_response_tokens=1024,
-            system_budget=1000,
-            facts_budget=500,
-            summaries_budget=2000,
-            retrieval_budget=2000,
-        )
+    policy = make_policy(
+        tenant_a,
+        name="Compact",
+        max_context_tokens=16000,
+        reserved_response_tokens=1024,
+        system_budget=1000,
+        facts_budget=500,
+        summaries_budget=2000,
+        retrieval_budget=2000,
+    )
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="Big history")
     for i in range(10):
         answered_turn(conversation, member_a, f"Turn {i}: " + "details of the plan " * 300)

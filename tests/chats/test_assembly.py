@@ -5,38 +5,33 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.core.tokens import get_counter
-from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Message, TurnRecord
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
-from chats.services import conversation_create, message_create
+from chats.services import message_create
 from memory.models import UserFact
 from summaries.models import Summary
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
 
+#: These tests are about filling the budget; the cached window has tests of its own.
+ASSEMBLY_POLICY = dict(
+    strategy="hybrid",
+    max_context_tokens=4000,
+    reserved_response_tokens=500,
+    system_budget=400,
+    facts_budget=300,
+    summaries_budget=600,
+    retrieval_budget=800,
+    min_recent_messages=4,
+    history_trim_percent=100,
+)
+
+
 def make_policy(tenant, **overrides):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
-    values = dict(
-        tenant=tenant,
-        name=f"p-{len(overrides)}-{sorted(overrides.items())}"[:100],
-        model_profile=profile,
-        strategy="hybrid",
-        max_context_tokens=4000,
-        reserved_response_tokens=500,
-        system_budget=400,
-        facts_budget=300,
-        summaries_budget=600,
-        retrieval_budget=800,
-        min_recent_messages=4,
-        # These tests are about filling the budget; the cached window has tests of its own.
-        history_trim_percent=100,
-    )
-    values.update(overrides)
-    with tenant_scope(tenant):
-        return ContextPolicy.objects.create(**values)
+    return factories.make_policy(tenant, **{**ASSEMBLY_POLICY, **overrides})
 
 
 def fill(conversation, user, n, text="message number {i} about the weather in Lisbon"):
@@ -48,11 +43,6 @@ def fill(conversation, user, n, text="message number {i} about the weather in Li
             content=text.format(i=i),
             author=user if role == "user" else None,
         )
-
-
-@pytest.fixture
-def conversation(tenant_a, member_a):
-    return conversation_create(tenant=tenant_a, created_by=member_a, title="Chat")
 
 
 def ask(conversation, user, text="What about the weather?"):

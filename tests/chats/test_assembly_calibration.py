@@ -17,6 +17,7 @@ from chats.assembly import assemble_turn
 from chats.assembly.service import calibration_state
 from chats.replies.calibration import calibration_record
 from chats.services import conversation_create, message_create
+from tests.factories import make_policy
 
 pytestmark = pytest.mark.django_db
 
@@ -145,21 +146,17 @@ def test_too_few_reports_change_nothing(tenant_a, long_chat):
 
 def test_exact_counters_are_not_calibrated(tenant_a, long_chat):
     conversation, message = long_chat
-    with all_tenants():
-        offline = ModelProfile.objects.get(name="Offline (built in)")
-    with tenant_scope(tenant_a):
-        exact = ContextPolicy.objects.create(
-            tenant=tenant_a,
-            name="exact",
-            model_profile=offline,
-            strategy="sliding_window",
-            max_context_tokens=6_000,
-            reserved_response_tokens=500,
-            system_budget=300,
-            facts_budget=200,
-            summaries_budget=0,
-            retrieval_budget=0,
-        )
+    exact = make_policy(
+        tenant_a,
+        name="exact",
+        strategy="sliding_window",
+        max_context_tokens=6_000,
+        reserved_response_tokens=500,
+        system_budget=300,
+        facts_budget=200,
+        summaries_budget=0,
+        retrieval_budget=0,
+    )
     record_reports(exact, [1.5] * 8)
     turn = assemble_turn(conversation, message, policy=exact, conversation_is_fresh=True)
     assert turn.counter.exact and turn.prompt.margin_ratio == 1.0

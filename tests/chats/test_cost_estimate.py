@@ -11,16 +11,16 @@ from django.utils import timezone
 
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation, Message, Role
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.cost_estimate import expected_turn_cost
 from chats.services import conversation_create, message_create
+from tests.factories import offline_profile
 
 pytestmark = pytest.mark.django_db
 
 
 def policy(tenant, **overrides):
-    with all_tenants():
-        offline = ModelProfile.objects.get(name="Offline (built in)")
+    offline = offline_profile()
     with tenant_scope(tenant):
         profile, _ = ModelProfile.objects.get_or_create(
             tenant=tenant,

@@ -8,13 +8,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Conversation
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn
 from chats.services import conversation_create, message_create
 from chats.services.conversations import conversation_window_advance
-from tests.factories import summary
+from tests.factories import offline_profile, summary
 from tests.summaries.helpers import make_policy
 
 pytestmark = pytest.mark.django_db
@@ -44,8 +43,7 @@ def turn(conversation, message, now):
 
 
 def test_a_kept_window_shows_its_summaries_until_it_restarts(tenant_a, member_a):
-    with all_tenants():
-        offline = ModelProfile.objects.get(name="Offline (built in)")
+    offline = offline_profile()
     make_policy(tenant_a, model_profile=offline, raw_history_limit=40, history_trim_percent=60)
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="Window")
     for i in range(30):

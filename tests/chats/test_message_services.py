@@ -16,11 +16,6 @@ from chats.services import MessageRejected, conversation_create, message_create
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def conversation(tenant_a, member_a):
-    return conversation_create(tenant=tenant_a, created_by=member_a, title="t")
-
-
 def test_message_is_counted_once_and_stored_with_its_counter(conversation, member_a):
     message, created = message_create(
         conversation=conversation, role="user", content="Привет, как дела? 你好", author=member_a

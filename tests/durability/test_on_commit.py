@@ -35,11 +35,6 @@ class Boom(RuntimeError):
     pass
 
 
-@pytest.fixture
-def conversation(tenant_a, member_a):
-    return conversation_create(tenant=tenant_a, created_by=member_a, title="on commit")
-
-
 async def listen(conversation) -> tuple[Any, str]:
     layer = get_channel_layer()
     channel = await layer.new_channel("test-listener.")

@@ -41,7 +41,8 @@ import json
 from chatplatform.services import api_key_create
 from chats.services import conversation_create
 from tests.factories import make_member, make_tenant
-from tests.summaries.helpers import add_messages, make_conversation, make_policy
+from tests.factories import make_conversation
+from tests.summaries.helpers import add_messages, make_policy
 
 tenant = make_tenant("Outage")
 user = make_member(tenant, username="outage-user")

@@ -19,11 +19,6 @@ from tests.durability.helpers import receive_until, wait_for_rows, ws_connect
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
-@pytest.fixture
-def conversation(tenant_a, member_a):
-    return conversation_create(tenant=tenant_a, created_by=member_a, title="resume")
-
-
 def slow_offline(delay: float) -> None:
     runner.set_provider_factory(lambda prepared: OfflineProvider(delay=delay))
 

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import connection
 
 from summaries import tasks
+from tests.factories import make_conversation
 from tests.fakes.behaviours import Reply
 from tests.scale.processes import (
     children,
@@ -27,7 +28,6 @@ from tests.scale.processes import (
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,
-    make_conversation,
     make_policy,
     priced_profile,
     summaries_of,

@@ -16,7 +16,8 @@ from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.token_counts.backfill import backfill_tenant, backfill_token_counts
 from chats.token_counts.targets import targets_for
 from summaries.models import TokenBackfillState
-from tests.summaries.helpers import add_messages, db_snapshot, make_conversation, make_policy
+from tests.factories import make_conversation
+from tests.summaries.helpers import add_messages, db_snapshot, make_policy
 
 pytestmark = pytest.mark.django_db
 

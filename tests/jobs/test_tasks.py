@@ -15,11 +15,11 @@ from chatplatform.config.celery import app as celery_app
 from chats.token_counts import tasks as token_tasks
 from summaries import tasks
 from summaries.summarizer import SummaryUnavailable
+from tests.factories import make_conversation
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,
     db_snapshot,
-    make_conversation,
     make_policy,
     summaries_of,
 )

@@ -20,11 +20,11 @@ from chatplatform.config.celery import app as celery_app
 from chatplatform.locks import exclusive, lock_key
 from summaries import tasks
 from summaries.services import periodic, rolling
+from tests.factories import make_conversation
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,
     db_snapshot,
-    make_conversation,
     make_policy,
 )
 

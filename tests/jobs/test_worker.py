@@ -22,11 +22,11 @@ from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.token_counts import tasks as token_tasks
 from summaries import tasks
+from tests.factories import make_conversation
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,
     db_snapshot,
-    make_conversation,
     make_policy,
     summaries_of,
 )

@@ -12,7 +12,8 @@ from chats.assembly import assemble_turn
 from chats.services import message_create
 from memory.services import FactRejected, fact_save
 from summaries.services import summary_refresh
-from tests.summaries.helpers import add_messages, make_conversation, make_policy
+from tests.factories import make_conversation
+from tests.summaries.helpers import add_messages, make_policy
 
 pytestmark = pytest.mark.django_db
 

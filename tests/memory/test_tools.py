@@ -18,7 +18,7 @@ from memory.models import UserFact
 from memory.selectors import facts_list
 from memory.services import fact_save
 from memory.tools import execute_tool, tool_executor
-from tests.summaries.helpers import make_conversation
+from tests.factories import make_conversation
 
 pytestmark = pytest.mark.django_db
 

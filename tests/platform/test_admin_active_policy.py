@@ -7,22 +7,14 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from chatplatform.models import ContextPolicy, ModelProfile, Tenant
+from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.policies import policy_for
 from chatplatform.services import PolicyNotAllowed, tenant_set_active_policy
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tenancy.scoping import all_tenants
 from chats.services import conversation_create
+from tests.factories import make_policy
 
 pytestmark = pytest.mark.django_db
-
-
-def own_policy(tenant: Tenant, name: str) -> ContextPolicy:
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
-    with tenant_scope(tenant):
-        return ContextPolicy.objects.create(
-            tenant=tenant, name=name, model_profile=profile, max_context_tokens=32000
-        )
 
 
 def preset(name: str = "Sliding window") -> ContextPolicy:
@@ -47,7 +39,7 @@ def admin_client_a(client, admin_a):
 def test_the_tenant_admin_opens_their_tenant_page_and_saves_the_active_policy(
     admin_client_a, tenant_a, tenant_b
 ):
-    mine, theirs = own_policy(tenant_a, "Mine"), own_policy(tenant_b, "Theirs")
+    mine, theirs = make_policy(tenant_a, name="Mine"), make_policy(tenant_b, name="Theirs")
     url = reverse("admin:chatplatform_tenant_change", args=[tenant_a.pk])
     page = admin_client_a.get(url)
     assert page.status_code == 200
@@ -67,7 +59,7 @@ def test_the_tenant_admin_opens_their_tenant_page_and_saves_the_active_policy(
 def test_a_superuser_picks_among_the_tenants_own_policies_and_presets(
     client, django_user_model, tenant_a, tenant_b
 ):
-    theirs = own_policy(tenant_b, "Theirs")
+    theirs = make_policy(tenant_b, name="Theirs")
     root = django_user_model.objects.create_superuser("root", "r@example.com", "pw")
     client.force_login(root)
     url = reverse("admin:chatplatform_tenant_change", args=[tenant_a.pk])
@@ -87,7 +79,7 @@ def test_the_make_active_action_activates_an_own_policy_and_a_preset(
 ):
     conversation = conversation_create(tenant=tenant_a, created_by=member_a)
     assert policy_for(conversation).name == "Hybrid"  # cached for this process now
-    mine = own_policy(tenant_a, "Mine")
+    mine = make_policy(tenant_a, name="Mine")
     changelist = reverse("admin:chatplatform_contextpolicy_changelist")
     response = admin_client_a.post(
         changelist, {"action": "make_active", "_selected_action": [mine.pk]}, follow=True
@@ -109,7 +101,7 @@ def test_the_make_active_action_activates_an_own_policy_and_a_preset(
 
 
 def test_the_action_needs_exactly_one_policy(admin_client_a, tenant_a):
-    first, second = own_policy(tenant_a, "One"), own_policy(tenant_a, "Two")
+    first, second = make_policy(tenant_a, name="One"), make_policy(tenant_a, name="Two")
     before = active_policy_id(tenant_a)
     response = admin_client_a.post(
         reverse("admin:chatplatform_contextpolicy_changelist"),
@@ -121,7 +113,7 @@ def test_the_action_needs_exactly_one_policy(admin_client_a, tenant_a):
 
 
 def test_the_button_of_the_policy_page_makes_it_active(admin_client_a, tenant_a):
-    mine = own_policy(tenant_a, "Mine")
+    mine = make_policy(tenant_a, name="Mine")
     change = reverse("admin:chatplatform_contextpolicy_change", args=[mine.pk])
     activate = reverse("admin:chatplatform_contextpolicy_activate", args=[mine.pk])
     assert activate in admin_client_a.get(change).content.decode()
@@ -133,7 +125,7 @@ def test_the_button_of_the_policy_page_makes_it_active(admin_client_a, tenant_a)
 
 
 def test_another_tenants_policy_cannot_be_activated(admin_client_a, tenant_a, tenant_b):
-    theirs = own_policy(tenant_b, "Theirs")
+    theirs = make_policy(tenant_b, name="Theirs")
     before_a, before_b = active_policy_id(tenant_a), active_policy_id(tenant_b)
     admin_client_a.post(
         reverse("admin:chatplatform_contextpolicy_changelist"),

@@ -13,14 +13,9 @@ from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from memory.models import UserFact
 from summaries.models import Summary
-from tests.factories import make_member
+from tests.factories import make_member, offline_profile
 
 pytestmark = pytest.mark.django_db
-
-
-def _offline_profile():
-    with all_tenants():
-        return ModelProfile.objects.get(name="Offline (built in)")
 
 
 def build_tenant_objects(tenant, user):
@@ -34,7 +29,7 @@ def build_tenant_objects(tenant, user):
         policy = ContextPolicy.objects.create(
             tenant=tenant,
             name=f"{tenant.name} policy",
-            model_profile=_offline_profile(),
+            model_profile=offline_profile(),
             max_context_tokens=32000,
         )
         profile = ModelProfile.objects.create(
@@ -186,7 +181,7 @@ def test_foreign_key_choices_are_scoped(admin_client_a, own, foreign):
     profiles = select_options(page, "model_profile")
     assert str(foreign[ModelProfile].pk) not in profiles
     assert str(own[ModelProfile].pk) in profiles
-    assert str(_offline_profile().pk) in profiles  # shared profiles stay pickable
+    assert str(offline_profile().pk) in profiles  # shared profiles stay pickable
     page = admin_client_a.get(reverse("admin:summaries_summary_add")).content.decode()
     assert select_options(page, "conversation") == {str(own[Conversation].pk)}
 

@@ -14,7 +14,6 @@ from chatplatform.config.asgi import application
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.services import api_key_create, api_key_revoke
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.services import conversation_create
 from tests.replies.conftest import session_headers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -39,11 +38,6 @@ async def receive_until(communicator, kind: str, timeout: float = 10) -> list[di
         events.append(event)
         if event["type"] == kind:
             return events
-
-
-@pytest.fixture
-def conversation(tenant_a, member_a):
-    return conversation_create(tenant=tenant_a, created_by=member_a, title="WS chat")
 
 
 def rows(tenant, conversation):

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django_celery_beat.models import PeriodicTask
 
-from chatplatform.models import ContextPolicy, ModelProfile, Tenant
+from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.models.conversations import Conversation, MessageEmbedding
 from chatplatform.tenancy.scoping import ScopeError, all_tenants, tenant_scope
 from chats import tasks
@@ -29,6 +29,7 @@ from chats.retrieval.query import build_query
 from chats.retrieval.rerank import Candidate, RerankConfig, Scored, fuse_dense, rank_candidates
 from chats.retrieval.tasks import schedule_embedding
 from chats.services import conversation_create, message_create
+from tests.factories import make_policy
 from tests.summaries.conftest import eager_celery, isolated_locks
 
 from .conftest import add
@@ -73,25 +74,21 @@ def vectors_of(tenant):
 
 
 def dense_policy(tenant, *, dense=True, name="dense hybrid"):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
-    with tenant_scope(tenant):
-        return ContextPolicy.objects.create(
-            tenant=tenant,
-            name=name,
-            model_profile=profile,
-            strategy="hybrid",
-            max_context_tokens=2000,
-            reserved_response_tokens=500,
-            system_budget=300,
-            facts_budget=0,
-            summaries_budget=0,
-            retrieval_budget=300,
-            min_recent_messages=2,
-            recent_message_cap=4,
-            retrieval_max_items=5,
-            retrieval_dense=dense,
-        )
+    return make_policy(
+        tenant,
+        name=name,
+        strategy="hybrid",
+        max_context_tokens=2000,
+        reserved_response_tokens=500,
+        system_budget=300,
+        facts_budget=0,
+        summaries_budget=0,
+        retrieval_budget=300,
+        min_recent_messages=2,
+        recent_message_cap=4,
+        retrieval_max_items=5,
+        retrieval_dense=dense,
+    )
 
 
 def use_policy(conversation, policy):

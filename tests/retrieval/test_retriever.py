@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly import assemble_turn
 from chats.retrieval import RetrievalSettings, retrieve_for_assembly, retrieve_messages
 from chats.services import conversation_create, message_create
+from tests.factories import make_policy
 
 from .conftest import add
 
@@ -75,24 +76,20 @@ def test_other_tenants_messages_never_come_back(conversation, member_a, tenant_b
 
 
 def test_hybrid_assembly_retrieves_an_old_message(conversation, member_a, tenant_a):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
-    with tenant_scope(tenant_a):
-        policy = ContextPolicy.objects.create(
-            tenant=tenant_a,
-            name="hybrid small",
-            model_profile=profile,
-            strategy="hybrid",
-            max_context_tokens=2000,
-            reserved_response_tokens=500,
-            system_budget=300,
-            facts_budget=0,
-            summaries_budget=0,
-            retrieval_budget=600,
-            min_recent_messages=2,
-            recent_message_cap=10,
-            retrieval_max_items=20,
-        )
+    policy = make_policy(
+        tenant_a,
+        name="hybrid small",
+        strategy="hybrid",
+        max_context_tokens=2000,
+        reserved_response_tokens=500,
+        system_budget=300,
+        facts_budget=0,
+        summaries_budget=0,
+        retrieval_budget=600,
+        min_recent_messages=2,
+        recent_message_cap=10,
+        retrieval_max_items=20,
+    )
     add(conversation, member_a, "My locker code is 4711, do not forget it.")
     filler(conversation, member_a, 60)
     (new,) = add(conversation, member_a, "What was my locker code again?")

@@ -8,9 +8,8 @@ import pytest
 from django.utils import timezone
 
 from chatplatform.core.context.types import MessageItem
-from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn
 from chats.retrieval.query import build_query
 from chats.retrieval.retriever import (
@@ -21,7 +20,7 @@ from chats.retrieval.retriever import (
 )
 from chats.retrieval.search import search_summaries
 from chats.services import conversation_create
-from tests.factories import summary
+from tests.factories import make_policy, summary
 
 from .conftest import add
 
@@ -78,26 +77,22 @@ def test_summaries_the_assembly_shows_are_not_retrieved(conversation):
 
 
 def test_hybrid_prompt_holds_a_relevant_older_summary_once(conversation, member_a, tenant_a):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
-    with tenant_scope(tenant_a):
-        policy = ContextPolicy.objects.create(
-            tenant=tenant_a,
-            name="hybrid with summaries",
-            model_profile=profile,
-            strategy="hybrid",
-            max_context_tokens=3000,
-            reserved_response_tokens=500,
-            system_budget=300,
-            facts_budget=0,
-            summaries_budget=400,
-            retrieval_budget=800,
-            min_recent_messages=2,
-            recent_message_cap=10,
-            max_summaries_in_context=1,
-            retrieval_max_items=50,
-            retrieval_neighbors=0,
-        )
+    policy = make_policy(
+        tenant_a,
+        name="hybrid with summaries",
+        strategy="hybrid",
+        max_context_tokens=3000,
+        reserved_response_tokens=500,
+        system_budget=300,
+        facts_budget=0,
+        summaries_budget=400,
+        retrieval_budget=800,
+        min_recent_messages=2,
+        recent_message_cap=10,
+        max_summaries_in_context=1,
+        retrieval_max_items=50,
+        retrieval_neighbors=0,
+    )
     add(conversation, member_a, *[f"Small talk {i} about nothing much." for i in range(30)])
     old = summary(conversation, 1, 10, "Dana's allergy: peanuts; the EpiPen is in the red bag.")
     summary(conversation, 11, 20, "They discussed football results.")

@@ -20,11 +20,11 @@ from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
 from summaries import tasks
-from tests.factories import make_member
+from tests.factories import make_conversation, make_member
 from tests.fakes.behaviours import Reply
 from tests.replies.test_pipeline_providers import use_model
 from tests.scale.processes import django_env, start_uvicorn, start_worker, stop, wait_until
-from tests.summaries.helpers import add_messages, current_rolling, make_conversation, make_policy
+from tests.summaries.helpers import add_messages, current_rolling, make_policy
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

@@ -27,7 +27,7 @@ from chats.services.messages import message_create
 from memory.services import fact_save
 from summaries.models import TokenBackfillState
 from tests.api.helpers import add_summary, add_turn
-from tests.factories import make_admin, make_member, make_tenant
+from tests.factories import make_admin, make_member, make_tenant, offline_profile
 
 #: Every string of tenant A's data carries it: no answer to tenant B may contain it.
 MARKER = "alphasecret"
@@ -75,11 +75,6 @@ class Attack:
         return client
 
 
-def _offline_profile() -> ModelProfile:
-    with all_tenants():
-        return ModelProfile.objects.get(name="Offline (built in)")
-
-
 def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
     """One object of every tenant-owned kind in ``tenant`` (strings carry ``label``)."""
     conversation = conversation_create(
@@ -113,7 +108,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
         policy = ContextPolicy.objects.create(
             tenant=tenant,
             name=f"{label} policy",
-            model_profile=_offline_profile(),
+            model_profile=offline_profile(),
             max_context_tokens=32000,
         )
         backfill = TokenBackfillState.objects.create(tenant=tenant, signature=f"{label}-sig")

@@ -20,12 +20,13 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from chatplatform.config.asgi import application
-from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.services import api_key_create
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
 from tests.api.conftest import error_of
+from tests.factories import policy_form_data
 
 TEN_MB = 10 * 1024 * 1024
 
@@ -217,55 +218,6 @@ async def test_handshakes_with_a_foreign_or_missing_origin_are_rejected(tenant_a
 # --- policies ----------------------------------------------------------------------------------
 
 
-def policy_form(tenant: Any, **changes: Any) -> dict[str, Any]:
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
-    data = {
-        "tenant": tenant.pk,
-        "name": "abusive",
-        "description": "",
-        "model_profile": profile.pk,
-        "strategy": "hybrid",
-        "max_context_tokens": 32000,
-        "reserved_response_tokens": 2048,
-        "safety_margin_percent": 2,
-        "budget_unit": "tokens",
-        "system_budget": 2000,
-        "facts_budget": 1000,
-        "summaries_budget": 4000,
-        "retrieval_budget": 6000,
-        "min_recent_messages": 20,
-        "recent_message_cap": 100,
-        "raw_history_limit": 20,
-        "summary_interval": 20,
-        "summary_trigger_percent": 80,
-        "max_summaries_in_context": 3,
-        "summary_max_tokens": 512,
-        "periodic_summaries_enabled": "on",
-        "recent_summary_days": 7,
-        "recent_summary_interval_days": 3,
-        "recent_summary_tokens": 1024,
-        "long_summary_days": 30,
-        "long_summary_interval_days": 14,
-        "long_summary_tokens": 4096,
-        "facts_enabled": "on",
-        "max_facts_per_user": 50,
-        "max_fact_chars": 500,
-        "retrieval_max_items": 8,
-        "retrieval_neighbors": 1,
-        "turn_retrieval_percent": 10,
-        "history_trim_percent": 60,
-        "cache_ttl": "5m",
-        "system_prompt_template": "You are {botname}.",
-        "bot_name": "Bot",
-        "tools_enabled": "on",
-        "max_message_chars": 65536,
-        "user_messages_per_minute": 30,
-    }
-    data.update(changes)
-    return data
-
-
 BUDGET_FIELDS = [
     "max_context_tokens",
     "reserved_response_tokens",
@@ -292,7 +244,7 @@ def test_policies_with_negative_zero_and_oversized_budgets_are_refused(client, t
     cases += [(f, "lots") for f in ("max_context_tokens", "system_budget")]
     problems = []
     for field, value in cases:
-        response = client.post(url, policy_form(tenant_a, **{field: value}))
+        response = client.post(url, policy_form_data(tenant_a, name="abusive", **{field: value}))
         if response.status_code != 200:
             problems.append(f"{field}={value}: answered {response.status_code}")
             with tenant_scope(tenant_a):
@@ -308,4 +260,4 @@ def test_policies_with_negative_zero_and_oversized_budgets_are_refused(client, t
     with tenant_scope(tenant_a):
         assert not ContextPolicy.objects.filter(name="abusive").exists()
     # The form itself is fine: the same data with sane budgets saves.
-    assert client.post(url, policy_form(tenant_a)).status_code == 302
+    assert client.post(url, policy_form_data(tenant_a, name="abusive")).status_code == 302

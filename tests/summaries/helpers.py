@@ -14,9 +14,9 @@ from chatplatform.core.tokens import get_counter
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.services import conversation_create
 from memory.models import UserFact
 from summaries.models import Summary, TokenBackfillState
+from tests import factories
 
 COUNTER = "o200k_base"  # the offline profile's tokenizer
 
@@ -32,43 +32,28 @@ TOPICS = [
 ]
 
 
-def offline_profile() -> ModelProfile:
-    with all_tenants():
-        return ModelProfile.objects.get(name="Offline (built in)")
+#: The summaries tests' policy: rolling summaries on the offline model, small enough that a
+#: few dozen messages need summarising; the whole window is sent (trimming has its own tests).
+SUMMARY_POLICY: dict[str, Any] = {
+    "strategy": "rolling_summary",
+    "max_context_tokens": 8000,
+    "reserved_response_tokens": 500,
+    "system_budget": 400,
+    "facts_budget": 300,
+    "summaries_budget": 1500,
+    "retrieval_budget": 800,
+    "min_recent_messages": 4,
+    "raw_history_limit": 6,
+    "summary_interval": 10,
+    "max_summaries_in_context": 3,
+    "summary_max_tokens": 200,
+    "history_trim_percent": 100,
+}
 
 
 def make_policy(tenant: Any, **overrides: Any) -> ContextPolicy:
-    """A tenant policy on the offline model (o200k_base counts), made active for the tenant."""
-    values: dict[str, Any] = {
-        "tenant": tenant,
-        "name": f"test-{sorted(overrides.items())}"[:100],
-        "model_profile": overrides.pop("model_profile", None) or offline_profile(),
-        "strategy": "rolling_summary",
-        "max_context_tokens": 8000,
-        "reserved_response_tokens": 500,
-        "system_budget": 400,
-        "facts_budget": 300,
-        "summaries_budget": 1500,
-        "retrieval_budget": 800,
-        "min_recent_messages": 4,
-        "raw_history_limit": 6,
-        "summary_interval": 10,
-        "max_summaries_in_context": 3,
-        "summary_max_tokens": 200,
-        "history_trim_percent": 100,
-    }
-    values.update(overrides)
-    with tenant_scope(tenant):
-        policy = ContextPolicy.objects.create(**values)
-    tenant.active_policy = policy
-    tenant.save(update_fields=["active_policy"])
-    return policy
-
-
-def make_conversation(tenant: Any, user: Any, **kwargs: Any) -> Conversation:
-    return conversation_create(
-        tenant=tenant, created_by=user, title=kwargs.pop("title", "Chat"), **kwargs
-    )
+    """A tenant policy with :data:`SUMMARY_POLICY`'s values, made active for the tenant."""
+    return factories.make_policy(tenant, activate=True, **{**SUMMARY_POLICY, **overrides})
 
 
 def message_text(i: int) -> str:

@@ -8,11 +8,11 @@ from chats.assembly import assemble_turn
 from chats.services import message_create
 from summaries.scheduling import schedule_continuation_summary
 from summaries.services import continuation_summary_ensure
+from tests.factories import make_conversation
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,
     db_snapshot,
-    make_conversation,
     make_policy,
     summaries_of,
 )

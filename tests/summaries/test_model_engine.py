@@ -21,11 +21,11 @@ from summaries.summarizer import (
     SummaryUnavailable,
 )
 from summaries.summarizer.engine import summarizer_for
+from tests.factories import make_conversation
 from tests.fakes.behaviours import Reply
 from tests.summaries.helpers import (
     ScriptedProvider,
     add_messages,
-    make_conversation,
     make_policy,
     priced_profile,
     summaries_of,

@@ -11,7 +11,8 @@ from django.utils import timezone
 from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
 from summaries.services import periodic_due_batch, periodic_summary_refresh
-from tests.summaries.helpers import add_messages, db_snapshot, make_conversation, make_policy
+from tests.factories import make_conversation
+from tests.summaries.helpers import add_messages, db_snapshot, make_policy
 from tests.summaries.helpers import summaries_of as all_summaries
 
 pytestmark = pytest.mark.django_db

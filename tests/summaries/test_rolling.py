@@ -10,11 +10,11 @@ from chats.assembly import assemble_turn
 from chats.services import message_create
 from summaries.scheduling import schedule_summary_if_needed
 from summaries.services import rolling_state, summary_refresh
+from tests.factories import make_conversation
 from tests.summaries.helpers import (
     add_messages,
     current_rolling,
     db_snapshot,
-    make_conversation,
     make_policy,
     summaries_of,
 )
@@ -26,11 +26,6 @@ pytestmark = pytest.mark.django_db
 def policy(tenant_a):
     # raw window 6, interval 10, at most 3 summaries in context, 200-token summaries
     return make_policy(tenant_a)
-
-
-@pytest.fixture
-def conversation(tenant_a, member_a):
-    return make_conversation(tenant_a, member_a)
 
 
 def fresh(conversation):

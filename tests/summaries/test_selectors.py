@@ -7,7 +7,8 @@ import pytest
 from summaries.models import Summary
 from summaries.selectors import summaries_for, summary_get
 from summaries.services import summary_refresh
-from tests.summaries.helpers import add_messages, make_conversation, make_policy
+from tests.factories import make_conversation
+from tests.summaries.helpers import add_messages, make_policy
 
 pytestmark = pytest.mark.django_db
 

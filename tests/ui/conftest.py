@@ -6,12 +6,7 @@ from chatplatform.models.conversations import Role, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
 from chats.replies.intake import accept_user_message
-from chats.services import conversation_create, message_create
-
-
-@pytest.fixture
-def conversation_a(tenant_a, member_a):
-    return conversation_create(tenant=tenant_a, created_by=member_a, title="Trip planning")
+from chats.services import message_create
 
 
 @pytest.fixture

@@ -9,23 +9,21 @@ import re
 import pytest
 from django.urls import reverse
 
-from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create, api_key_revoke
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import conversation_create
+from tests.factories import make_policy
 from tests.ui.conftest import answered_turn
 
 pytestmark = pytest.mark.django_db
 
 
 def tenant_policy(tenant, **overrides):
-    with all_tenants():
-        profile = ModelProfile.objects.get(name="Offline (built in)")
+    """A policy with little room, so the reports have something to show."""
     values = {
-        "tenant": tenant,
         "name": f"{tenant.name} tight",
-        "model_profile": profile,
         "max_context_tokens": 8000,
         "reserved_response_tokens": 1000,
         "system_budget": 1000,
@@ -34,8 +32,7 @@ def tenant_policy(tenant, **overrides):
         "retrieval_budget": 1000,
         **overrides,
     }
-    with tenant_scope(tenant):
-        return ContextPolicy.objects.create(**values)
+    return make_policy(tenant, **values)
 
 
 def json_script(body: str, element_id: str):
