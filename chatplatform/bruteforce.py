@@ -111,6 +111,19 @@ def _count_failure(key: str, period: int) -> None:
             cache.delete(key)
 
 
+def counted_over(key: str, limit: int, period: int) -> bool:
+    """Count one more request under ``key`` for ``period`` seconds; True once the count
+    exceeds ``limit`` (the caller refuses or skips the work)."""
+    _count_failure(key, period)
+    count = cache.get(key)
+    return isinstance(count, int) and count > limit
+
+
+def client_bucket(request: HttpRequest) -> str:
+    """What a request's client is counted as (see :func:`_client_bucket`)."""
+    return _client_bucket(client_ip(request))
+
+
 def authenticate_api_key_limited(raw_key: str, client_address: str | None) -> KeyPrincipal | None:
     """:func:`~chatplatform.apikeys.authenticate_api_key` for a client address, counting its
     failures. Raises :class:`ApiKeyLookupsThrottled` (without looking the key up) once the

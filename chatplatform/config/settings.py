@@ -212,8 +212,16 @@ MEDIA_URL = "/media/"
 MEDIA_ROOT = env.path("MEDIA_ROOT", default=str(BASE_DIR / "var" / "media"))
 
 LOGIN_URL = "/accounts/login/"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL = "chats_ui:conversation_list"  # after log-in, the user's chats
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3 * 24 * 3600)
+PASSWORD_RESET_CLIENT_LIMIT = env.int("PASSWORD_RESET_CLIENT_LIMIT", default=10)  # an hour
+PASSWORD_RESET_ADDRESS_LIMIT = env.int("PASSWORD_RESET_ADDRESS_LIMIT", default=3)  # an hour
+
+# E-mail (password resets): printed to the console unless EMAIL_URL names a server, e.g.
+# smtp+tls://user:password@smtp.example.com:587 (django-environ's e-mail URLs).
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="chatplatform <noreply@localhost>")
 
 # Model providers. Without ANTHROPIC_API_KEY (and without OPENAI_BASE_URL) the platform uses the
 # built-in offline provider, so a fresh clone works with no account.

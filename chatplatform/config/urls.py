@@ -1,11 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from chatplatform.password_reset import LimitedPasswordResetView
 from chats.ui.views import home
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", home.healthz, name="healthz"),
+    path("accounts/password_reset/", LimitedPasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("chats.api.urls")),
