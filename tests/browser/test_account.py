@@ -33,7 +33,7 @@ def test_password_reset_from_the_log_in_page(page: Any, member_a: Any, width: in
     page.click("button:has-text('Send the link')")
     page.wait_for_selector("h1:has-text('Check your e-mail')")
     assert len(mail.outbox) == 1
-    link = LINK.search(mail.outbox[0].body)
+    link = LINK.search(str(mail.outbox[0].body))
     assert link is not None
     page.goto(link.group(1))
     page.wait_for_selector("h1:has-text('Choose a new password')")
