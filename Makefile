@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: run test test-slow test-browser test-sqlite lint fmt migrate demo check-deploy clean
+.PHONY: run test test-slow test-browser test-sqlite lint fmt migrate demo demo-passwords check-deploy clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,11 +24,15 @@ migrate: $(VENV)/.base-installed
 	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py migrate --noinput
 
 demo: migrate
-	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py setup_demo
+	@DEBUG=$${DEBUG:-1} $(BIN)/python manage.py setup_demo --url http://127.0.0.1:$(PORT)/
 
+demo-passwords: migrate
+	@DEBUG=$${DEBUG:-1} $(BIN)/python manage.py setup_demo --reset-passwords --url http://127.0.0.1:$(PORT)/
+
+# Web + Celery worker with embedded beat; the demo's box (URL and log-ins) comes last before
+# the processes' logs.
 run: demo
-	@echo "chatplatform on http://127.0.0.1:$(PORT)/ (web + Celery worker with embedded beat)"
-	DEBUG=$${DEBUG:-1} PORT=$(PORT) $(BIN)/honcho start -f Procfile.dev -p $(PORT)
+	@DEBUG=$${DEBUG:-1} PORT=$(PORT) $(BIN)/honcho start -f Procfile.dev -p $(PORT)
 
 # Two pytest-xdist workers (each with its own test database and Redis database, see
 # tests/settings.py); the tests that start processes of their own share one worker

@@ -106,15 +106,3 @@ def test_member_sees_their_tenant(client, tenant_a, member_a):
     response = client.get("/")
     assert response.status_code == 200
     assert b"Tenant A" in response.content
-
-
-@pytest.mark.django_db
-def test_setup_demo_prints_logins_once(capsys):
-    from django.core.management import call_command
-
-    call_command("setup_demo")
-    first = capsys.readouterr().out
-    assert "demo-admin" in first and "password:" in first
-    call_command("setup_demo")
-    second = capsys.readouterr().out
-    assert "password:" not in second
