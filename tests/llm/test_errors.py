@@ -123,11 +123,11 @@ REQUEST = httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
 def test_sdk_timeouts_and_connection_failures_keep_their_codes(
     sdk_error: Exception, expected: type[Exception], code: str
 ) -> None:
-    mapped = (
-        map_anthropic_error(sdk_error)  # type: ignore[arg-type]
-        if isinstance(sdk_error, anthropic.APIError)
-        else map_openai_error(sdk_error)  # type: ignore[arg-type]
-    )
+    if isinstance(sdk_error, anthropic.APIError):
+        mapped = map_anthropic_error(sdk_error)
+    else:
+        assert isinstance(sdk_error, openai.APIError)
+        mapped = map_openai_error(sdk_error)
 
     assert type(mapped) is expected
     assert mapped.code == code and mapped.retryable and mapped.status_code is None
