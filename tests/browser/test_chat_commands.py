@@ -37,7 +37,7 @@ def test_memories_command_marks_the_bubble_sent_without_a_reload(page, tenant_a,
     page.wait_for_selector("li.msg-user[data-status=complete]")
     assert bubble.locator(".msg-state").inner_text() == ""
     assert "sending" not in bubble.inner_text()
-    screenshot(page, "20-memories-command")
+    screenshot(page, "19-memories-command")
 
     # Sent means not pending: a reconnect does not ask again.
     page.evaluate("window.ChatSocket.drop()")

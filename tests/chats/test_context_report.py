@@ -65,7 +65,10 @@ def test_a_retrieved_old_message_is_named_by_its_seq_and_an_excerpt(
     assert retrieval is not None and len(report.retrieved) == min(retrieval.items, 10)
 
     reply = render_reply(chat_request(turn, tools=False), COUNTER)
-    assert f'- #{old.seq} user: "My locker code is 4711' in reply
+    # By seq, speaker and excerpt (the speaker is the person's label retrieval shows).
+    assert re.search(
+        rf'^- #{old.seq} [^\n]*@{member_a.username}\): "My locker code is 4711', reply, re.M
+    )
     assert f"#{new.seq - 1}." in reply  # the history's last message
     history = report.section("history")
     assert history is not None
