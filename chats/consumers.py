@@ -219,8 +219,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         ):
             await self._error("invalid", "client_id must be a string of 1 to 64 characters.")
             return
-        command = commands.command_name(content)
-        if command is not None:
+        if isinstance(content, str) and (command := commands.command_name(content)):
             try:
                 text = await db(commands.command_answer)(
                     command, conversation.tenant_id, self.user, content

@@ -69,11 +69,9 @@ def memories_command(tenant_id: int, user: Any, text: str) -> str:
 COMMANDS: dict[str, Callable[[int, Any, str], str]] = {"memories": memories_command}
 
 
-def command_name(content: object) -> str | None:
+def command_name(content: str) -> str | None:
     """The command ``content`` asks for (``"/memories 2"`` -> ``"memories"``), or None for
     an ordinary message (``/memoriesx`` included: a command is a whole word)."""
-    if not isinstance(content, str):
-        return None
     words = content.split(maxsplit=1)
     if not words or not words[0].startswith("/"):
         return None

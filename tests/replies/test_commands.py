@@ -25,11 +25,9 @@ from tests.durability.helpers import ws_connect
         ("memories", None),
         ("tell me about /memories", None),
         ("", None),
-        (None, None),
-        (["/memories"], None),
     ],
 )
-def test_command_name(content: object, name: str | None) -> None:
+def test_command_name(content: str, name: str | None) -> None:
     assert command_name(content) == name
 
 
