@@ -3,11 +3,12 @@
 In: ``{"type": "message", "client_id", "content"}``, ``{"type": "stop"}``,
 ``{"type": "resume", "message_id", "last_seq"}``. Out: ``ack``, ``message``, ``reply``,
 ``delta`` (with sequence numbers), ``done``, ``error`` (code and human message), ``resync``,
-``command``. Authentication: the browser session, or an API key sent as the subprotocol
-``apikey.<key>`` (browsers cannot set headers on WebSockets) beside ``chatplatform.v1``, the
-one subprotocol the handshake ever selects (a credential is never echoed). The Origin is
-checked by the ASGI router; a socket for a conversation the caller cannot see is closed with
-4404, exactly as for one that does not exist. A socket lives as long as its credential: see
+``command`` (a command's answer, with the ``client_id`` of the message that asked).
+Authentication: the browser session, or an API key sent as the subprotocol ``apikey.<key>``
+(browsers cannot set headers on WebSockets) beside ``chatplatform.v1``, the one subprotocol
+the handshake ever selects (a credential is never echoed). The Origin is checked by the ASGI
+router; a socket for a conversation the caller cannot see is closed with 4404, exactly as for
+one that does not exist. A socket lives as long as its credential: see
 :mod:`chats.socket_access` (closed with 4401 or 4403 when it ends).
 """
 
@@ -218,15 +219,19 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         ):
             await self._error("invalid", "client_id must be a string of 1 to 64 characters.")
             return
-        if isinstance(content, str) and content.strip().startswith("/memories"):
+        if isinstance(content, str) and (command := commands.command_name(content)):
             try:
-                text = await db(commands.memories_command)(
-                    conversation.tenant_id, self.user, content
+                text = await db(commands.command_answer)(
+                    command, conversation.tenant_id, self.user, content
                 )
             except commands.CommandError as exc:
                 await self._error(exc.code, exc.message, client_id)
                 return
-            await self.send_json({"type": "command", "command": "memories", "text": text})
+            # The client_id tells the sender's page which message this answers (and that
+            # it arrived): a command stores nothing, so no ack follows.
+            await self.send_json(
+                {"type": "command", "command": command, "text": text, "client_id": client_id}
+            )
             return
         try:
             sent = await user_message_send(

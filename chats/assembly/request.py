@@ -3,41 +3,80 @@
 from __future__ import annotations
 
 import base64
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from chatplatform.core.llm.base import (
-    ChatRequest,
+from chatplatform.core.llm.base import ChatRequest, ImagePart, TextPart
+from chatplatform.core.llm.base import Message as LlmMessage
+from chatplatform.core.llm.context_report import (
+    SECTION_OF_KIND,
     ContextReport,
     ContextSection,
-    ImagePart,
-    TextPart,
+    LeftOut,
+    PromptMessage,
+    PromptSummary,
 )
-from chatplatform.core.llm.base import Message as LlmMessage
 from chatplatform.core.llm.prompt_cache import CacheUsage, full_history_usage, still_cached
 from chatplatform.core.llm.tools import FACT_TOOLS
 from chatplatform.models.conversations import Conversation, Message
 from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, image_tokens, inspect_image
 
+#: Characters of a message kept in the report's excerpts.
+EXCERPT_CHARS = 80
+#: At most this many retrieved messages are named in the report (the count is always given).
+MAX_NAMED_MESSAGES = 10
+
 
 def _context_report(turn: TurnContext) -> ContextReport:
+    """What the prompt holds, from the assembled prompt itself (the items it included and
+    excluded, as the turn record stores them), with messages named by their seq."""
     prompt = turn.prompt
-    dropped: dict[str, int] = {}
-    for kind, *_rest in prompt.excluded:
-        dropped[kind] = dropped.get(kind, 0) + 1
+    included: dict[str, list[Any]] = {}
+    for item in prompt.included:
+        included.setdefault(item.kind, []).append(item.id)
+    left_out: Counter[tuple[str, str]] = Counter((e.kind, e.reason) for e in prompt.excluded)
+    dropped: Counter[str] = Counter()
+    for (kind, _reason), count in left_out.items():
+        dropped[SECTION_OF_KIND.get(kind, kind)] += count
+    history = sorted(
+        turn.messages[i].seq for i in included.get("message", ()) if i in turn.messages
+    )
+    retrieved = sorted(
+        (turn.messages[i] for i in included.get("retrieved", ()) if i in turn.messages),
+        key=lambda m: m.seq,
+    )
+    facts = {f.id: f for f in turn.facts}
+    summaries = {s.id: s for s in turn.summaries}
     return ContextReport(
         sections=tuple(
-            ContextSection(s.name, s.used, s.items, dropped.get(s.name, 0)) for s in prompt.sections
+            ContextSection(s.name, s.used, s.items, dropped[s.name]) for s in prompt.sections
         ),
-        facts=tuple(f.text[:120] for f in turn.facts),
-        retrieved=tuple(str(i) for i in turn.retrieved_ids[:10]),
+        facts=tuple(facts[i].text[:120] for i in included.get("fact", ()) if i in facts),
+        summaries=tuple(
+            PromptSummary(s.kind, s.first_seq, s.last_seq)
+            for s in (summaries[i] for i in included.get("summary", ()) if i in summaries)
+        ),
+        retrieved=tuple(
+            PromptMessage(m.seq, m.author or m.role, _excerpt(m.content))
+            for m in retrieved[:MAX_NAMED_MESSAGES]
+        ),
+        history=(history[0], history[-1]) if history else None,
+        left_out=tuple(
+            LeftOut(kind, reason, count) for (kind, reason), count in left_out.most_common()
+        ),
         budget_tokens=prompt.budget,
         counter=prompt.counter_name,
         strategy=prompt.strategy,
         prompt_tokens=prompt.prompt_tokens,
     )
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS].rstrip() + "…"
 
 
 @dataclass

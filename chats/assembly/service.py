@@ -31,6 +31,7 @@ from chatplatform.core.context.types import (
     AssemblyInputs,
     MessageItem,
     RetrievedItem,
+    SummaryItem,
 )
 from chatplatform.core.llm.prompt_cache import still_cached
 from chatplatform.core.tokens import TokenCounter
@@ -117,6 +118,10 @@ class TurnContext:
     assembly_ms: float
     facts: list[Any] = field(default_factory=list)
     retrieved_ids: list[Any] = field(default_factory=list)
+    #: Every message and summary the assembly could choose from, by id: what the prompt
+    #: holds is named from them (seq numbers, excerpts) in the provider's context report.
+    messages: dict[Any, MessageItem] = field(default_factory=dict)
+    summaries: list[SummaryItem] = field(default_factory=list)
     #: Retrieval by meaning this turn: ``"off"`` (the policy does not ask for it or nothing
     #: was retrieved), ``"on"``, or ``"unavailable"`` (asked for; embeddings not installed or
     #: the model failed to load: full-text only).
@@ -286,6 +291,15 @@ def assemble_context(
         assembly_ms=(time.perf_counter() - started) * 1000,
         facts=facts,
         retrieved_ids=[r.message.id for r in retrieved],
+        messages={
+            m.id: m
+            for m in (
+                *recent,
+                *recalled,
+                *(n for r in retrieved for n in (r.message, *r.neighbors)),
+            )
+        },
+        summaries=list(summaries),
         dense=dense,
     )
 

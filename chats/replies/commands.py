@@ -1,7 +1,13 @@
-"""Chat commands answered without the model (``/memories``: the user's saved facts)."""
+"""Chat commands answered without the model (``/memories``: the user's saved facts).
+
+A message whose first word names a command is answered here and stored nowhere: the sender
+gets the answer as a ``command`` event that names the message's ``client_id``, which is
+how the page knows its bubble was received (a command has no stored message to acknowledge).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from memory.selectors import facts_page
@@ -57,3 +63,23 @@ def memories_command(tenant_id: int, user: Any, text: str) -> str:
         key = f"[{fact.key}] " if fact.key else ""
         lines.append(f"{number}. {key}{fact.text}")
     return "\n".join(lines)
+
+
+#: Command name (the first word of the message, without its slash) -> its answer.
+COMMANDS: dict[str, Callable[[int, Any, str], str]] = {"memories": memories_command}
+
+
+def command_name(content: str) -> str | None:
+    """The command ``content`` asks for (``"/memories 2"`` -> ``"memories"``), or None for
+    an ordinary message (``/memoriesx`` included: a command is a whole word)."""
+    words = content.split(maxsplit=1)
+    if not words or not words[0].startswith("/"):
+        return None
+    name = words[0][1:]
+    return name if name in COMMANDS else None
+
+
+def command_answer(name: str, tenant_id: int, user: Any, content: str) -> str:
+    """The answer of command ``name`` (see :func:`command_name`) to ``user``'s ``content``;
+    raises :class:`CommandError` when it cannot be answered as asked."""
+    return COMMANDS[name](tenant_id, user, content)

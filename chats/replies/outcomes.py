@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+from http import HTTPStatus
 from typing import Any
 
 from chatplatform.core.llm.errors import ProviderError
@@ -80,19 +81,46 @@ async def failed(
     return event
 
 
+#: What the person is told, by error code (the codes themselves are what clients rely on).
+#: ``provider_unavailable`` (the provider was reached and failed) is worded by
+#: :func:`server_failure_text`; ``connection_error`` and ``timeout`` are the only failures
+#: that say the provider could not be reached.
+FAILURE_TEXT = {
+    "rate_limited": "The model provider is rate-limiting requests.",
+    "spend_cap_reached": "The model provider's spending limit was reached.",
+    "overloaded": "The model provider is overloaded.",
+    "prompt_too_long": "The conversation did not fit the model's window.",
+    "connection_error": "The model provider could not be reached.",
+    "timeout": "The model provider could not be reached in time (the request timed out).",
+    "stream_stalled": "The model stopped sending its reply.",
+    "stream_interrupted": "The model's reply was interrupted.",
+    "request_too_large": "The request was too large for the model provider.",
+    "authentication_failed": "The model provider refused the platform's credentials.",
+}
+
+
 def human_error(exc: ProviderError, partial: bool) -> str:
-    base = {
-        "rate_limited": "The model provider is rate-limiting requests.",
-        "spend_cap_reached": "The model provider's spending limit was reached.",
-        "overloaded": "The model provider is overloaded.",
-        "prompt_too_long": "The conversation did not fit the model's window.",
-        "provider_unavailable": "The model provider could not be reached.",
-        "stream_stalled": "The model stopped sending its reply.",
-        "stream_interrupted": "The model's reply was interrupted.",
-        "request_too_large": "The request was too large for the model provider.",
-        "authentication_failed": "The model provider refused the platform's credentials.",
-    }.get(getattr(exc, "code", ""), "The model provider returned an error.")
-    if getattr(exc, "code", "") == "endpoint_refused":
+    """The sentence a person reads about a failed reply: what happened, then what to do."""
+    code = getattr(exc, "code", "")
+    if code == "endpoint_refused":
         base = f"The model's endpoint is not allowed here: {exc.message}."
+    elif code == "provider_unavailable":
+        base = server_failure_text(exc.status_code)
+    else:
+        base = FAILURE_TEXT.get(code, "The model provider returned an error.")
     tail = " The text received so far is kept." if partial else " Send the message again to retry."
     return base + tail
+
+
+def server_failure_text(status: int | None) -> str:
+    """A provider that was reached but failed: a 5xx answer (named with its status), or an
+    error inside its stream (no status)."""
+    if status is None:
+        return "The model provider had an error while answering."
+    if status == HTTPStatus.INTERNAL_SERVER_ERROR:
+        return f"The model provider had an internal error (HTTP {status})."
+    try:
+        phrase = f" {HTTPStatus(status).phrase}"
+    except ValueError:
+        phrase = ""
+    return f"The model provider answered with a server error (HTTP {status}{phrase})."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chatplatform.core.llm.context_report import exclusion_label
 from chatplatform.models.conversations import TurnRecord
 
 #: Prompt sections in the order the meter draws them; the new message and the provider's
@@ -18,17 +19,6 @@ SEGMENTS = (
     ("new_message", "New message"),
     ("framing", "Framing"),
 )
-
-EXCLUSION_REASONS = {
-    "over_budget": "did not fit the budget",
-    "duplicate": "duplicate of an item already included",
-    "cap": "over a count limit of the policy",
-    "outside_window": "already covered by a summary",
-    "incomplete_tool_group": "tool call without its result",
-    "empty": "empty",
-    "strategy": "not used by this strategy",
-    "recount": "shed by the final recount",
-}
 
 
 def meter_payload(record: TurnRecord) -> dict[str, Any]:
@@ -159,7 +149,7 @@ def _excluded(rows: Any) -> list[dict[str, Any]]:
             reason,
             {
                 "reason": reason,
-                "label": EXCLUSION_REASONS.get(reason, reason.replace("_", " ")),
+                "label": exclusion_label(reason),
                 "count": 0,
                 "tokens": 0,
                 "kinds": {},

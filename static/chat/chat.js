@@ -3,7 +3,7 @@
  * Out: {"type":"message","client_id","content"}, {"type":"stop"},
  *      {"type":"resume","message_id","last_seq"}.
  * In:  ack, message, reply, delta (seq), done (usage), error (code, message), resync,
- *      reply_state, command.
+ *      reply_state, command (the answer to a command, naming the client_id that asked).
  *
  * A message keeps its client_id until it is acknowledged, so re-sending it after a dropped
  * socket or from the Retry button never stores it twice. A reply being streamed keeps the
@@ -173,15 +173,24 @@
     }
   }
 
+  // The server has the message with this client_id: its bubble stops showing "sending…"
+  // (and is not sent again on a reconnect). Returns what was pending, if anything.
+  function markSent(clientId) {
+    var pending = clientId && unacked[clientId];
+    if (!pending) return null;
+    delete unacked[clientId];
+    pending.element.dataset.status = "complete";
+    setState(pending.element, "");
+    return pending;
+  }
+
   function onAck(data) {
-    var pending = unacked[data.client_id];
+    var pending = markSent(data.client_id);
     if (!pending) return;
-    delete unacked[data.client_id];
     var item = pending.element;
     item.dataset.messageId = data.message_id;
     item.dataset.clientId = data.client_id;
     setAnchor(item, data.seq);
-    setState(item, "");
     sentByMessage[data.message_id] = { client_id: data.client_id, content: pending.content };
   }
 
@@ -306,6 +315,8 @@
   }
 
   function onCommand(data) {
+    // A command is answered, not stored: the answer is the sender's confirmation.
+    markSent(data.client_id);
     var item = messageItem("system", "/" + data.command, "complete");
     setBody(item, data.text || "");
     scrollToEnd();

@@ -18,7 +18,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
 from chatplatform.config.asgi import application as platform_application
 from chatplatform.core.llm.base import ChatRequest, Provider, StreamEvent, message_text
-from chatplatform.core.llm.errors import ProviderUnavailable
+from chatplatform.core.llm.errors import ProviderUnreachable
 from chatplatform.core.llm.offline_provider import OfflineProvider
 from chats.replies import runner
 from chats.replies.turns import PreparedTurn
@@ -34,7 +34,7 @@ class ControllableOfflineProvider(OfflineProvider):
         text = message_text(last_user) if last_user is not None else ""
         if FAIL_ONCE_MARKER in text and text not in _failed_already:
             _failed_already.add(text)
-            raise ProviderUnavailable("the test provider is unreachable", retryable=True)
+            raise ProviderUnreachable("the test provider is unreachable")
         async for event in super().stream(request):
             yield event
 

@@ -1,13 +1,19 @@
-"""The provider-neutral error classifier."""
+"""The provider-neutral error classifier, and the SDKs' timeouts and connection failures."""
 
 from __future__ import annotations
 
+import anthropic
+import httpx2
+import openai
 import pytest
 
+from chatplatform.core.llm.anthropic_provider import map_anthropic_error
 from chatplatform.core.llm.errors import (
     Overloaded,
     PromptTooLong,
+    ProviderTimedOut,
     ProviderUnavailable,
+    ProviderUnreachable,
     RateLimited,
     SpendCapReached,
     StreamInterrupted,
@@ -15,6 +21,7 @@ from chatplatform.core.llm.errors import (
     parse_prompt_too_long,
     parse_retry_after,
 )
+from chatplatform.core.llm.openai_provider import map_openai_error
 
 
 def test_parse_prompt_too_long_in_both_dialects() -> None:
@@ -83,3 +90,44 @@ def test_partial_text_always_means_interrupted() -> None:
 
     assert isinstance(error, StreamInterrupted)
     assert (error.cause, error.partial_text, error.retryable) == ("overloaded", "Hel", False)
+
+
+def test_a_5xx_answer_is_a_provider_that_was_reached_and_failed() -> None:
+    error = classify_error(status=500, error_type="api_error", message="Internal server error")
+
+    assert type(error) is ProviderUnavailable
+    assert (error.code, error.status_code, error.retryable) == ("provider_unavailable", 500, True)
+
+
+def test_timeouts_are_timeouts_whether_told_by_status_or_by_the_stream() -> None:
+    by_status = classify_error(status=408, error_type=None, message="Request Timeout")
+    in_stream = classify_error(status=None, error_type="timeout_error", message="timed out")
+
+    for error in (by_status, in_stream):
+        assert isinstance(error, ProviderTimedOut) and isinstance(error, ProviderUnavailable)
+        assert error.code == "timeout" and error.retryable
+
+
+REQUEST = httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
+
+
+@pytest.mark.parametrize(
+    ("sdk_error", "expected", "code"),
+    [
+        (anthropic.APITimeoutError(request=REQUEST), ProviderTimedOut, "timeout"),
+        (anthropic.APIConnectionError(request=REQUEST), ProviderUnreachable, "connection_error"),
+        (openai.APITimeoutError(request=REQUEST), ProviderTimedOut, "timeout"),
+        (openai.APIConnectionError(request=REQUEST), ProviderUnreachable, "connection_error"),
+    ],
+)
+def test_sdk_timeouts_and_connection_failures_keep_their_codes(
+    sdk_error: Exception, expected: type[Exception], code: str
+) -> None:
+    if isinstance(sdk_error, anthropic.APIError):
+        mapped = map_anthropic_error(sdk_error)
+    else:
+        assert isinstance(sdk_error, openai.APIError)
+        mapped = map_openai_error(sdk_error)
+
+    assert type(mapped) is expected
+    assert mapped.code == code and mapped.retryable and mapped.status_code is None

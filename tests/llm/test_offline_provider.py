@@ -13,6 +13,7 @@ from chatplatform.core.llm import (
     TextDelta,
     Usage,
 )
+from chatplatform.core.llm.context_report import LeftOut, PromptMessage, PromptSummary
 from chatplatform.core.llm.offline_provider import OFFLINE_LABEL, OfflineProvider
 from chatplatform.core.tokens.bpe import BpeCounter
 
@@ -29,10 +30,13 @@ REPORT = ContextReport(
         ContextSection("history", 800, items=12),
     ),
     facts=("The user lives in Kyiv.", "The user likes green tea."),
+    summaries=(PromptSummary("rolling", 1, 40),),
     retrieved=(
-        "[2024-05-01] user: what was the name of that tea shop?",
-        "assistant: It was Chaika.",
+        PromptMessage(7, "user", "what was the name of that tea shop?"),
+        PromptMessage(8, "Assistant", "It was Chaika."),
     ),
+    history=(41, 52),
+    left_out=(LeftOut("retrieved", "duplicate", 2), LeftOut("retrieved", "over_budget", 1)),
     budget_tokens=4000,
     counter="o200k_base",
     strategy="hybrid",
@@ -63,8 +67,41 @@ async def test_reply_is_labelled_echoes_and_reports_the_context(counter: BpeCoun
     assert "1440 tokens of a 4000-token budget in 5 sections (counted with o200k_base)" in reply
     assert "- retrieval: 90 tokens, 2 items, 3 left out" in reply
     assert "- The user likes green tea." in reply
-    assert "Earlier turns retrieved as relevant (2):" in reply
-    assert "assistant: It was Chaika." in reply
+    assert "Recent messages I saw word for word: 12 messages, #41 to #52." in reply
+    assert "- rolling summary, covering messages #1 to #40" in reply
+    assert "Earlier messages recalled as relevant (2):" in reply
+    assert '- #7 user: "what was the name of that tea shop?"' in reply
+    assert '- #8 Assistant: "It was Chaika."' in reply
+    assert "Left out (3):" in reply
+    assert "- 2 retrieved messages: duplicate of an item already included" in reply
+    assert "- 1 retrieved message: did not fit the budget" in reply
+
+
+async def test_nothing_recalled_says_so_and_names_each_kind_of_summary(
+    counter: BpeCounter,
+) -> None:
+    from dataclasses import replace
+
+    report = replace(
+        REPORT,
+        sections=(ContextSection("history", 50, items=1),),
+        summaries=(
+            PromptSummary("recent", 3, 3),
+            PromptSummary("carried", 1, 90),
+        ),
+        retrieved=(),
+        history=(9, 9),
+        left_out=(),
+    )
+    reply = text_of(await collect(OfflineProvider(counter).stream(request("Hi", report))))
+
+    assert "Recent messages I saw word for word: 1 message, #9." in reply
+    assert "- summary of the last 7 days, covering message #3" in reply
+    assert "- summary carried over from an earlier conversation, covering messages #1 to #90" in (
+        reply
+    )
+    assert "Earlier messages recalled as relevant: none." in reply
+    assert "Left out" not in reply
 
 
 async def test_deltas_are_words_and_the_stream_is_deterministic(counter: BpeCounter) -> None:
@@ -106,6 +143,7 @@ async def test_without_a_report_it_describes_the_request_itself(counter: BpeCoun
 
     assert "in 2 sections (counted with o200k_base)" in reply
     assert "- history:" in reply and "3 items" in reply
+    assert "Recent messages I saw word for word: 3 messages." in reply
     assert "Facts about you I saw: none." in reply
 
 

@@ -20,7 +20,9 @@ from .anthropic_payload import build_params
 from .base import ChatRequest, Done, Provider, StreamEvent, TextDelta, ToolCall, Usage
 from .errors import (
     ProviderError,
+    ProviderTimedOut,
     ProviderUnavailable,
+    ProviderUnreachable,
     StreamInterrupted,
     StreamStalled,
     classify_error,
@@ -187,9 +189,9 @@ class _StreamState:
 def map_anthropic_error(exc: anthropic.APIError, partial_text: str = "") -> ProviderError:
     """Translate an SDK error (HTTP status, stream ``error`` event, timeout) to ours."""
     if isinstance(exc, anthropic.APITimeoutError):
-        error: ProviderError = ProviderUnavailable(str(exc), code="timeout")
+        error: ProviderError = ProviderTimedOut(str(exc))
     elif isinstance(exc, anthropic.APIConnectionError):
-        error = ProviderUnavailable(str(exc), code="connection_error")
+        error = ProviderUnreachable(str(exc))
     elif isinstance(exc, anthropic.APIStatusError):
         # An `error` event inside a 200 stream carries its type only in the body.
         status = exc.status_code if exc.status_code >= 400 else None

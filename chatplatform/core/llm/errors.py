@@ -94,10 +94,25 @@ class RequestTooLarge(ProviderError):
 
 
 class ProviderUnavailable(ProviderError):
-    """5xx, timeouts and connection failures: the provider could not be reached or failed."""
+    """The provider failed to answer, for a reason that may pass: a 5xx answer (its
+    ``status_code`` is set), an ``api_error`` event in a stream, a stream that ended before
+    its closing event. The provider *was* reached; the subclasses are the cases where it was
+    not (:class:`ProviderUnreachable`, :class:`ProviderTimedOut`)."""
 
     code = "provider_unavailable"
     default_retryable = True
+
+
+class ProviderUnreachable(ProviderUnavailable):
+    """No connection to the provider could be made or kept (refused, DNS, reset, TLS)."""
+
+    code = "connection_error"
+
+
+class ProviderTimedOut(ProviderUnavailable):
+    """The provider did not answer within the request's timeout."""
+
+    code = "timeout"
 
 
 class AuthenticationFailed(ProviderError):
@@ -225,9 +240,13 @@ def _classify(
         return PromptTooLong(
             message, prompt_tokens=prompt_tokens, max_tokens=max_tokens, status_code=status
         )
-    if status is not None and (status >= 500 or status == 408):
+    if status == 408:
+        return ProviderTimedOut(message, status_code=status)
+    if status is not None and status >= 500:
         return ProviderUnavailable(message, status_code=status)
-    if error_type in ("api_error", "server_error", "timeout_error"):
+    if error_type == "timeout_error":
+        return ProviderTimedOut(message, status_code=status)
+    if error_type in ("api_error", "server_error"):
         return ProviderUnavailable(message, status_code=status)
     if status is not None and 400 <= status < 500:
         return InvalidRequest(message, status_code=status)

@@ -17,8 +17,6 @@ from chatplatform.core.tokens.bpe import BpeCounter
 
 from .base import (
     ChatRequest,
-    ContextReport,
-    ContextSection,
     Done,
     Provider,
     StreamEvent,
@@ -26,6 +24,7 @@ from .base import (
     Usage,
     message_text,
 )
+from .context_report import ContextReport, ContextSection, PromptSummary, exclusion_label
 
 OFFLINE_LABEL = "[offline provider]"
 ECHO_CHARS = 80
@@ -92,6 +91,8 @@ def render_reply(request: ChatRequest, counter: TokenCounter) -> str:
 
 
 def _describe(report: ContextReport) -> list[str]:
+    """The report in words: the sections with their tokens, then what each held (messages by
+    their ``#seq`` in the conversation) and what was left out and why, as the meter says."""
     counted_with = f" (counted with {report.counter})" if report.counter else ""
     budget = f" of a {report.budget_tokens}-token budget" if report.budget_tokens else ""
     strategy = f", strategy {report.strategy}" if report.strategy else ""
@@ -100,21 +101,78 @@ def _describe(report: ContextReport) -> list[str]:
         f"{len(report.sections)} sections{counted_with}{strategy}:"
     ]
     for section in report.sections:
-        plural = "" if section.items == 1 else "s"
-        extra = f", {section.items} item{plural}" if section.items else ""
+        extra = f", {_count(section.items, 'item')}" if section.items else ""
         dropped = f", {section.dropped} left out" if section.dropped else ""
         lines.append(f"- {section.name}: {section.tokens} tokens{extra}{dropped}")
+    history = report.section("history")
+    if report.history is not None and history is not None:
+        first, last = report.history
+        span = f"#{first}" if first == last else f"#{first} to #{last}"
+        lines.append(
+            f"Recent messages I saw word for word: {_count(history.items, 'message')}, {span}."
+        )
+    elif history is not None:
+        lines.append(f"Recent messages I saw word for word: {_count(history.items, 'message')}.")
+    if report.summaries:
+        lines.append(f"Summaries I saw ({len(report.summaries)}):")
+        lines.extend(f"- {_summary(s)}" for s in report.summaries[:MAX_LISTED])
     if report.facts:
         lines.append(f"Facts about you I saw ({len(report.facts)}):")
         lines.extend(f"- {_preview(fact)}" for fact in report.facts[:MAX_LISTED])
     else:
         lines.append("Facts about you I saw: none.")
-    if report.retrieved:
-        lines.append(f"Earlier turns retrieved as relevant ({len(report.retrieved)}):")
-        lines.extend(f"- {_preview(turn)}" for turn in report.retrieved[:MAX_LISTED])
+    retrieval = report.section("retrieval")
+    recalled = retrieval.items if retrieval is not None else len(report.retrieved)
+    if recalled:
+        lines.append(f"Earlier messages recalled as relevant ({recalled}):")
+        lines.extend(
+            f'- #{m.seq} {m.speaker}: "{_preview(m.excerpt)}"'
+            for m in report.retrieved[:MAX_LISTED]
+        )
     else:
-        lines.append("Earlier turns retrieved as relevant: none.")
+        lines.append("Earlier messages recalled as relevant: none.")
+    if report.left_out:
+        total = sum(row.count for row in report.left_out)
+        lines.append(f"Left out ({total}):")
+        lines.extend(
+            f"- {_count(row.count, KIND_WORDS.get(row.kind, row.kind))}: "
+            f"{exclusion_label(row.reason)}"
+            for row in report.left_out
+        )
     return lines
+
+
+#: How the report names one item of each kind (see ``ContextReport.left_out``).
+KIND_WORDS = {
+    "message": "history message",
+    "retrieved": "retrieved message",
+    "fact": "fact",
+    "summary": "summary",
+}
+
+
+def _count(n: int, noun: str) -> str:
+    plural = "summaries" if noun == "summary" else f"{noun}s"
+    return f"{n} {noun if n == 1 else plural}"
+
+
+#: How the report names each kind of summary.
+SUMMARY_WORDS = {
+    "rolling": "rolling summary",
+    "recent": "summary of the last 7 days",
+    "long": "summary of the last 30 days",
+    "carried": "summary carried over from an earlier conversation",
+}
+
+
+def _summary(summary: PromptSummary) -> str:
+    kind = SUMMARY_WORDS.get(summary.kind, f"{summary.kind} summary")
+    span = (
+        f"message #{summary.first_seq}"
+        if summary.first_seq == summary.last_seq
+        else f"messages #{summary.first_seq} to #{summary.last_seq}"
+    )
+    return f"{kind}, covering {span}"
 
 
 def _report_from_request(request: ChatRequest, counter: TokenCounter) -> ContextReport:

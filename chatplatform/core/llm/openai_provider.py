@@ -33,7 +33,9 @@ from .base import (
 )
 from .errors import (
     ProviderError,
+    ProviderTimedOut,
     ProviderUnavailable,
+    ProviderUnreachable,
     StreamInterrupted,
     StreamStalled,
     classify_error,
@@ -239,10 +241,10 @@ def _messages(message: Message) -> list[dict[str, Any]]:
 def map_openai_error(exc: openai.APIError, partial_text: str = "") -> ProviderError:
     """Translate an SDK error (HTTP status, ``{"error": ...}`` chunk, timeout) to ours."""
     if isinstance(exc, openai.APIConnectionError):
-        code = "timeout" if isinstance(exc, openai.APITimeoutError) else "connection_error"
-        error = ProviderUnavailable(str(exc), code=code)
+        timed_out = isinstance(exc, openai.APITimeoutError)
+        error: ProviderError = (ProviderTimedOut if timed_out else ProviderUnreachable)(str(exc))
         if partial_text:
-            return StreamInterrupted(str(exc), cause=code, partial_text=partial_text)
+            return StreamInterrupted(str(exc), cause=error.code, partial_text=partial_text)
         return error
     body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
     # HTTP errors wrap the details in {"error": {...}}; a stream's error chunk is the details.
