@@ -14,6 +14,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
 from chats.replies.intake import accept_user_message
 from chats.services import conversation_create
+from tests.factories import PNG_1x1
 from tests.fakes.behaviours import (
     ErrorAfter,
     Reply,
@@ -189,12 +190,6 @@ async def test_openai_compatible_server(settings, fake_openai, tenant_a, member_
     reply, record = await database_sync_to_async(reply_to)(tenant_a, message)
     assert reply.status == "complete" and reply.content == "Local model here."
     assert record.completion_tokens > 0
-
-
-PNG_1x1 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
-    "AAAABJRU5ErkJggg=="
-)
 
 
 async def test_image_goes_to_a_vision_model_as_an_image_block(
