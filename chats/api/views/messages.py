@@ -25,6 +25,7 @@ from chats.api.errors import ApiError
 from chats.api.pagination import MessageCursor
 from chats.api.renderers import EventStreamRenderer
 from chats.api.replies import is_final, wait_for_reply
+from chats.api.schema import error_response
 from chats.api.serializers.messages import (
     MAX_CLIENT_ID,
     MessageCreateSerializer,
@@ -77,7 +78,7 @@ def rejected(exc: MessageRejected) -> ApiError:
             exc.message,
             {"content": [exc.message]},
         )
-    if exc.code in ("invalid_image", "invalid") and "image" in exc.message.lower():
+    if exc.code == "invalid_image":
         field = "image"
     else:
         field = "reply_to" if "repl" in exc.message.lower() else "content"
@@ -273,8 +274,8 @@ class MessageImageView(TenantAPIView):
                 OpenApiTypes.BINARY,
                 description="The image, of the type in the message's `image.media_type`.",
             ),
-            404: OpenApiResponse(
-                description="No such message, no image, or not a conversation of the caller's."
+            404: error_response(
+                404, "No such message, no image on it, or another tenant's: all alike."
             ),
         },
     )
