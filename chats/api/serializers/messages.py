@@ -27,14 +27,20 @@ class MessageImageSerializer(serializers.Serializer):
 
 
 class ImageInputSerializer(serializers.Serializer):
-    media_type = serializers.ChoiceField(
-        choices=list(ALLOWED_TYPES),
-        help_text="Must match the image's own header.",
-    )
-    data = TextField(
-        max_length=MAX_IMAGE_BASE64_CHARS,
-        help_text="The image as base64 (no data: prefix), at most 5 MB decoded.",
-    )
+    """An image sent with a message, as the WebSocket frame carries it."""
+
+    # Fields built in get_fields: a field named ``data`` would shadow ``Serializer.data``.
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {
+            "media_type": serializers.ChoiceField(
+                choices=list(ALLOWED_TYPES), help_text="Must match the image's own header."
+            ),
+            "data": TextField(
+                max_length=MAX_IMAGE_BASE64_CHARS,
+                help_text="The image as base64 (no data: prefix), at most 5 MB decoded.",
+            ),
+        }
 
 
 class MessageSerializer(serializers.ModelSerializer):
