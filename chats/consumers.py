@@ -1,6 +1,7 @@
 """The WebSocket consumer of a conversation (a thin adapter over the reply pipeline).
 
-In: ``{"type": "message", "client_id", "content"}``, ``{"type": "stop"}``,
+In: ``{"type": "message", "client_id", "content", "image"}`` (``image`` optional:
+``{"media_type", "data"}``, base64), ``{"type": "stop"}``,
 ``{"type": "resume", "message_id", "last_seq"}``. Out: ``ack``, ``message``, ``reply``,
 ``delta`` (with sequence numbers), ``done``, ``error`` (code and human message), ``resync``,
 ``command`` (a command's answer, with the ``client_id`` of the message that asked).
@@ -29,6 +30,7 @@ from chatplatform.bruteforce import (
     scope_client_ip,
 )
 from chatplatform.models.conversations import Conversation
+from chats.images import MAX_IMAGE_BASE64_CHARS
 from chats.replies import commands
 from chats.replies.coordination import coordination
 from chats.replies.db import db
@@ -49,7 +51,8 @@ logger = logging.getLogger(__name__)
 APIKEY_SUBPROTOCOL = "apikey."
 PROTOCOL = "chatplatform.v1"
 CLOSE_NOT_FOUND = 4404
-MAX_FRAME_CHARS = 1024 * 1024
+#: A frame's text: an image's base64 (the largest one accepted) beside 1 MiB for the rest.
+MAX_FRAME_CHARS = 1024 * 1024 + MAX_IMAGE_BASE64_CHARS
 
 
 #: Why a socket whose grant ended is closed: its close code -> the error frame sent first.
@@ -186,7 +189,11 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await self._error("invalid", "Frames must be JSON text.")
             return
         if len(text_data) > MAX_FRAME_CHARS:
-            await self._error("too_large", "The frame is larger than 1 MiB.")
+            await self._error(
+                "too_large",
+                f"The frame is larger than {MAX_FRAME_CHARS:,} characters "
+                "(an image of at most 5 MB and the message text).",
+            )
             return
         try:
             data = json.loads(text_data)

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 ALLOWED_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
+#: The longest base64 text of an image of at most MAX_IMAGE_BYTES (4 characters per 3 bytes):
+#: what a message frame or an API body must have room for beside the text.
+MAX_IMAGE_BASE64_CHARS = 4 * -(-MAX_IMAGE_BYTES // 3)
 MAX_PIXELS_PER_SIDE = 8000
 
 
@@ -80,13 +83,32 @@ def inspect_image(data: bytes, declared_type: str | None = None) -> ImageInfo:
 
 
 def decode_base64_image(encoded: str, declared_type: str | None = None) -> tuple[bytes, ImageInfo]:
-    if not isinstance(encoded, str) or len(encoded) > MAX_IMAGE_BYTES * 4 // 3 + 8:
+    if not isinstance(encoded, str) or len(encoded) > MAX_IMAGE_BASE64_CHARS:
         raise ImageRejected("The image must be base64 text of at most 5 MB.")
     try:
         data = base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         raise ImageRejected("The image is not valid base64.") from None
     return data, inspect_image(data, declared_type)
+
+
+def size_label(size: int) -> str:
+    """A byte count as people read it: "68 bytes", "12 KB", "2.4 MB"."""
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{math.ceil(size / 1024)} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
+def describe_image(info: ImageInfo) -> str:
+    """What a model that cannot see images is told of one: that it is there, its type and size
+    (so it can say it cannot see it instead of pretending to)."""
+    return (
+        f"[The user attached an image ({info.media_type}, {info.width}x{info.height} px, "
+        f"{size_label(info.size)}); this model cannot see images, so only its type and size "
+        "are known.]"
+    )
 
 
 def image_tokens(provider: str, width: int, height: int) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from chatplatform.models import Membership
-from chatplatform.models.conversations import Conversation, Participant
+from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
 #: Ids above this are not ids of ours (and would overflow a bigint column in a query).
@@ -45,3 +45,19 @@ def conversation_for_member(
         if not Participant.objects.filter(conversation=conversation, user=user).exists():
             return None
     return conversation
+
+
+def message_with_image(conversation: Conversation, message_id: Any) -> Message | None:
+    """The message of ``conversation`` (one the caller may see, resolved by
+    :func:`conversation_for_member`) carrying an image; None for a missing id, another
+    conversation's message and a message without an image alike."""
+    message_id = row_id(message_id)
+    if message_id is None:
+        return None
+    with tenant_scope(conversation.tenant_id):
+        return (
+            Message.objects.filter(conversation_id=conversation.pk, pk=message_id)
+            .exclude(attachment="")
+            .exclude(attachment__isnull=True)
+            .first()
+        )

@@ -15,6 +15,7 @@ from chatplatform.models import ContextPolicy, Membership, ModelProfile, Role, T
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.services import membership_add, tenant_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chats.images import ImageInfo, decode_base64_image
 from chats.services import conversation_create, message_create
 from summaries.models import Summary
 
@@ -163,6 +164,18 @@ def make_message(
         conversation=conversation, role=role, content=content, author=author, **kwargs
     )
     return message
+
+
+#: A 1x1 PNG as base64: the smallest image a message accepts.
+PNG_1x1 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
+    "AAAABJRU5ErkJggg=="
+)
+
+
+def png_image() -> tuple[bytes, ImageInfo]:
+    """:data:`PNG_1x1` checked, as ``message_create(image=...)`` takes it."""
+    return decode_base64_image(PNG_1x1, "image/png")
 
 
 def summary(

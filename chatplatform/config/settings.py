@@ -345,8 +345,9 @@ SPECTACULAR_SETTINGS = {
         "MessageStatusEnum": "chatplatform.models.conversations.Status",
     },
 }
-#: Largest request body the API reads (bytes); larger ones get 413.
-API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=DATA_UPLOAD_MAX_MEMORY_SIZE)
+#: Largest request body the API reads (bytes); larger ones get 413. The default leaves room
+#: for a message with an image (at most 5 MB, about 6.7 MB as base64) and its text.
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=8 * 1024 * 1024)
 #: How long a JSON message request waits for its reply before answering 202 (seconds).
 API_REPLY_WAIT_SECONDS = env.float("API_REPLY_WAIT_SECONDS", default=90.0)
 #: How long a server-sent event stream waits for its reply's end (seconds).

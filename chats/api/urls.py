@@ -14,7 +14,7 @@ from chats.api.views.conversations import (
     ConversationListView,
 )
 from chats.api.views.facts import FactByKeyView, FactDetailView, FactListView
-from chats.api.views.messages import MessageDetailView, MessageListView
+from chats.api.views.messages import MessageDetailView, MessageImageView, MessageListView
 from chats.api.views.platform import (
     MeView,
     ModelProfileDetailView,
@@ -40,6 +40,11 @@ urlpatterns = [
         CONVERSATION + "messages/<int:message_id>/",
         MessageDetailView.as_view(),
         name="message",
+    ),
+    path(
+        CONVERSATION + "messages/<int:message_id>/image/",
+        MessageImageView.as_view(),
+        name="message-image",
     ),
     path(
         CONVERSATION + "messages/<int:message_id>/context/",

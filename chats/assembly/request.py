@@ -22,7 +22,7 @@ from chatplatform.core.llm.prompt_cache import CacheUsage, full_history_usage, s
 from chatplatform.core.llm.tools import FACT_TOOLS
 from chatplatform.models.conversations import Conversation, Message
 from chats.assembly.service import TurnContext
-from chats.images import ImageRejected, image_tokens, inspect_image
+from chats.images import ImageRejected, describe_image, image_tokens, inspect_image
 
 #: Characters of a message kept in the report's excerpts.
 EXCERPT_CHARS = 80
@@ -108,11 +108,7 @@ def attached_image(message: Message, policy: Any) -> AttachedImage | None:
         tokens = image_tokens(profile.provider, info.width, info.height)
         encoded = base64.b64encode(data).decode()
         return AttachedImage(info.media_type, encoded, tokens, "", prompt_budget)
-    note = (
-        f"[The user attached an image ({info.media_type}, {info.width}x{info.height} px); "
-        "this model cannot see images.]"
-    )
-    return AttachedImage(info.media_type, "", 0, note, prompt_budget)
+    return AttachedImage(info.media_type, "", 0, describe_image(info), prompt_budget)
 
 
 def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = None) -> ChatRequest:

@@ -142,4 +142,12 @@ def message_event(message: Any, author_label: str = "") -> dict[str, Any]:
         "client_id": message.client_id,
         "status": message.status,
         "created_at": message.created_at.isoformat() if message.created_at else None,
+        "image": image_summary(message),
     }
+
+
+def image_summary(message: Any) -> dict[str, Any] | None:
+    """The attached image of a message as events show it (its bytes are fetched by URL)."""
+    if not getattr(message, "attachment", None):
+        return None
+    return {"media_type": message.attachment_type, "size": message.attachment_bytes}

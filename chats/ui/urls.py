@@ -25,9 +25,9 @@ urlpatterns = [
         name="conversation_summaries",
     ),
     path(
-        "chats/<int:conversation_id>/attachments/",
-        views.attachment_upload,
-        name="attachment_upload",
+        "chats/<int:conversation_id>/messages/<int:message_id>/image/",
+        views.message_image,
+        name="message_image",
     ),
     path("memories/", views.memory_list, name="memory_list"),
     path("memories/add/", views.memory_add, name="memory_add"),

@@ -1,11 +1,12 @@
 /* The message list of the chat view: building and updating message items (author, state,
- * anchor, body rendered as Markdown, notices). Knows nothing of the socket; chat.js drives it.
+ * anchor, attached image, body rendered as Markdown, notices). Knows nothing of the socket; chat.js drives it.
  * Everything is built with textContent or ChatMarkdown.renderInto. */
 (function () {
   "use strict";
 
-  // The list of one page: `list` is the <ol> of messages, `md` the Markdown renderer.
-  window.ChatMessages = function (list, md) {
+  // The list of one page: `list` is the <ol> of messages, `md` the Markdown renderer,
+  // `imageUrl` the URL of a stored message's image with {id} for the message id.
+  window.ChatMessages = function (list, md, imageUrl) {
     var emptyNote = document.getElementById("no-messages");
 
     function scrollToEnd() {
@@ -59,6 +60,41 @@
       }
     }
 
+    // The image of a message, as a thumbnail above its text; `href` opens it full size (none
+    // for an image not stored yet: browsers do not open data: URLs in a new tab). A null
+    // `src` keeps the thumbnail shown.
+    function setImage(item, src, label, href) {
+      var link = item.querySelector(".msg-image");
+      if (!link) {
+        link = document.createElement("a");
+        link.className = "msg-image";
+        link.target = "_blank";
+        link.rel = "noopener";
+        link.appendChild(document.createElement("img"));
+        item.insertBefore(link, item.querySelector(".msg-body"));
+      }
+      var img = link.querySelector("img");
+      if (src) { img.src = src; img.alt = label; }
+      if (href) link.href = href; else link.removeAttribute("href");
+    }
+
+    function imageLabel(mediaType, size) {
+      var kb = Math.max(1, Math.round((size || 0) / 1024));
+      return "Attached image (" + mediaType + ", " + kb + " KB)";
+    }
+
+    // The composer's image on a message being sent (`attached` from ChatComposer.image()).
+    function previewImage(item, attached) {
+      setImage(item, attached.previewUrl, imageLabel(attached.media_type, attached.size));
+    }
+
+    // A stored message's image (`image` is {media_type, size} from its event; without it,
+    // the preview already shown gets its stored URL).
+    function storedImage(item, messageId, image) {
+      var url = imageUrl.replace("{id}", messageId);
+      setImage(item, image ? url : null, image ? imageLabel(image.media_type, image.size) : "", url);
+    }
+
     function showNotice(item, text, kind) {
       var notice = item.querySelector(".msg-notice");
       if (!notice) {
@@ -78,6 +114,8 @@
       setState: setState,
       setBody: setBody,
       setAnchor: setAnchor,
+      previewImage: previewImage,
+      storedImage: storedImage,
       showNotice: showNotice,
     };
   };

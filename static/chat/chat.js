@@ -1,6 +1,6 @@
 /* The chat view: speaks the conversation WebSocket protocol (chats/consumers.py).
  *
- * Out: {"type":"message","client_id","content"}, {"type":"stop"},
+ * Out: {"type":"message","client_id","content","image"?}, {"type":"stop"},
  *      {"type":"resume","message_id","last_seq"}.
  * In:  ack, message, reply, delta (seq), done (usage), error (code, message), resync,
  *      reply_state, command (the answer to a command, naming the client_id that asked).
@@ -9,8 +9,8 @@
  * socket or from the Retry button never stores it twice. A reply being streamed keeps the
  * last delta seq it showed; after a reconnect the page asks to resume from there.
  *
- * The message list is chat-messages.js, the image attachment chat-composer.js: both are
- * loaded before this script.
+ * The message list is chat-messages.js, the composer's image chat-composer.js: both are
+ * loaded before this script. An image travels in the message frame ({media_type, data}).
  */
 (function () {
   "use strict";
@@ -25,8 +25,10 @@
   var input = document.getElementById("composer-input");
   var stopButton = document.getElementById("stop");
   var banner = document.getElementById("connection");
-  var view = window.ChatMessages(list, md);
+  var view = window.ChatMessages(list, md, config.imageUrl);
   var composer = window.ChatComposer(config, form);
+  var messageFrame = composer.messageFrame;
+  var newClientId = composer.newClientId;
   var scrollToEnd = view.scrollToEnd;
   var messageItem = view.messageItem;
   var setState = view.setState;
@@ -37,8 +39,8 @@
   var socket = null;
   var reconnectDelay = 500;
   var reconnectTimer = null;
-  var unacked = {};      // client_id -> {content, element}
-  var sentByMessage = {}; // user message id -> {client_id, content}
+  var unacked = {};      // client_id -> {content, image, element}
+  var sentByMessage = {}; // user message id -> {client_id, content} (stored: no image needed)
   var replies = {};      // reply message id -> {element, text, lastSeq, status, answers}
   var streaming = null;  // the reply id being streamed, if any
   var UNKNOWN_SEQ = 2147483647;
@@ -72,8 +74,10 @@
     });
   }
 
-  function addRetry(item, userMessageId, clientId, content) {
-    var sent = clientId ? { client_id: clientId, content: content } : sentByMessage[userMessageId];
+  function addRetry(item, userMessageId, clientId, content, image) {
+    var sent = clientId
+      ? { client_id: clientId, content: content, image: image }
+      : sentByMessage[userMessageId];
     if (!sent || !sent.client_id) return;
     var notice = item.querySelector(".msg-notice") || showNotice(item, "", "error");
     if (notice.querySelector("button")) return;
@@ -87,7 +91,7 @@
       if (reply && item.classList.contains("msg-assistant")) reply.retrying = true;
       notice.remove();
       setState(item, "retrying…");
-      sendFrame({ type: "message", client_id: sent.client_id, content: sent.content });
+      sendFrame(messageFrame(sent.client_id, sent.content, sent.image));
     });
     notice.appendChild(document.createTextNode(" "));
     notice.appendChild(retry);
@@ -121,7 +125,8 @@
       sendFrame({ type: "resume", message_id: Number(streaming), last_seq: reply.lastSeq });
     }
     Object.keys(unacked).forEach(function (clientId) {
-      sendFrame({ type: "message", client_id: clientId, content: unacked[clientId].content });
+      var pending = unacked[clientId];
+      sendFrame(messageFrame(clientId, pending.content, pending.image));
     });
   }
 
@@ -191,6 +196,7 @@
     item.dataset.messageId = data.message_id;
     item.dataset.clientId = data.client_id;
     setAnchor(item, data.seq);
+    if (pending.image) view.storedImage(item, data.message_id);
     sentByMessage[data.message_id] = { client_id: data.client_id, content: pending.content };
   }
 
@@ -201,6 +207,7 @@
     var item = messageItem(data.role === "assistant" ? "assistant" : "user", data.author || "", data.status);
     item.dataset.messageId = data.message_id;
     setAnchor(item, data.seq);
+    if (data.image) view.storedImage(item, data.message_id, data.image);
     setBody(item, data.content || "");
     scrollToEnd();
   }
@@ -288,7 +295,11 @@
       setState(pending.element, "not sent");
       pending.element.dataset.status = "failed";
       showNotice(pending.element, data.message, "error");
-      if (data.code === "rate_limited") addRetry(pending.element, null, data.client_id, pending.content);
+      if (data.code === "rate_limited") {
+        addRetry(pending.element, null, data.client_id, pending.content, pending.image);
+      } else if (!input.value) {
+        input.value = pending.content; // refused (e.g. the image): the text is not lost
+      }
       return;
     }
     composer.showError(data.message || "Something went wrong.");
@@ -324,32 +335,29 @@
 
   // --- sending -----------------------------------------------------------------------------
 
-  function newClientId() {
-    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
-    var bytes = new Uint8Array(16);
-    crypto.getRandomValues(bytes);
-    return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
-  }
-
   function send() {
     var content = input.value;
-    if (!content.trim()) return;
+    if (composer.busy()) {
+      composer.showError("The image is still loading; send again in a moment.");
+      return;
+    }
+    var attached = composer.image();
+    if (!content.trim() && !attached) return;
     if (content.length > config.maxChars) {
       composer.showError("The message has " + content.length + " characters; the limit is " + config.maxChars + ".");
       return;
     }
-    if (composer.hasAttachment()) {
-      composer.upload(content);
-      return;
-    }
     composer.showError("");
+    composer.clear();
+    var image = attached ? { media_type: attached.media_type, data: attached.data } : null;
     var clientId = newClientId();
     var item = messageItem("user", config.userLabel, "sending");
     item.dataset.clientId = clientId;
+    if (attached) view.previewImage(item, attached);
     setBody(item, content);
     setState(item, "sending…");
-    unacked[clientId] = { content: content, element: item };
-    sendFrame({ type: "message", client_id: clientId, content: content });
+    unacked[clientId] = { content: content, image: image, element: item };
+    sendFrame(messageFrame(clientId, content, image));
     input.value = "";
     scrollToEnd();
   }

@@ -15,6 +15,7 @@ from chats.api import urls as api_urls
 from memory.services import fact_save
 from tests.api.conftest import API, error_of
 from tests.api.helpers import add_message, add_summary, add_turn
+from tests.factories import png_image
 
 pytestmark = pytest.mark.django_db
 
@@ -27,13 +28,14 @@ class World:
     message: int
     fact: int
     profile: int
+    image: int  # a message with an image
 
 
 @pytest.fixture
 def world_b(tenant_b, member_b, conversation_b) -> World:
     """Tenant B's objects of every kind."""
     record = add_turn(conversation_b, member_b)
-    message = add_message(conversation_b, member_b, "B only")
+    message = add_message(conversation_b, member_b, "B only", image=png_image())
     add_summary(conversation_b, message, message)
     fact = fact_save(tenant_b, member_b, "B's fact")
     with tenant_scope(tenant_b):
@@ -46,14 +48,15 @@ def world_b(tenant_b, member_b, conversation_b) -> World:
             max_output_tokens=256,
         )
     assert record.user_message_id
-    return World(conversation_b.pk, record.user_message_id, fact.pk, profile.pk)
+    return World(conversation_b.pk, record.user_message_id, fact.pk, profile.pk, message.pk)
 
 
 def missing_world() -> World:
-    return World(MISSING, MISSING, MISSING, MISSING)
+    return World(MISSING, MISSING, MISSING, MISSING, MISSING)
 
 
-# (route name, method, path template, body); {c} conversation, {m} message, {f} fact, {p} profile
+# (route name, method, path template, body); {c} conversation, {m} message, {f} fact, {p} profile,
+# {i} a message with an image
 OBJECT_ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("conversation", "get", "conversations/{c}/", None),
     ("conversation", "patch", "conversations/{c}/", {"title": "taken"}),
@@ -62,6 +65,7 @@ OBJECT_ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("messages", "get", "conversations/{c}/messages/", None),
     ("messages", "post", "conversations/{c}/messages/", {"content": "hi"}),
     ("message", "get", "conversations/{c}/messages/{m}/", None),
+    ("message-image", "get", "conversations/{c}/messages/{i}/image/", None),
     ("turn-record", "get", "conversations/{c}/messages/{m}/context/", None),
     ("context-preview", "get", "conversations/{c}/context/", None),
     ("summaries", "get", "conversations/{c}/summaries/", None),
@@ -84,7 +88,9 @@ NOT_TENANT_DATA = ["schema", "docs", "not-found"]
 
 
 def call(client, method: str, template: str, body: Any, world: World):
-    path = template.format(c=world.conversation, m=world.message, f=world.fact, p=world.profile)
+    path = template.format(
+        c=world.conversation, m=world.message, f=world.fact, p=world.profile, i=world.image
+    )
     function = getattr(client, method)
     if body is None:
         return function(f"{API}/{path}")

@@ -69,7 +69,7 @@ def live_server_url(django_db_setup: None, django_db_blocker: Any) -> Iterator[s
         port=port,
         lifespan="off",
         log_level="warning",
-        ws_max_size=1024 * 1024,
+        ws_max_size=8 * 1024 * 1024,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="browser-test-server", daemon=True)

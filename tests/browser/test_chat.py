@@ -1,6 +1,6 @@
 """The chat in a real browser: log in, start a conversation, stream a reply, stop one,
-resume after a dropped socket, retry after a provider error, the context meter, images,
-and a phone-sized screen."""
+resume after a dropped socket, retry after a provider error, the context meter, and a
+phone-sized screen (images: ``test_images.py``)."""
 
 from __future__ import annotations
 
@@ -143,26 +143,6 @@ def test_a_provider_error_offers_retry_with_the_same_message(page, tenant_a, mem
         replies = Message.objects.filter(conversation=conversation, role=Role.ASSISTANT).count()
     assert (users, replies) == (1, 1)  # the retry re-sent the same client_id
     assert page.locator("li.msg-user").count() == 1
-
-
-def test_image_attachments_are_checked_and_refused_clearly(page, tenant_a, member_a):
-    conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="Images")
-    log_in(page, member_a.username)
-    page.goto(f"/chats/{conversation.pk}/")
-    page.wait_for_selector("body.chat-connected")
-    page.set_input_files(
-        "#attachment", files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"x"}]
-    )
-    assert "PNG, JPEG, GIF or WebP" in page.inner_text("#composer-error")
-    big = {"name": "big.png", "mimeType": "image/png", "buffer": b"\x89PNG" + b"0" * 6_000_000}
-    page.set_input_files("#attachment", files=[big])
-    assert "larger than 5 MB" in page.inner_text("#composer-error")
-    small = {"name": "cat.png", "mimeType": "image/png", "buffer": b"\x89PNG\r\n\x1a\n"}
-    page.set_input_files("#attachment", files=[small])
-    assert "cat.png" in page.inner_text("#attachment-chip")
-    send(page, "What is in this picture?")
-    page.wait_for_selector("#composer-error:has-text('not supported yet')")
-    assert page.locator("li.msg-user").count() == 0  # nothing was sent without the image
 
 
 def test_phone_sized_screen(browser, live_server_url, tenant_a, member_a):

@@ -59,7 +59,7 @@ def asgi_server(fake_anthropic):
             "--port",
             str(port),
             "--ws-max-size",
-            "1048576",
+            "8388608",
             "--log-level",
             "warning",
         ],

@@ -14,6 +14,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
 from chats.replies.intake import accept_user_message
 from chats.services import conversation_create
+from tests.factories import PNG_1x1
 from tests.fakes.behaviours import (
     ErrorAfter,
     Reply,
@@ -191,12 +192,6 @@ async def test_openai_compatible_server(settings, fake_openai, tenant_a, member_
     assert record.completion_tokens > 0
 
 
-PNG_1x1 = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQ"
-    "AAAABJRU5ErkJggg=="
-)
-
-
 async def test_image_goes_to_a_vision_model_as_an_image_block(
     anthropic_chat, fake_anthropic, tenant_a, member_a
 ):
@@ -220,6 +215,8 @@ async def test_image_goes_to_a_vision_model_as_an_image_block(
     last = fake_anthropic.message_requests[0]["messages"][-1]
     kinds = [block["type"] for block in last["content"]]
     assert kinds == ["image", "text"]
+    source = last["content"][0]["source"]
+    assert source == {"type": "base64", "media_type": "image/png", "data": PNG_1x1}
 
 
 async def test_image_is_described_to_a_model_without_vision(
@@ -236,6 +233,8 @@ async def test_image_is_described_to_a_model_without_vision(
     last = fake_anthropic.message_requests[0]["messages"][-1]
     text = last["content"] if isinstance(last["content"], str) else last["content"][-1]["text"]
     assert "cannot see images" in text and "1x1" in text
+    assert "image/png" in text and "bytes" in text
+    assert all(block.get("type") != "image" for block in last["content"] if isinstance(block, dict))
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from chats.services.messages import message_create
 from memory.services import fact_save
 from summaries.models import TokenBackfillState
 from tests.api.helpers import add_summary, add_turn
-from tests.factories import make_admin, make_member, make_tenant, offline_profile
+from tests.factories import make_admin, make_member, make_tenant, offline_profile, png_image
 
 #: Every string of tenant A's data carries it: no answer to tenant B may contain it.
 MARKER = "alphasecret"
@@ -90,7 +90,11 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
         validate=False,
     )
     second, _ = message_create(
-        conversation=conversation, role="user", content=f"{label} message", author=admin
+        conversation=conversation,
+        role="user",
+        content=f"{label} message",
+        author=admin,
+        image=png_image(),
     )
     summary = add_summary(conversation, user_message, second)
     fact = fact_save(tenant, admin, f"{label} likes tea", key=f"{label}-color")

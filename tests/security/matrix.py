@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import admin
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from tests.security.conftest import MARKER, World
@@ -58,16 +57,21 @@ def own_conv_their_msg(t: World, own: World) -> dict[str, Any]:
     return {"conversation_id": own["conversation"], "message_id": t["message"]}
 
 
+def conv_image(t: World, own: World) -> dict[str, Any]:
+    """A's message with an image, in A's conversation."""
+    return {"conversation_id": t["conversation"], "message_id": t["message2"]}
+
+
+def own_conv_their_image(t: World, own: World) -> dict[str, Any]:
+    return {"conversation_id": own["conversation"], "message_id": t["message2"]}
+
+
 def fact(t: World, own: World) -> dict[str, Any]:
     return {"fact_id": t["fact"]}
 
 
 def none(t: World, own: World) -> dict[str, Any]:
     return {}
-
-
-def image(t: World, own: World) -> dict[str, Any]:
-    return {"image": SimpleUploadedFile("a.png", b"\x89PNG\r\n\x1a\n", content_type="image/png")}
 
 
 def const(value: Any) -> Fill:
@@ -117,6 +121,7 @@ HTTP_CASES: dict[str, list[Case]] = {
         ),
     ],
     "api:message": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
+    "api:message-image": [Case(kwargs=conv_image), Case(kwargs=own_conv_their_image)],
     "api:turn-record": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
     "api:context-preview": [
         Case(kwargs=conv),
@@ -170,7 +175,7 @@ HTTP_CASES: dict[str, list[Case]] = {
         Case(kwargs=own_conv, query=lambda t, own: f"message={t['message']}"),
     ],
     "chats_ui:conversation_summaries": [Case(kwargs=conv)],
-    "chats_ui:attachment_upload": [Case(kwargs=conv, body={"post": image})],
+    "chats_ui:message_image": [Case(kwargs=conv_image), Case(kwargs=own_conv_their_image)],
     "chats_ui:memory_list": [Case()],
     "chats_ui:memory_add": [Case(body={"post": const({"text": "mine"})})],
     "chats_ui:memory_edit": [Case(kwargs=fact, body={"post": const({"text": "taken"})})],

@@ -1,9 +1,8 @@
-"""New conversations (group members, continuing an earlier one), members, attachments."""
+"""New conversations (group members, continuing an earlier one), members."""
 
 from __future__ import annotations
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from chatplatform.models.conversations import Conversation
@@ -90,15 +89,3 @@ def test_add_a_member_to_a_conversation(member_client, tenant_a, member_a):
     with tenant_scope(tenant_a):
         conversation.refresh_from_db()
     assert conversation.is_group
-
-
-def test_attachments_are_checked_then_refused_until_supported(member_client, tenant_a, member_a):
-    conversation = conversation_create(tenant=tenant_a, created_by=member_a)
-    url = reverse("chats_ui:attachment_upload", args=[conversation.pk])
-    png = SimpleUploadedFile("a.png", b"\x89PNG\r\n\x1a\n", content_type="image/png")
-    response = member_client.post(url, {"image": png})
-    assert response.status_code == 501
-    assert "not supported yet" in response.json()["error"]["message"]
-    text = SimpleUploadedFile("a.txt", b"hello", content_type="text/plain")
-    assert member_client.post(url, {"image": text}).status_code == 415
-    assert member_client.post(url, {}).status_code == 400

@@ -4,7 +4,6 @@ missing one (same status, same body)."""
 from __future__ import annotations
 
 import pytest
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from chats.services import conversation_create
@@ -35,13 +34,12 @@ def foreign_objects(tenant_a, tenant_b, member_b):
 
 
 def conversation_requests(conversation_id: int):
-    image = SimpleUploadedFile("a.png", b"\x89PNG\r\n\x1a\n", content_type="image/png")
     return [
         ("get", reverse("chats_ui:conversation_detail", args=[conversation_id]), {}),
         ("get", reverse("chats_ui:turn_meter", args=[conversation_id]), {}),
         ("get", reverse("chats_ui:conversation_summaries", args=[conversation_id]), {}),
         ("post", reverse("chats_ui:participant_add", args=[conversation_id]), {"user": 1}),
-        ("post", reverse("chats_ui:attachment_upload", args=[conversation_id]), {"image": image}),
+        ("get", reverse("chats_ui:message_image", args=[conversation_id, MISSING_ID]), {}),
     ]
 
 

@@ -4,12 +4,43 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chatplatform.models.conversations import Message
 from chats.api.serializers.fields import TextField
+from chats.images import ALLOWED_TYPES, MAX_IMAGE_BASE64_CHARS
 
 MAX_CLIENT_ID = 64
+
+
+class MessageImageSerializer(serializers.Serializer):
+    """The image attached to a message (its bytes are at ``url``)."""
+
+    media_type = serializers.CharField(help_text="The type found in the image's own header.")
+    size = serializers.IntegerField(help_text="The image's size in bytes.")
+    url = serializers.CharField(
+        help_text="Where the image is served (GET with the same API key; 404 for anyone "
+        "who cannot see the conversation)."
+    )
+
+
+class ImageInputSerializer(serializers.Serializer):
+    """An image sent with a message, as the WebSocket frame carries it."""
+
+    # Fields built in get_fields: a field named ``data`` would shadow ``Serializer.data``.
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        return {
+            "media_type": serializers.ChoiceField(
+                choices=list(ALLOWED_TYPES), help_text="Must match the image's own header."
+            ),
+            "data": TextField(
+                max_length=MAX_IMAGE_BASE64_CHARS,
+                help_text="The image as base64 (no data: prefix), at most 5 MB decoded.",
+            ),
+        }
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -23,6 +54,7 @@ class MessageSerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="For assistant replies: the user message answered.",
     )
+    image = serializers.SerializerMethodField(help_text="The attached image, or null.")
 
     class Meta:
         model = Message
@@ -32,6 +64,7 @@ class MessageSerializer(serializers.ModelSerializer):
             "role",
             "author",
             "content",
+            "image",
             "status",
             "client_id",
             "reply_to",
@@ -44,13 +77,33 @@ class MessageSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    @extend_schema_field(MessageImageSerializer(allow_null=True))
+    def get_image(self, message: Message) -> dict[str, Any] | None:
+        if not message.attachment:
+            return None
+        url = reverse("api:message-image", args=[message.conversation_id, message.pk])
+        return {
+            "media_type": message.attachment_type,
+            "size": message.attachment_bytes,
+            "url": url,
+        }
+
 
 class MessageCreateSerializer(serializers.Serializer):
     content = TextField(
         allow_blank=True,
         trim_whitespace=False,
         help_text="The message text (at most the policy's max_message_chars, and never more "
-        "than the server's CHAT_MAX_MESSAGE_CHARS: 413 beyond).",
+        "than the server's CHAT_MAX_MESSAGE_CHARS: 413 beyond). May be empty when an image "
+        "is attached.",
+    )
+    image = ImageInputSerializer(
+        required=False,
+        allow_null=True,
+        help_text="An image sent with the text: PNG, JPEG, GIF or WebP of at most 5 MB, checked "
+        "by its own header (400 `invalid_image` otherwise). A model that can see images gets "
+        "it as an image block; any other model is told an image was attached, its type and "
+        "size.",
     )
     client_id = TextField(
         required=False,

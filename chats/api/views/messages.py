@@ -9,7 +9,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from django.conf import settings
-from django.http import StreamingHttpResponse
+from django.http import FileResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -25,6 +25,7 @@ from chats.api.errors import ApiError
 from chats.api.pagination import MessageCursor
 from chats.api.renderers import EventStreamRenderer
 from chats.api.replies import is_final, wait_for_reply
+from chats.api.schema import error_response
 from chats.api.serializers.messages import (
     MAX_CLIENT_ID,
     MessageCreateSerializer,
@@ -35,6 +36,7 @@ from chats.api.serializers.messages import (
 from chats.api.streaming import reply_events
 from chats.api.views.base import TenantAPIView, valid_id
 from chats.replies.intake import SendRateLimited, Sent, user_message_send
+from chats.selectors import message_with_image
 from chats.services.messages import MessageRejected
 
 TAG = ["messages"]
@@ -76,7 +78,10 @@ def rejected(exc: MessageRejected) -> ApiError:
             exc.message,
             {"content": [exc.message]},
         )
-    field = "reply_to" if "repl" in exc.message.lower() else "content"
+    if exc.code == "invalid_image":
+        field = "image"
+    else:
+        field = "reply_to" if "repl" in exc.message.lower() else "content"
     return ApiError(status.HTTP_400_BAD_REQUEST, exc.code, exc.message, {field: [exc.message]})
 
 
@@ -153,6 +158,7 @@ class MessageListView(TenantAPIView):
             content=data["content"],
             client_id=client_id,
             reply_to_id=data.get("reply_to"),
+            image=data.get("image"),
             counted=earlier is None,
         )
         try:
@@ -250,3 +256,38 @@ class MessageDetailView(TenantAPIView):
         if message is None:
             raise NotFound("No such message.")
         return Response(MessageSerializer(message).data)
+
+
+class MessageImageView(TenantAPIView):
+    # The image is sent as it was stored (its checked type), whatever the Accept header asks;
+    # errors are JSON like everywhere in the API.
+
+    def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        tags=TAG,
+        operation_id="messages_image",
+        summary="The image attached to a message",
+        responses={
+            (200, "image/*"): OpenApiResponse(
+                OpenApiTypes.BINARY,
+                description="The image, of the type in the message's `image.media_type`.",
+            ),
+            404: error_response(
+                404, "No such message, no image on it, or another tenant's: all alike."
+            ),
+        },
+    )
+    def get(self, request: Request, conversation_id: int, message_id: int) -> FileResponse:
+        conversation = self.conversation(conversation_id)
+        message = message_with_image(conversation, message_id)
+        if message is None:
+            raise NotFound("No such image.")
+        media_type = message.attachment_type
+        extension = media_type.split("/")[-1].replace("jpeg", "jpg")
+        response = FileResponse(message.attachment.open("rb"), content_type=media_type)
+        response["Content-Disposition"] = f'inline; filename="image-{message.pk}.{extension}"'
+        response["Cache-Control"] = "private, max-age=3600"
+        response["X-Content-Type-Options"] = "nosniff"
+        return response

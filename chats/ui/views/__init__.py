@@ -1,6 +1,6 @@
 """Views of the web UI: thin adapters over the services and selectors."""
 
-from .attachments import attachment_upload
+from .attachments import message_image
 from .conversations import (
     conversation_detail,
     conversation_list,
@@ -13,7 +13,6 @@ from .summaries import conversation_summaries
 from .tenants import tenant_switch
 
 __all__ = [
-    "attachment_upload",
     "conversation_detail",
     "conversation_list",
     "conversation_new",
@@ -23,6 +22,7 @@ __all__ = [
     "memory_edit",
     "memory_history",
     "memory_list",
+    "message_image",
     "participant_add_view",
     "tenant_switch",
     "turn_meter",

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 
 from chatplatform.models import Tenant
@@ -16,7 +17,7 @@ from chatplatform.models.conversations import Conversation
 from chatplatform.selectors import memberships_of
 from chats.selectors import conversation_for_member
 
-View = Callable[..., HttpResponse]
+View = Callable[..., HttpResponseBase]
 
 #: The largest id a query parameter may name: ids are 64-bit integers in both databases, and a
 #: larger number reaching a query is a database error instead of "not found".
@@ -35,7 +36,7 @@ def tenant_member_required(view: View) -> View:
     """Log-in required; a user with no tenant gets the "no tenant" page (403)."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if current_tenant(request) is None:
             return page(request, "home.html", {}, status=403)
         return view(request, *args, **kwargs)

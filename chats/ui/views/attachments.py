@@ -1,33 +1,34 @@
-"""Image attachments: checked here as in the browser, then refused until the reply pipeline
-can carry images (the WebSocket protocol has no attachment field yet)."""
+"""The image attached to a message, for the people in its conversation. Images arrive with
+the message itself (the WebSocket message frame, or the REST API), checked by their own
+header; this view only serves what was stored."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_POST
+from django.db.models.fields.files import FieldFile
+from django.http import FileResponse, Http404, HttpRequest
 
+from chats.selectors import message_with_image
 from chats.ui.views._common import conversation_or_404, tenant_member_required
-from chats.ui.views.conversations import ATTACHMENT_TYPES, MAX_ATTACHMENT_BYTES
 
 
-@require_POST
 @tenant_member_required
-def attachment_upload(request: HttpRequest, conversation_id: int) -> JsonResponse:
-    conversation_or_404(request, conversation_id)
-    upload = request.FILES.get("image")
-    if upload is None:
-        return _error(400, "missing", "Choose an image to attach.")
-    if upload.content_type not in ATTACHMENT_TYPES:
-        return _error(415, "unsupported_type", "Attach a PNG, JPEG, GIF or WebP image.")
-    if (upload.size or 0) > MAX_ATTACHMENT_BYTES:
-        limit = MAX_ATTACHMENT_BYTES // (1024 * 1024)
-        return _error(413, "too_large", f"The image is larger than {limit} MB.")
-    return _error(
-        501,
-        "not_supported",
-        "Image attachments are not supported yet; send the message without the image.",
-    )
+def message_image(request: HttpRequest, conversation_id: int, message_id: int) -> FileResponse:
+    """The image of a message; the same 404 for a missing message, one without an image and
+    another tenant's or another conversation's."""
+    conversation = conversation_or_404(request, conversation_id)
+    message = message_with_image(conversation, message_id)
+    if message is None:
+        raise Http404("No such image.")
+    return image_response(message.attachment, message.attachment_type, message.pk)
 
 
-def _error(status: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status)
+def image_response(attachment: FieldFile, media_type: str, message_id: int) -> FileResponse:
+    """The stored file as an inline image of its checked type, cached only by the browser
+    (it is private to the conversation's members)."""
+    handle = attachment.open("rb")
+    extension = media_type.split("/")[-1].replace("jpeg", "jpg")
+    response = FileResponse(handle, content_type=media_type)
+    response["Content-Disposition"] = f'inline; filename="image-{message_id}.{extension}"'
+    response["Cache-Control"] = "private, max-age=3600"
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from chatplatform.policies import policy_for
+from chats.images import ALLOWED_TYPES, MAX_IMAGE_BYTES
 from chats.services import max_message_chars, participant_add
 from chats.services.conversations import ConversationRejected, conversation_create
 from chats.ui.forms import ConversationCreateForm, ParticipantAddForm, member_label
@@ -23,11 +24,6 @@ from chats.ui.views._common import (
     tenant_of,
 )
 from summaries.scheduling import schedule_continuation_summary
-
-#: Largest image the composer accepts (checked in the browser; the server refuses all
-#: attachments until they are supported).
-MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024
-ATTACHMENT_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 @tenant_member_required
@@ -86,12 +82,12 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpRespo
         "conversationId": conversation.pk,
         "wsPath": f"/ws/conversations/{conversation.pk}/",
         "meterUrl": reverse("chats_ui:turn_meter", args=[conversation.pk]),
-        "attachmentUrl": reverse("chats_ui:attachment_upload", args=[conversation.pk]),
+        "imageUrl": _image_url_template(conversation.pk),
         "botName": policy.bot_name,
         "userLabel": _user_label(request.user),
         "maxChars": max_message_chars(policy),
-        "maxAttachmentBytes": MAX_ATTACHMENT_BYTES,
-        "attachmentTypes": list(ATTACHMENT_TYPES),
+        "maxAttachmentBytes": MAX_IMAGE_BYTES,
+        "attachmentTypes": list(ALLOWED_TYPES),
         "isLatestWindow": window.later_after_seq is None,
     }
     return page(
@@ -105,6 +101,14 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpRespo
             "chat_config": chat_config,
         },
     )
+
+
+def _image_url_template(conversation_id: int) -> str:
+    """The URL of a message's image with ``{id}`` for the message id: the page shows the
+    images of messages that arrive on the socket (whose events carry no URL: API clients
+    use the same socket)."""
+    url = reverse("chats_ui:message_image", args=[conversation_id, 1])
+    return url.replace("/messages/1/", "/messages/{id}/")
 
 
 def _user_label(user: Any) -> str:
