@@ -39,7 +39,7 @@ def test_copy_a_preset_in_one_click_and_preview_a_turn_with_facts(
     page.wait_for_selector(".messagelist .success")
     assert "Hybrid (copy)" in page.inner_text(".messagelist")
     assert page.input_value("input[name=name]") == "Hybrid (copy)"
-    screenshot(page, "15-policy-copied")
+    screenshot(page, "22-policy-copied")
     with all_tenants():
         copy = ContextPolicy.objects.get(tenant=tenant_a, name="Hybrid (copy)")
         hybrid = ContextPolicy.objects.get(tenant__isnull=True, name="Hybrid")
@@ -59,4 +59,4 @@ def test_copy_a_preset_in_one_click_and_preview_a_turn_with_facts(
     )
     cells = facts_row.locator("td.num").all_inner_texts()
     assert int(cells[0]) > 0 and cells[2] == "2", cells  # tokens, budget, items
-    screenshot(page, "16-policy-preview-with-facts")
+    screenshot(page, "23-policy-preview-with-facts")
