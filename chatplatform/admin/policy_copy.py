@@ -76,23 +76,23 @@ class PolicyCopyMixin:
             tenant = next((t for t in targets if str(t.pk) == tenant_id), None)
         else:
             tenant = targets[0] if len(targets) == 1 else None
-        problem = ""
         if tenant is None:
             problem = (
-                "You do not administer that tenant."
-                if tenant_id or not targets
-                else "Choose the tenant to copy the policy into."
+                "Choose the tenant to copy the policy into."
+                if targets and not tenant_id
+                else "You do not administer that tenant."
             )
-        else:
-            try:
-                copy = policy_copy(policy=policy, tenant=tenant)
-            except PolicyNotAllowed:
-                problem = "A tenant's own policy can be copied only within that tenant."
-            except ValidationError as exc:
-                problem = "The copy is not valid: " + " ".join(exc.messages)
-        if problem:
-            self.message_user(request, problem, messages.ERROR)
-            return HttpResponseRedirect(_change_url(policy))
+            return self._refused(request, policy, problem)
+        try:
+            copy = policy_copy(policy=policy, tenant=tenant)
+        except PolicyNotAllowed:
+            return self._refused(
+                request, policy, "A tenant's own policy can be copied only within that tenant."
+            )
+        except ValidationError as exc:
+            return self._refused(
+                request, policy, "The copy is not valid: " + " ".join(exc.messages)
+            )
         self.message_user(
             request,
             f"“{policy.name}” was copied to {tenant.name} as “{copy.name}”. Adjust it, save, "
@@ -100,6 +100,10 @@ class PolicyCopyMixin:
             messages.SUCCESS,
         )
         return HttpResponseRedirect(_change_url(copy))
+
+    def _refused(self, request: HttpRequest, policy: ContextPolicy, problem: str) -> HttpResponse:
+        self.message_user(request, problem, messages.ERROR)
+        return HttpResponseRedirect(_change_url(policy))
 
     def copy_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The copy button of the policy's page and of the list (POST)."""
