@@ -68,7 +68,8 @@ def policy_settings(policy: ContextPolicy) -> dict[str, Any]:
 
 def _copy_name(name: str, tenant: Tenant) -> str:
     """``"<name> (copy)"``, numbered when the tenant already has a policy of that name."""
-    base = name[: ContextPolicy._meta.get_field("name").max_length - _COPY_SUFFIX_ROOM]
+    max_length = getattr(ContextPolicy._meta.get_field("name"), "max_length", None) or 100
+    base = name[: max_length - _COPY_SUFFIX_ROOM]
     taken = set(
         ContextPolicy.objects.filter(tenant=tenant, name__startswith=base).values_list(
             "name", flat=True
@@ -88,8 +89,9 @@ def policy_copy(*, policy: ContextPolicy, tenant: Tenant) -> ContextPolicy:
     if policy.tenant_id is not None and policy.tenant_id != tenant.pk:
         raise PolicyNotAllowed(f"{policy} belongs to another tenant.")
     values = {
-        ContextPolicy._meta.get_field(name).attname: value
-        for name, value in policy_settings(policy).items()
+        field.attname: getattr(policy, field.attname)
+        for field in ContextPolicy._meta.concrete_fields
+        if field.name not in _NOT_COPIED
     }
     with tenant_scope(tenant):
         copy = ContextPolicy(tenant=tenant, name=_copy_name(policy.name, tenant), **values)

@@ -69,17 +69,19 @@ def offline_profile() -> ModelProfile:
 
 #: A valid policy on the offline model with room in every section: the policy's field defaults
 #: (the default preset's values); the admin form below and the policy builders start from them.
+_DEFAULTED = (
+    "strategy",
+    "max_context_tokens",
+    "reserved_response_tokens",
+    "system_budget",
+    "facts_budget",
+    "summaries_budget",
+    "retrieval_budget",
+)
 POLICY_DEFAULTS: dict[str, Any] = {
-    name: ContextPolicy._meta.get_field(name).get_default()
-    for name in (
-        "strategy",
-        "max_context_tokens",
-        "reserved_response_tokens",
-        "system_budget",
-        "facts_budget",
-        "summaries_budget",
-        "retrieval_budget",
-    )
+    field.name: field.get_default()
+    for field in ContextPolicy._meta.concrete_fields
+    if field.name in _DEFAULTED
 }
 
 _policy_counter = iter(range(1, 10**9))
