@@ -147,7 +147,7 @@ def test_the_add_form_takes_an_edited_default_preset(admin_client_a):
     assert response.context["adminform"].form["facts_budget"].value() == 1500
 
 
-def test_field_defaults_presets_and_builders_agree():
+def test_field_defaults_presets_and_builders_agree(presets):
     """One set of defaults: the stored default preset (data migrations) holds the policy's field
     defaults, and the test builders use them."""
     defaults = {
