@@ -50,13 +50,17 @@ class PolicyCopyMixin:
     # --- where a new policy starts -----------------------------------------------------------
 
     def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
-        """The default preset's values, then whatever the address asks for."""
+        """The default preset's values and the admin's tenant when they have only one, then
+        whatever the address asks for."""
         preset = default_preset()
         initial: dict[str, Any] = {}
         if preset is not None:
             initial = policy_settings(preset)
             for name in NOT_FROM_PRESET:
                 initial.pop(name, None)
+        targets = self.copy_targets(request)
+        if len(targets) == 1:
+            initial["tenant"] = targets[0].pk
         initial.update(super().get_changeform_initial_data(request))  # type: ignore[misc]
         return initial
 
