@@ -84,7 +84,7 @@ class PolicyPreviewForm(forms.Form):
         )
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         conversation, user = cleaned.get("conversation"), cleaned.get("user")
         if conversation is not None and user is not None:
             if (conversation.pk, user.pk) not in self.turn_authors:
