@@ -1,4 +1,4 @@
-"""Writes of the platform core: tenants, members, API keys."""
+"""Writes of the platform core: tenants, members, API keys, copies of context policies."""
 
 from __future__ import annotations
 
@@ -48,6 +48,56 @@ def tenant_set_active_policy(*, tenant: Tenant, policy: ContextPolicy | None) ->
         raise PolicyNotAllowed(f"{policy} belongs to another tenant.")
     tenant.active_policy = policy
     tenant.save(update_fields=["active_policy"])
+
+
+#: What a copy of a policy does not take over: its owner, its name and its times.
+_NOT_COPIED = frozenset({"id", "tenant", "name", "created_at", "updated_at"})
+#: Room kept at the end of a copied name for " (copy 99)".
+_COPY_SUFFIX_ROOM = 12
+
+
+def policy_settings(policy: ContextPolicy) -> dict[str, Any]:
+    """Every setting of ``policy`` by field name (the model profile as its id), without its
+    owner, name and times: what a copy, or the admin's form for a new policy, starts from."""
+    return {
+        field.name: field.value_from_object(policy)
+        for field in ContextPolicy._meta.concrete_fields
+        if field.name not in _NOT_COPIED
+    }
+
+
+def _copy_name(name: str, tenant: Tenant) -> str:
+    """``"<name> (copy)"``, numbered when the tenant already has a policy of that name."""
+    max_length = getattr(ContextPolicy._meta.get_field("name"), "max_length", None) or 100
+    base = name[: max_length - _COPY_SUFFIX_ROOM]
+    taken = set(
+        ContextPolicy.objects.filter(tenant=tenant, name__startswith=base).values_list(
+            "name", flat=True
+        )
+    )
+    candidate, number = f"{base} (copy)", 2
+    while candidate in taken:
+        candidate, number = f"{base} (copy {number})", number + 1
+    return candidate
+
+
+@transaction.atomic
+def policy_copy(*, policy: ContextPolicy, tenant: Tenant) -> ContextPolicy:
+    """A new policy of ``tenant`` with every setting of ``policy`` (a preset, or one of the
+    tenant's own), named "<name> (copy)": a tenant tunes a copy, since presets are shared.
+    The copy is validated like a policy saved in the admin (ValidationError)."""
+    if policy.tenant_id is not None and policy.tenant_id != tenant.pk:
+        raise PolicyNotAllowed(f"{policy} belongs to another tenant.")
+    values = {
+        field.attname: getattr(policy, field.attname)
+        for field in ContextPolicy._meta.concrete_fields
+        if field.name not in _NOT_COPIED
+    }
+    with tenant_scope(tenant):
+        copy = ContextPolicy(tenant=tenant, name=_copy_name(policy.name, tenant), **values)
+        copy.full_clean()
+        copy.save()
+    return copy
 
 
 def membership_add(*, tenant: Tenant, user: Any, role: str = Role.MEMBER) -> Membership:

@@ -68,16 +68,21 @@ def offline_profile() -> ModelProfile:
         return ModelProfile.objects.get(name=OFFLINE_PROFILE)
 
 
-#: A valid policy on the offline model with room in every section; the admin form below and
-#: the policy builders start from the same values.
+#: A valid policy on the offline model with room in every section: the policy's field defaults
+#: (the default preset's values); the admin form below and the policy builders start from them.
+_DEFAULTED = (
+    "strategy",
+    "max_context_tokens",
+    "reserved_response_tokens",
+    "system_budget",
+    "facts_budget",
+    "summaries_budget",
+    "retrieval_budget",
+)
 POLICY_DEFAULTS: dict[str, Any] = {
-    "strategy": "hybrid",
-    "max_context_tokens": 32000,
-    "reserved_response_tokens": 2048,
-    "system_budget": 2000,
-    "facts_budget": 1000,
-    "summaries_budget": 4000,
-    "retrieval_budget": 6000,
+    field.name: field.get_default()
+    for field in ContextPolicy._meta.concrete_fields
+    if field.name in _DEFAULTED
 }
 
 _policy_counter = iter(range(1, 10**9))

@@ -1,7 +1,7 @@
 """The ContextPolicy editor: grouped fields with help, errors that say what to change, a live
-bar of how the window is divided (``static/admin-extras/policy-bar.js`` reads the form), and
+bar of how the window is divided (``static/admin-extras/policy-bar.js`` reads the form),
 "preview on a conversation" (the breakdown this policy would produce now, next to the active
-policy's)."""
+policy's), and copies into the admin's tenant (``policy_copy.py``)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
+from chatplatform.admin.policy_copy import PolicyCopyMixin
 from chatplatform.admin.policy_preview import (
     PolicyPreviewForm,
     compare_policies,
@@ -152,7 +153,7 @@ class PolicyRulesAfterFieldsMixin:
 
 
 @admin.register(ContextPolicy)
-class ContextPolicyAdmin(TenantScopedAdmin):
+class ContextPolicyAdmin(PolicyCopyMixin, TenantScopedAdmin):
     list_display = (
         "name",
         "tenant",
@@ -161,6 +162,7 @@ class ContextPolicyAdmin(TenantScopedAdmin):
         "strategy",
         "max_context_tokens",
         "reserved_response_tokens",
+        "copy_button",
     )
     list_filter = ("strategy",)
     search_fields = ("name",)
@@ -267,7 +269,12 @@ class ContextPolicyAdmin(TenantScopedAdmin):
             self.admin_site.admin_view(self.activate_view),
             name="chatplatform_contextpolicy_activate",
         )
-        return [preview, activate, *super().get_urls()]
+        copy = path(
+            "<path:object_id>/copy/",
+            self.admin_site.admin_view(self.copy_view),
+            name="chatplatform_contextpolicy_copy",
+        )
+        return [preview, activate, copy, *super().get_urls()]
 
     def preview_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         """The policy's breakdown on one of the admin's conversations, beside the active one."""
@@ -279,8 +286,9 @@ class ContextPolicyAdmin(TenantScopedAdmin):
         form = PolicyPreviewForm(request.GET or None, conversations=conversations)
         comparison = None
         if form.is_valid():
+            data = form.cleaned_data
             comparison = compare_policies(
-                form.cleaned_data["conversation"], policy, form.cleaned_data["text"]
+                data["conversation"], policy, data["text"], data.get("user")
             )
         context = {
             **self.admin_site.each_context(request),

@@ -1,6 +1,8 @@
 """ "Preview on a conversation": the breakdown a policy would produce for the next turn of a
 conversation now, next to the conversation's active policy's. Conversations are limited to
-the tenants the admin administers (and to the policy's own tenant for a tenant policy)."""
+the tenants the admin administers (and to the policy's own tenant for a tenant policy); the
+turn is that of a member who takes part in the chosen conversation (by default the author of
+its last user message), with that member's facts, as a real turn would have them."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import logging
 from typing import Any
 
 from django import forms
+from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 
 from chatplatform.models import ContextPolicy, ModelProfile
@@ -15,7 +18,7 @@ from chatplatform.models.conversations import Conversation
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.cost_estimate import expected_turn_cost
-from chats.assembly.preview import preview_next_turn
+from chats.assembly.preview import preview_next_turn, turn_author, turn_authors
 from chats.ui.meter import meter_from_breakdown
 
 logger = logging.getLogger(__name__)
@@ -39,8 +42,22 @@ class ConversationField(forms.ModelChoiceField):
         return f"{obj} · {obj.tenant.name} · {obj.message_count} messages"
 
 
+class AuthorField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        name = obj.get_full_name()
+        return f"{obj.username} ({name})" if name else obj.username
+
+
 class PolicyPreviewForm(forms.Form):
     conversation = ConversationField(queryset=Conversation.objects.none())
+    user = AuthorField(
+        queryset=get_user_model().objects.none(),
+        required=False,
+        label="Whose turn",
+        empty_label="The author of the last user message",
+        help_text="A member who takes part in the conversation: the preview uses their facts "
+        "and their name, as their next turn would.",
+    )
     text = forms.CharField(
         required=False,
         max_length=4000,
@@ -56,17 +73,37 @@ class PolicyPreviewForm(forms.Form):
         # A list of allowed ids (the offered queryset is sliced, so it cannot be filtered).
         allowed = [c.pk for c in conversations]
         field.queryset = Conversation.objects.filter(pk__in=allowed).select_related("tenant")
+        # Everyone who may be chosen on some offered conversation; clean() checks the pair.
+        self.turn_authors = turn_authors(conversations) if allowed else set()
+        user_field = self.fields["user"]
+        assert isinstance(user_field, forms.ModelChoiceField)
+        user_field.queryset = (
+            get_user_model()
+            .objects.filter(pk__in={user_id for _, user_id in self.turn_authors})
+            .order_by("username")
+        )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        conversation, user = cleaned.get("conversation"), cleaned.get("user")
+        if conversation is not None and user is not None:
+            if (conversation.pk, user.pk) not in self.turn_authors:
+                self.add_error("user", f"{user.username} does not take part in this conversation.")
+        elif conversation is not None:
+            cleaned["user"] = turn_author(conversation)
+        return cleaned
 
 
 def compare_policies(
-    conversation: Conversation, policy: ContextPolicy, text: str = ""
+    conversation: Conversation, policy: ContextPolicy, text: str = "", author: Any = None
 ) -> dict[str, Any]:
-    """Meters of the next turn under ``policy`` and under the conversation's active policy.
-    An assembly that fails reports its error instead of a meter."""
+    """Meters of ``author``'s next turn under ``policy`` and under the conversation's active
+    policy. An assembly that fails reports its error instead of a meter."""
     with tenant_scope(conversation.tenant_id):
         return {
-            "this": _meter(conversation, text, policy),
-            "active": _meter(conversation, text, None),
+            "this": _meter(conversation, text, author, policy),
+            "active": _meter(conversation, text, author, None),
+            "author": author,
         }
 
 
@@ -79,9 +116,11 @@ def _with_cost(meter: dict[str, Any], conversation: Conversation, policy: Contex
         meter["cost_error"] = str(exc) or exc.__class__.__name__
 
 
-def _meter(conversation: Conversation, text: str, policy: ContextPolicy | None) -> dict[str, Any]:
+def _meter(
+    conversation: Conversation, text: str, author: Any, policy: ContextPolicy | None
+) -> dict[str, Any]:
     try:
-        data = preview_next_turn(conversation, text=text, policy=policy)
+        data = preview_next_turn(conversation, text=text, author=author, policy=policy)
     except Exception as exc:  # show the admin why, instead of a server error
         logger.warning("policy preview failed for conversation %s: %s", conversation.pk, exc)
         return {"error": str(exc) or exc.__class__.__name__}

@@ -4,6 +4,10 @@ A tenant keeps several policies and picks its active one (``Tenant.active_policy
 with no tenant are presets every tenant can use. Every setting of the context policy lives here.
 Budgets are in tokens unless ``budget_unit`` is percent (share of what is left after the new
 message and the response reserve).
+
+The field defaults are the default preset's values (Hybrid, created by the data migrations):
+a policy made without values, and the admin's form for a new one, start where a tenant with
+no policy of its own already is.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class ContextPolicy(models.Model):
 
     # The window and its reserves.
     max_context_tokens = models.PositiveIntegerField(
+        default=32000,
         validators=[MinValueValidator(256)],
         help_text="Tokens the whole request may use (prompt + reply); at most the model's window.",
     )
@@ -80,10 +85,10 @@ class ContextPolicy(models.Model):
     budget_unit = models.CharField(
         max_length=8, choices=BudgetUnit.choices, default=BudgetUnit.TOKENS
     )
-    system_budget = _positive(8000, help_text="System prompt budget.")
+    system_budget = _positive(2000, help_text="System prompt budget.")
     facts_budget = _positive(1000, help_text="User facts budget.")
-    summaries_budget = _positive(6000, help_text="Summaries budget (rolling, 7-day, 30-day).")
-    retrieval_budget = _positive(12000, help_text="Budget for older messages found by search.")
+    summaries_budget = _positive(4000, help_text="Summaries budget (rolling, 7-day, 30-day).")
+    retrieval_budget = _positive(6000, help_text="Budget for older messages found by search.")
 
     # History.
     min_recent_messages = _positive(

@@ -212,6 +212,17 @@ HTTP_CASES: dict[str, list[Case]] = {
             kwargs=lambda t, own: {"object_id": own["policy"]},
             query=lambda t, own: f"conversation={t['conversation']}",
         ),
+        Case(
+            kwargs=lambda t, own: {"object_id": own["policy"]},
+            query=lambda t, own: f"conversation={own['conversation']}&user={t['user']}",
+        ),
+    ],
+    "admin:chatplatform_contextpolicy_copy": [
+        Case(kwargs=lambda t, own: {"object_id": t["policy"]}),
+        Case(
+            kwargs=lambda t, own: {"object_id": own["policy"]},
+            body={"post": lambda t, own: {"copy_tenant": t["tenant"]}},
+        ),
     ],
     "admin:chatplatform_contextpolicy_activate": [
         Case(kwargs=lambda t, own: {"object_id": t["policy"]})

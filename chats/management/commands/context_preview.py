@@ -1,4 +1,6 @@
-"""Show what the next turn of a conversation would send, section by section."""
+"""Show what the next turn of a conversation would send, section by section: the turn of a
+member who takes part in it (``--user``; by default the author of its last user message), with
+that member's facts."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.assembly.preview import preview_next_turn
+from chats.assembly.preview import NotATurnAuthor, preview_next_turn, turn_author
 
 
 class Command(BaseCommand):
@@ -19,6 +21,12 @@ class Command(BaseCommand):
         parser.add_argument("conversation_id", type=int)
         parser.add_argument("--policy", type=int, help="Preview with this policy instead.")
         parser.add_argument("--message", default="", help="Text of the hypothetical next message.")
+        parser.add_argument(
+            "--user",
+            default="",
+            help="Username of the member whose turn it is (their facts go in); default: the "
+            "author of the conversation's last user message.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         with all_tenants():
@@ -35,12 +43,23 @@ class Command(BaseCommand):
                 )
             if policy is None:
                 raise CommandError(f"policy {options['policy']} is not available to this tenant")
-        data = preview_next_turn(conversation, text=options["message"], policy=policy)
+        try:
+            author = turn_author(conversation, options["user"])
+        except NotATurnAuthor as exc:
+            raise CommandError(str(exc)) from None
+        data = preview_next_turn(
+            conversation, text=options["message"], author=author, policy=policy
+        )
         write = self.stdout.write
         write(
             f"conversation {conversation.pk} · strategy {data['strategy']} · counter "
             f"{data['counter']} · margin ×{data['margin_ratio']}"
             f" · retrieval by meaning {data.get('dense_retrieval', 'off')}"
+        )
+        write(
+            f"turn of {author.username}, with their facts"
+            if author is not None
+            else "turn without a user (nobody has written yet): no facts"
         )
         write(
             f"prompt {data['prompt_tokens']:,} of {data['budget']:,} tokens "
