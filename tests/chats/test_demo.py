@@ -50,7 +50,8 @@ def test_log_ins_are_shown_once_and_new_ones_on_demand(capsys):
 def test_the_first_reply_shows_trimming_retrieval_a_summary_and_costs(capsys):
     setup_demo(capsys)
     tenant = demo_tenant()
-    assert tenant is not None and tenant.active_policy.name == POLICY_NAME
+    assert tenant is not None and tenant.active_policy is not None
+    assert tenant.active_policy.name == POLICY_NAME
     assert tenant.active_policy.model_profile.price_input_per_mtok > 0
     with tenant_scope(tenant.pk):
         conversation = Conversation.objects.get(title=CONVERSATION_TITLE)
