@@ -19,7 +19,13 @@ from chatplatform.models import ContextPolicy, ModelProfile, Role, Tenant
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.models.conversations import Role as MessageRole
 from chatplatform.policies import DEFAULT_PRESET
-from chatplatform.services import membership_add, random_password, tenant_create
+from chatplatform.services import (
+    membership_add,
+    policy_copy,
+    random_password,
+    tenant_create,
+    tenant_set_active_policy,
+)
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import conversation_create, message_create
 from summaries.services import summary_refresh
@@ -141,19 +147,19 @@ def _small_policy(tenant: Tenant) -> ContextPolicy:
     profile = ModelProfile(
         tenant=tenant,
         name="Offline (demo, priced like Claude Sonnet 4.5)",
-        **_copied(offline, skip={"id", "tenant", "name", "calibration_updated_at"}),
+        **{
+            field.attname: getattr(offline, field.attname)
+            for field in ModelProfile._meta.concrete_fields
+            if field.name not in {"id", "tenant", "name", "calibration_updated_at"}
+        },
     )
-    if priced is not None:
-        for field in ("price_input_per_mtok", "price_output_per_mtok"):
-            setattr(profile, field, getattr(priced, field))
-        for field in ("price_cache_read_per_mtok", "price_cache_write_per_mtok"):
-            setattr(profile, field, getattr(priced, field))
+    for price in ("input", "output", "cache_read", "cache_write"):
+        field = f"price_{price}_per_mtok"
+        setattr(profile, field, getattr(priced or offline, field))
     profile.save()
     preset = ContextPolicy._base_manager.get(tenant=None, name=DEFAULT_PRESET)
-    policy = ContextPolicy(
-        **_copied(preset, skip={"id", "tenant", "name", "model_profile", "description"})
-    )
-    policy.tenant, policy.name, policy.model_profile = tenant, POLICY_NAME, profile
+    policy = policy_copy(policy=preset, tenant=tenant)
+    policy.name, policy.model_profile = POLICY_NAME, profile
     policy.description = "A small budget, so that the demo conversation is trimmed and recalled."
     policy.max_context_tokens = 4_000
     policy.reserved_response_tokens = 1_000
@@ -164,17 +170,8 @@ def _small_policy(tenant: Tenant) -> ContextPolicy:
     with tenant_scope(tenant.pk):
         policy.full_clean()
         policy.save()
-    with all_tenants():
-        Tenant.objects.filter(pk=tenant.pk).update(active_policy=policy)
+    tenant_set_active_policy(tenant=tenant, policy=policy)
     return policy
-
-
-def _copied(instance: Any, *, skip: set[str]) -> dict[str, Any]:
-    return {
-        field.attname: getattr(instance, field.attname)
-        for field in instance._meta.concrete_fields
-        if field.name not in skip and field.attname not in skip
-    }
 
 
 def _long_conversation(tenant: Tenant, member: Any) -> Conversation:

@@ -1,4 +1,4 @@
-"""Rolling summaries (seeds 001, 002).
+"""Rolling summaries.
 
 The newest ``raw_history_limit`` messages stay raw. When the unsummarised messages before
 them reach ``summary_interval`` (or the unsummarised history passes ``summary_trigger_percent``
