@@ -35,6 +35,7 @@ from chats.api.serializers.messages import (
 )
 from chats.api.streaming import reply_events
 from chats.api.views.base import TenantAPIView, valid_id
+from chats.image_files import image_response
 from chats.replies.intake import SendRateLimited, Sent, user_message_send
 from chats.selectors import message_with_image
 from chats.services.messages import MessageRejected
@@ -284,10 +285,4 @@ class MessageImageView(TenantAPIView):
         message = message_with_image(conversation, message_id)
         if message is None:
             raise NotFound("No such image.")
-        media_type = message.attachment_type
-        extension = media_type.split("/")[-1].replace("jpeg", "jpg")
-        response = FileResponse(message.attachment.open("rb"), content_type=media_type)
-        response["Content-Disposition"] = f'inline; filename="image-{message.pk}.{extension}"'
-        response["Cache-Control"] = "private, max-age=3600"
-        response["X-Content-Type-Options"] = "nosniff"
-        return response
+        return image_response(message.attachment, message.attachment_type, message.pk)

@@ -4,9 +4,9 @@ header; this view only serves what was stored."""
 
 from __future__ import annotations
 
-from django.db.models.fields.files import FieldFile
 from django.http import FileResponse, Http404, HttpRequest
 
+from chats.image_files import image_response
 from chats.selectors import message_with_image
 from chats.ui.views._common import conversation_or_404, tenant_member_required
 
@@ -20,15 +20,3 @@ def message_image(request: HttpRequest, conversation_id: int, message_id: int) -
     if message is None:
         raise Http404("No such image.")
     return image_response(message.attachment, message.attachment_type, message.pk)
-
-
-def image_response(attachment: FieldFile, media_type: str, message_id: int) -> FileResponse:
-    """The stored file as an inline image of its checked type, cached only by the browser
-    (it is private to the conversation's members)."""
-    handle = attachment.open("rb")
-    extension = media_type.split("/")[-1].replace("jpeg", "jpg")
-    response = FileResponse(handle, content_type=media_type)
-    response["Content-Disposition"] = f'inline; filename="image-{message_id}.{extension}"'
-    response["Cache-Control"] = "private, max-age=3600"
-    response["X-Content-Type-Options"] = "nosniff"
-    return response
