@@ -89,3 +89,11 @@ def test_a_client_asking_for_too_many_links_is_told_to_wait(client, settings):
         assert ask_for_a_link(client, "someone@example.com").status_code == 200
     refused = client.post(reverse("password_reset"), {"email": "someone@example.com"})
     assert refused.status_code == 429 and b"Too many requests" in refused.content
+
+
+def test_a_malformed_address_is_told_so_and_sends_nothing(client):
+    answer = client.post(reverse("password_reset"), {"email": "not an address"})
+    assert answer.status_code == 200 and b"Enter a valid e-mail address." in answer.content
+    assert mail.outbox == []
+    long = client.post(reverse("password_reset"), {"email": "a" * 300 + "@example.com"})
+    assert long.status_code == 200 and mail.outbox == []
