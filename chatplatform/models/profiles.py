@@ -74,6 +74,15 @@ class ModelProfile(models.Model):
             "a shorter one is not cached, so no breakpoint is spent on it."
         ),
     )
+    capabilities = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text=(
+            "What the provider says the model supports, as its Models API reports it (image "
+            "input, thinking, context management strategies such as server-side compaction). "
+            "Filled in when profiles are updated from the provider; empty means unknown."
+        ),
+    )
     is_active = models.BooleanField(default=True)
     calibration_samples = models.PositiveIntegerField(default=0, editable=False)
     calibration_ratio_mean = models.FloatField(default=1.0, editable=False)
