@@ -34,6 +34,9 @@ class Draft:
         self.new_tokens = 0
         self.facts = Picked("facts", 0)
         self.summaries = Picked("summaries", 0)
+        #: Tokens of what the provider request adds beside the rendered text: the provider's
+        #: own compaction block (server compaction), sent as it came before the history.
+        self.outside_tokens = 0
         #: Retrieved messages that are part of the cached window (rendered in the system).
         self.recalled = Retrieval(0, 0)
         #: This turn's own retrieved messages (rendered in the tail).
@@ -91,7 +94,7 @@ def fit(d: Draft, excluded: list[Excluded]) -> tuple[Rendered, int, int]:
     trimmed = 0
     while True:
         out = render(d)
-        total = d.count(out.system, out.contents)
+        total = d.count(out.system, out.contents) + d.outside_tokens
         if d.plan.fits(total):
             return out, total, trimmed
         over = total - d.plan.limit
@@ -111,6 +114,7 @@ def fit(d: Draft, excluded: list[Excluded]) -> tuple[Rendered, int, int]:
                 excluded += [Excluded(i.kind, i.id, i.tokens, "recount") for i in picked.included]
                 picked.blocks, picked.stable_blocks, picked.included = [], [], []
                 picked.used = 0
+            d.outside_tokens = 0
         else:
             system_now = d.meter.text(d.system)
             new_now = d.meter.text(d.new_turn.text)

@@ -6,7 +6,9 @@ A tenant's policy picks one:
 * rolling summary: the summaries, then only the messages after the newest summary shown (at
   most ``raw_history_limit``);
 * hybrid: the summaries, then older messages retrieved for the new message beside the
-  recent history, within the retrieval budget.
+  recent history, within the retrieval budget;
+* server compaction: the provider summarises the conversation itself when the prompt passes
+  a trigger; the newest compaction it returned, then only the messages after it.
 
 Every strategy takes the system prompt, the new message, the guaranteed recent messages and
 the facts first (:mod:`.packing`); the window it fills is the sliding window's
@@ -20,9 +22,16 @@ from typing import ClassVar
 
 from .budget import section_cap
 from .draft import Draft
-from .sections import Retrieval, pick_retrieved, pick_summaries
+from .sections import Picked, Retrieval, pick_retrieved, pick_summaries
 from .truncate import MIN_CUT_TOKENS
-from .types import AssemblyInputs, Excluded, PackingPolicy, RetrievedItem, Truncation
+from .types import (
+    AssemblyInputs,
+    Excluded,
+    Included,
+    PackingPolicy,
+    RetrievedItem,
+    Truncation,
+)
 from .window import restart_size
 
 
@@ -164,7 +173,52 @@ def _pick(
     )
 
 
-_BY_NAME: dict[str, Strategy] = {s.name: s for s in (SlidingWindow(), RollingSummary(), Hybrid())}
+class ServerCompaction(Strategy):
+    """The provider's own compaction (Anthropic's ``compact_20260112``): the newest compaction
+    block it returned, then only the messages after the messages it covers. The block goes to
+    the provider as it came (a content block before the history, not system text), so it is
+    accounted in the summaries section and rendered by the provider request, not here; other
+    summaries and retrieved messages are left out."""
+
+    name = "server_compaction"
+
+    def history_span(self, policy: PackingPolicy, inputs: AssemblyInputs) -> tuple[int, int | None]:
+        covered = [s.last_seq for s in inputs.summaries if s.kind == "compaction"]
+        return policy.recent_message_cap, max(covered) if covered else None
+
+    def add_summaries(
+        self,
+        d: Draft,
+        policy: PackingPolicy,
+        cap: int,
+        excluded: list[Excluded],
+        truncs: list[Truncation],
+    ) -> None:
+        newest = max(
+            (s for s in d.inputs.summaries if s.kind == "compaction"),
+            key=lambda s: s.last_seq,
+            default=None,
+        )
+        excluded += [
+            Excluded("summary", s.id, s.tokens, "strategy")
+            for s in d.inputs.summaries
+            if s is not newest
+        ]
+        if newest is None:
+            return
+        # Never cut: the provider only accepts the block as it returned it.
+        tokens = d.meter.stored("summary", newest.id, newest.text, newest.tokens, newest.counted_by)
+        if tokens > cap:
+            excluded.append(Excluded("summary", newest.id, tokens, "over_budget"))
+            return
+        d.summaries = Picked("summaries", cap, used=tokens)
+        d.summaries.included.append(Included("summary", newest.id, tokens))
+        d.outside_tokens = tokens
+
+
+_BY_NAME: dict[str, Strategy] = {
+    s.name: s for s in (SlidingWindow(), RollingSummary(), Hybrid(), ServerCompaction())
+}
 
 
 def strategy_for(name: str) -> Strategy:

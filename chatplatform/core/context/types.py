@@ -15,15 +15,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-Strategy = Literal["sliding_window", "rolling_summary", "hybrid"]
+Strategy = Literal["sliding_window", "rolling_summary", "hybrid", "server_compaction"]
 BudgetUnit = Literal["tokens", "percent"]
-SummaryKind = Literal["rolling", "recent", "long", "carried"]
+SummaryKind = Literal["rolling", "recent", "long", "carried", "compaction"]
 Role = Literal["user", "assistant", "tool"]
 ItemId = int | str
 
-STRATEGIES: tuple[Strategy, ...] = ("sliding_window", "rolling_summary", "hybrid")
+STRATEGIES: tuple[Strategy, ...] = (
+    "sliding_window",
+    "rolling_summary",
+    "hybrid",
+    "server_compaction",
+)
 BUDGET_UNITS: tuple[BudgetUnit, ...] = ("tokens", "percent")
-SUMMARY_KINDS: tuple[SummaryKind, ...] = ("rolling", "recent", "long", "carried")
+SUMMARY_KINDS: tuple[SummaryKind, ...] = ("rolling", "recent", "long", "carried", "compaction")
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
 #: Summary kinds that change rarely: they sit in the cacheable (stable) prefix of ``system``.
 STABLE_SUMMARY_KINDS: frozenset[str] = frozenset({"carried", "long", "recent"})

@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import ChatRequest, ImagePart, Message, TextPart, ToolResultPart, ToolUsePart
+from .base import (
+    ChatRequest,
+    CompactionPart,
+    ContentPart,
+    ImagePart,
+    Message,
+    TextPart,
+    ToolUsePart,
+)
 from .prompt_cache import MAX_BREAKPOINTS
 
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
@@ -50,6 +58,11 @@ def build_params(request: ChatRequest) -> dict[str, Any]:
             tools[-1]["cache_control"] = mark
         params["tools"] = tools
         params["tool_choice"] = {"type": request.tool_choice}
+    management = request.context_management
+    if management:
+        # The provider's own context management (beta): the edits and the headers they need.
+        params["context_management"] = {"edits": management.edits()}
+        params["betas"] = management.betas()
     # No `temperature`: this SDK's Messages API has no sampling parameters any more.
     return params
 
@@ -69,7 +82,9 @@ def _message(
     return {"role": message.role, "content": parts}
 
 
-def _part(part: TextPart | ImagePart | ToolUsePart | ToolResultPart) -> dict[str, Any]:
+def _part(part: ContentPart) -> dict[str, Any]:
+    if isinstance(part, CompactionPart):
+        return part.as_block()
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
     if isinstance(part, ImagePart):

@@ -17,7 +17,18 @@ import anthropic
 
 from ._streaming import with_idle_timeout
 from .anthropic_payload import build_params
-from .base import ChatRequest, Done, Provider, StreamEvent, TextDelta, ToolCall, Usage
+from .base import (
+    ChatRequest,
+    Compaction,
+    CompactionPart,
+    ContextEdited,
+    Done,
+    Provider,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 from .errors import (
     ProviderError,
     ProviderTimedOut,
@@ -86,8 +97,13 @@ class AnthropicProvider(Provider):
         idle_timeout = request.idle_timeout or self.idle_timeout
         raw = None
         try:
-            raw = await self._client.messages.create(
-                **build_params(request),
+            params = build_params(request)
+            # The provider's own context management is a beta: its own endpoint in the SDK.
+            messages: Any = (
+                self._client.beta.messages if "betas" in params else self._client.messages
+            )
+            raw = await messages.create(
+                **params,
                 stream=True,
                 timeout=anthropic.Timeout(timeout, connect=min(CONNECT_TIMEOUT, timeout)),
             )
@@ -109,6 +125,10 @@ class AnthropicProvider(Provider):
         if not state.finished:
             # The connection closed without message_stop: never report that as a success.
             raise state.failure("stream ended before message_stop")
+        if state.compaction is not None:
+            yield Compaction(state.compaction, state.compaction_usage())
+        if state.applied_edits:
+            yield ContextEdited(tuple(state.applied_edits))
         usage = state.usage()
         yield usage
         yield Done(state.stop_reason or "end_turn", usage)
@@ -124,6 +144,12 @@ class _StreamState:
         self.counts: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.finished = False
+        #: A compaction block being received (its content and encrypted content arrive as
+        #: ``compaction_delta``), then the finished block.
+        self.compacting: dict[str, Any] | None = None
+        self.compaction: CompactionPart | None = None
+        self.compaction_counts: dict[str, int] = {}
+        self.applied_edits: list[dict[str, Any]] = []
 
     @property
     def text(self) -> str:
@@ -133,6 +159,21 @@ class _StreamState:
         kind = event.type
         if kind == "message_start":
             self._record_usage(event.message.usage)
+        elif kind == "content_block_start" and event.content_block.type == "compaction":
+            block = event.content_block
+            self.compacting = {
+                "content": block.content or "",
+                "encrypted_content": block.encrypted_content,
+                "signature": getattr(block, "signature", None),
+            }
+        elif kind == "content_block_delta" and self.compacting is not None:
+            self._compaction_delta(event.delta)
+        elif kind == "content_block_stop" and self.compacting is not None:
+            found = self.compacting
+            self.compaction = CompactionPart(
+                found["content"] or None, found["encrypted_content"], found["signature"]
+            )
+            self.compacting = None
         elif kind == "content_block_start" and event.content_block.type == "tool_use":
             block = event.content_block
             self.tool, self.tool_json = {"id": block.id, "name": block.name}, []
@@ -155,6 +196,9 @@ class _StreamState:
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self._record_usage(event.usage)
+            management = getattr(event, "context_management", None)
+            if management is not None:
+                self.applied_edits = [e.model_dump() for e in management.applied_edits]
         elif kind == "message_stop":
             self.finished = True
         return []
@@ -165,7 +209,28 @@ class _StreamState:
             return StreamInterrupted(message, cause="malformed_stream", partial_text=self.text)
         return ProviderUnavailable(message)
 
+    def _compaction_delta(self, delta: Any) -> None:
+        assert self.compacting is not None  # deltas follow their block's start
+        if delta.type == "signature_delta":
+            self.compacting["signature"] = delta.signature
+            return
+        if delta.type != "compaction_delta":
+            return
+        if delta.content:
+            self.compacting["content"] += delta.content
+        if delta.encrypted_content is not None:
+            self.compacting["encrypted_content"] = delta.encrypted_content
+
     def _record_usage(self, usage: Any) -> None:
+        for item in getattr(usage, "iterations", None) or ():
+            # The compaction's own sampling: billed apart, not in the top-level fields.
+            if item.type == "compaction":
+                self.compaction_counts = {
+                    "input_tokens": item.input_tokens,
+                    "output_tokens": item.output_tokens,
+                    "cache_read_input_tokens": item.cache_read_input_tokens,
+                    "cache_creation_input_tokens": item.cache_creation_input_tokens,
+                }
         # message_delta usage is cumulative; fields it leaves out keep message_start's value.
         for field in (
             "input_tokens",
@@ -178,12 +243,19 @@ class _StreamState:
                 self.counts[field] = value
 
     def usage(self) -> Usage:
-        return Usage(
-            input_tokens=self.counts.get("input_tokens", 0),
-            output_tokens=self.counts.get("output_tokens", 0),
-            cache_read_tokens=self.counts.get("cache_read_input_tokens", 0),
-            cache_write_tokens=self.counts.get("cache_creation_input_tokens", 0),
-        )
+        return _usage(self.counts)
+
+    def compaction_usage(self) -> Usage:
+        return _usage(self.compaction_counts)
+
+
+def _usage(counts: dict[str, int]) -> Usage:
+    return Usage(
+        input_tokens=counts.get("input_tokens", 0),
+        output_tokens=counts.get("output_tokens", 0),
+        cache_read_tokens=counts.get("cache_read_input_tokens", 0),
+        cache_write_tokens=counts.get("cache_creation_input_tokens", 0),
+    )
 
 
 def map_anthropic_error(exc: anthropic.APIError, partial_text: str = "") -> ProviderError:

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .context_management import CompactionPart, ContextManagement
 from .context_report import ContextReport, ContextSection
 from .errors import (
     AuthenticationFailed,
@@ -31,6 +32,10 @@ from .errors import (
 __all__ = [
     "AuthenticationFailed",
     "ChatRequest",
+    "Compaction",
+    "CompactionPart",
+    "ContextEdited",
+    "ContextManagement",
     "ContextReport",
     "ContextSection",
     "Done",
@@ -60,7 +65,8 @@ __all__ = [
 
 Role = Literal["user", "assistant"]
 # Normalised across providers: "end_turn" | "max_tokens" | "tool_use" | "stop_sequence" |
-# "refusal" | "max_tool_rounds" (tool loop gave up), or the provider's own word otherwise.
+# "refusal" | "model_context_window_exceeded" | "max_tool_rounds" (tool loop gave up), or the
+# provider's own word otherwise.
 StopReason = str
 
 
@@ -98,7 +104,7 @@ class ToolResultPart:
     is_error: bool = False
 
 
-ContentPart = TextPart | ImagePart | ToolUsePart | ToolResultPart
+ContentPart = TextPart | ImagePart | ToolUsePart | ToolResultPart | CompactionPart
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,9 @@ class ChatRequest:
     timeout: float | None = None
     idle_timeout: float | None = None
     context_report: ContextReport | None = None
+    #: The provider's own context management (server compaction, context editing), sent only
+    #: to providers that offer it (Anthropic).
+    context_management: ContextManagement = field(default_factory=ContextManagement)
 
     def system_blocks(self) -> list[str]:
         """``system`` as a list of non-empty blocks."""
@@ -217,12 +226,30 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Compaction:
+    """The provider compacted the conversation while answering: ``part`` is the block to send
+    back first on later turns; ``usage`` is what the compaction's own sampling was billed
+    (apart from the reply's usage)."""
+
+    part: CompactionPart
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(frozen=True)
+class ContextEdited:
+    """What the provider's context editing cleared, as it reported it (``applied_edits``:
+    type, cleared_input_tokens, cleared_tool_uses or cleared_thinking_turns)."""
+
+    applied_edits: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
 class Done:
     stop_reason: StopReason
     usage: Usage = field(default_factory=Usage)
 
 
-StreamEvent = TextDelta | ToolCall | Usage | Done
+StreamEvent = TextDelta | ToolCall | Usage | Compaction | ContextEdited | Done
 
 
 # --- provider -------------------------------------------------------------------------------

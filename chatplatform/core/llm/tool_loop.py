@@ -13,7 +13,10 @@ from dataclasses import replace
 
 from .base import (
     ChatRequest,
+    Compaction,
+    CompactionPart,
     ContentPart,
+    ContextEdited,
     Done,
     Message,
     Provider,
@@ -58,6 +61,7 @@ async def stream_with_tools(
         )
         text: list[str] = []
         calls: list[ToolCall] = []
+        compacted: CompactionPart | None = None
         done: Done | None = None
         async for event in provider.stream(round_request):
             if isinstance(event, TextDelta):
@@ -65,6 +69,11 @@ async def stream_with_tools(
                 yield event
             elif isinstance(event, ToolCall):
                 calls.append(event)
+                yield event
+            elif isinstance(event, Compaction | ContextEdited):
+                # The provider's own context management: the caller records it.
+                if isinstance(event, Compaction):
+                    compacted = event.part
                 yield event
             elif isinstance(event, Done):
                 done = event
@@ -78,15 +87,17 @@ async def stream_with_tools(
             return
         if last_round:
             break
-        messages.append(_assistant_turn("".join(text), calls))
+        # With a compaction block in it, the provider drops what precedes the block.
+        messages.append(_assistant_turn("".join(text), calls, compacted))
         messages.append(Message("user", [await _run(executor, call) for call in calls]))
     logger.warning("model still asked for tools after %d rounds", max_rounds)
     yield total
     yield Done("max_tool_rounds", total)
 
 
-def _assistant_turn(text: str, calls: list[ToolCall]) -> Message:
-    parts: list[ContentPart] = [TextPart(text)] if text else []
+def _assistant_turn(text: str, calls: list[ToolCall], compacted: CompactionPart | None) -> Message:
+    parts: list[ContentPart] = [compacted] if compacted is not None else []
+    parts += [TextPart(text)] if text else []
     parts.extend(ToolUsePart(call.id, call.name, call.input) for call in calls)
     return Message("assistant", parts)
 
