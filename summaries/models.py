@@ -1,4 +1,5 @@
-"""Summaries of parts of a conversation (rolling, 7-day recent, 30-day long, merged)."""
+"""Summaries of parts of a conversation (rolling, 7-day recent, 30-day long, merged, and the
+provider's own compactions)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ class SummaryKind(models.TextChoices):
     ROLLING = "rolling", "Rolling"
     RECENT = "recent", "Recent (7 days)"
     LONG = "long", "Long (30 days)"
+    COMPACTION = "compaction", "Compaction (by the provider)"
 
 
 class Summary(TenantOwnedModel):

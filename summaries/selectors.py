@@ -219,3 +219,32 @@ def current_summaries(conversation: Conversation, *, max_rolling: int) -> list[S
             )
         )
     return items
+
+
+def latest_compaction(conversation: Conversation) -> tuple[SummaryItem, dict[str, Any]] | None:
+    """The conversation's current compaction by the provider (server compaction): the summary
+    the prompt accounts for, and the block to send back verbatim. One indexed query."""
+    with tenant_scope(conversation.tenant_id):
+        found = (
+            Summary.objects.filter(
+                conversation_id=conversation.pk,
+                kind=SummaryKind.COMPACTION,
+                merged_into__isnull=True,
+                superseded_at__isnull=True,
+            )
+            .order_by("-last_seq")
+            .first()
+        )
+    if found is None:
+        return None
+    item = SummaryItem(
+        id=found.pk,
+        kind="compaction",
+        text=found.text,
+        first_seq=found.first_seq,
+        last_seq=found.last_seq,
+        tokens=found.token_count,
+        counted_by=found.token_counter,
+        created_at=found.created_at,
+    )
+    return item, dict(found.content.get("block") or {})

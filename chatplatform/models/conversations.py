@@ -229,6 +229,10 @@ class TurnRecord(TenantOwnedModel):
     full_history_cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     time_to_first_token_ms = models.PositiveIntegerField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    #: What the provider's own context management did this turn: ``compaction`` (the summary
+    #: it became, the seq range it covers, its own billed usage and cost) and
+    #: ``applied_edits`` (what context editing cleared, as the provider reported it).
+    provider_context = models.JSONField(default=dict, blank=True)
     assembly_ms = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

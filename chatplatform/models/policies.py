@@ -34,6 +34,17 @@ class Strategy(models.TextChoices):
     SLIDING_WINDOW = "sliding_window", "Sliding window (recent messages only)"
     ROLLING_SUMMARY = "rolling_summary", "Rolling summary (summaries + recent messages)"
     HYBRID = "hybrid", "Hybrid (summaries + retrieval + facts + recent messages)"
+    SERVER_COMPACTION = (
+        "server_compaction",
+        "Server compaction (the provider summarises the conversation itself + recent messages)",
+    )
+
+
+class ContextEditing(models.TextChoices):
+    OFF = "off", "Off"
+    TOOL_USES = "tool_uses", "Clear old tool uses"
+    THINKING = "thinking", "Clear old thinking"
+    TOOL_USES_AND_THINKING = "tool_uses_and_thinking", "Clear old tool uses and thinking"
 
 
 class BudgetUnit(models.TextChoices):
@@ -177,6 +188,18 @@ class ContextPolicy(models.Model):
     system_prompt_template = models.TextField(default=DEFAULT_SYSTEM_PROMPT)
     bot_name = models.CharField(max_length=100, default="Assistant")
     tools_enabled = models.BooleanField(default=True)
+    context_editing = models.CharField(
+        "provider context editing",
+        max_length=32,
+        choices=ContextEditing.choices,
+        default=ContextEditing.OFF,
+        help_text=(
+            "For tool-heavy conversations: let the provider clear old tool calls and results "
+            "(and old thinking) from the prompt once it passes 80% of the prompt budget, "
+            "keeping the newest three. Only for models whose capabilities report the edit; "
+            "what was cleared is recorded with each turn."
+        ),
+    )
 
     # Input limits.
     max_message_chars = _positive(64 * 1024, minimum=1, maximum=1024 * 1024)

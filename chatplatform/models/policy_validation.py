@@ -14,6 +14,12 @@ from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 
 from chatplatform.core.context.budget import policy_issues
+from chatplatform.core.llm.capabilities import COMPACTION, supports_context_strategy
+from chatplatform.core.llm.context_management import (
+    EDITING_CHOICES,
+    MIN_COMPACTION_TRIGGER,
+    min_budget_for_compaction,
+)
 from chatplatform.models.packing import packing_policy_for
 
 if TYPE_CHECKING:
@@ -65,6 +71,8 @@ def policy_errors(policy: ContextPolicy) -> dict[str, list[str]]:
             "retrieval by meaning only works with the hybrid strategy: choose Hybrid or "
             "turn it off",
         )
+    for field, message in _provider_context_errors(policy):
+        add(field, message)
     packing = replace(
         packing_policy_for(policy),
         min_recent_messages=policy.min_recent_messages,
@@ -73,3 +81,46 @@ def policy_errors(policy: ContextPolicy) -> dict[str, list[str]]:
     for issue in policy_issues(packing, exact=False):
         add(issue.field, issue.message)
     return errors
+
+
+def _provider_context_errors(policy: ContextPolicy) -> list[tuple[str, str]]:
+    """The provider's own context management: only where the model reports it supports it."""
+    profile = policy.model_profile
+    capabilities = profile.capabilities or {}
+    out: list[tuple[str, str]] = []
+    if policy.strategy == "server_compaction":
+        budget = min(policy.max_context_tokens, profile.context_window)
+        budget -= policy.reserved_response_tokens
+        if profile.provider != "anthropic" or not supports_context_strategy(
+            capabilities, COMPACTION
+        ):
+            out.append(
+                (
+                    "strategy",
+                    f"{profile} does not report server-side compaction ({COMPACTION}) among its "
+                    "capabilities: choose another strategy or a model that supports it",
+                )
+            )
+        elif budget < min_budget_for_compaction():
+            out.append(
+                (
+                    "max_context_tokens",
+                    f"server compaction triggers at 80% of the prompt budget and the provider "
+                    f"accepts no trigger below {MIN_COMPACTION_TRIGGER:,} tokens: the prompt "
+                    f"budget ({budget:,}) must be at least {min_budget_for_compaction():,}",
+                )
+            )
+    missing = [
+        edit
+        for edit in EDITING_CHOICES.get(policy.context_editing, ())
+        if profile.provider != "anthropic" or not supports_context_strategy(capabilities, edit)
+    ]
+    if missing:
+        out.append(
+            (
+                "context_editing",
+                f"{profile} does not report {', '.join(missing)} among its capabilities: "
+                "turn provider context editing off or choose a model that supports it",
+            )
+        )
+    return out

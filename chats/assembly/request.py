@@ -8,8 +8,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from chatplatform.core.llm.base import ChatRequest, ImagePart, TextPart
+from chatplatform.core.context.formatting import CONVERSATION_START
+from chatplatform.core.llm.base import (
+    ChatRequest,
+    CompactionPart,
+    ContentPart,
+    ImagePart,
+    TextPart,
+)
 from chatplatform.core.llm.base import Message as LlmMessage
+from chatplatform.core.llm.context_management import (
+    EDITING_CHOICES,
+    TRIGGER_PERCENT,
+    ContextManagement,
+    compaction_trigger,
+)
 from chatplatform.core.llm.context_report import (
     SECTION_OF_KIND,
     ContextReport,
@@ -136,6 +149,8 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
         )
         last_index = len(messages) - 1
         breakpoints = tuple((i, k + 1 if i == last_index else k) for i, k in breakpoints)
+    if turn.compaction_block is not None and _compaction_included(turn):
+        messages, breakpoints = with_compaction(messages, breakpoints, turn.compaction_block)
     return ChatRequest(
         model=turn.profile.model,
         system=[prompt.system] if prompt.system else [],
@@ -146,7 +161,53 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
         tools=FACT_TOOLS if tools else (),
         max_tokens=turn.policy.reserved_response_tokens,
         context_report=_context_report(turn),
+        context_management=context_management_for(turn),
     )
+
+
+def context_management_for(turn: TurnContext) -> ContextManagement:
+    """What the policy asks the provider to manage itself: compaction (server compaction) and
+    context editing, both triggered at 80% of the prompt budget (compaction never below the
+    provider's minimum)."""
+    policy = turn.policy
+    if turn.profile.provider != "anthropic":
+        return ContextManagement()
+    budget = turn.prompt.budget
+    compact = policy.strategy == "server_compaction"
+    return ContextManagement(
+        compact_trigger=compaction_trigger(budget) if compact else None,
+        clear=EDITING_CHOICES.get(policy.context_editing, ()),
+        clear_trigger=max(1, budget * TRIGGER_PERCENT // 100),
+    )
+
+
+def _compaction_included(turn: TurnContext) -> bool:
+    ids = {i.id for i in turn.prompt.included if i.kind == "summary"}
+    return any(s.kind == "compaction" and s.id in ids for s in turn.summaries)
+
+
+def with_compaction(
+    messages: list[LlmMessage], breakpoints: tuple[tuple[int, int], ...], block: dict[str, Any]
+) -> tuple[list[LlmMessage], tuple[tuple[int, int], ...]]:
+    """The provider's compaction block first in the history, as the API expects it (in an
+    assistant turn; the provider drops whatever precedes it), marked for caching: it stays the
+    same until the next compaction. The history after it starts with the reply that carried
+    it (after the synthetic first user turn) or, trimmed, with a user turn."""
+    part = CompactionPart(
+        block.get("content"), block.get("encrypted_content"), block.get("signature")
+    )
+    if len(messages) > 1 and messages[0].content == CONVERSATION_START:
+        first = messages[1]
+        rest: list[ContentPart] = (
+            [TextPart(first.content)] if isinstance(first.content, str) else list(first.content)
+        )
+        messages = [messages[0], LlmMessage(first.role, [part, *rest]), *messages[2:]]
+        shifted = tuple((i, k + 1 if i == 1 else k) for i, k in breakpoints)
+    else:
+        opening = [LlmMessage("user", CONVERSATION_START), LlmMessage("assistant", [part])]
+        messages = [*opening, *messages]
+        shifted = tuple((i + 2, k) for i, k in breakpoints)
+    return messages, ((1, 0), *shifted)
 
 
 def message_breakpoints(turn: TurnContext) -> tuple[tuple[int, int], ...]:

@@ -45,7 +45,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import selectors
 from chats.retrieval.dense import dense_status
 from chats.retrieval.retriever import recalled_items, retrieve_for_assembly
-from summaries.selectors import current_summaries
+from summaries.selectors import current_summaries, latest_compaction
 
 #: A retriever returns candidates relevant to the new message among messages older than
 #: ``before_seq`` (those the recent window will not show).
@@ -126,6 +126,9 @@ class TurnContext:
     #: was retrieved), ``"on"``, or ``"unavailable"`` (asked for; embeddings not installed or
     #: the model failed to load: full-text only).
     dense: str = "off"
+    #: Server compaction: the provider's newest compaction block, as it returned it (sent back
+    #: before the history when the prompt includes its summary).
+    compaction_block: dict[str, Any] | None = None
 
 
 def _system_variables(
@@ -206,11 +209,16 @@ def assemble_context(
         counter_overhead=counter.message_overhead,
     )
 
-    summaries = (
-        current_summaries(conversation, max_rolling=policy.max_summaries_in_context)
-        if policy.strategy != "sliding_window"
-        else []
-    )
+    compaction_block: dict[str, Any] | None = None
+    if policy.strategy == "server_compaction":
+        # The provider's newest compaction stands for everything it covers.
+        compaction = latest_compaction(conversation)
+        summaries = [compaction[0]] if compaction is not None else []
+        compaction_block = compaction[1] if compaction is not None else None
+    elif policy.strategy != "sliding_window":
+        summaries = current_summaries(conversation, max_rolling=policy.max_summaries_in_context)
+    else:
+        summaries = []
     window_start = cached_window_start(conversation, policy, now)
     if window_start is not None and summaries:
         # The cached window shows the summaries it started with, and only those.
@@ -226,6 +234,8 @@ def assemble_context(
         rolling = [s for s in summaries if s.kind == "rolling"]
         after_seq = max((s.last_seq for s in rolling), default=0)
         window = min(window, policy.raw_history_limit)
+    elif summaries and compaction_block is not None:
+        after_seq = summaries[0].last_seq
     recent, facts = selectors.recent_messages_and_facts(
         conversation,
         user_id=getattr(author, "pk", None),
@@ -301,6 +311,7 @@ def assemble_context(
         },
         summaries=list(summaries),
         dense=dense,
+        compaction_block=compaction_block,
     )
 
 

@@ -1,5 +1,6 @@
 """How a reply ends when it does not complete: stopped by the user, failed or cut short by
-the provider, or failed unexpectedly. Each stores the reply's outcome and returns the closing
+the provider (an error, or a limit it reached: the reply's length or the model's window), or
+failed unexpectedly. Each stores the reply's outcome and returns the closing
 event the conversation's sockets get (the runner sends it)."""
 
 from __future__ import annotations
@@ -55,6 +56,53 @@ async def stopped(
         "usage": summary,
     }
     return event
+
+
+#: Stop reasons that end a reply before the model finished it, with what the person reads.
+CUT_SHORT = {
+    "max_tokens": "The reply reached the length limit the policy reserves for it.",
+    "model_context_window_exceeded": "The reply filled the model's context window.",
+}
+
+
+async def cut_short(
+    prepared: turns.PreparedTurn,
+    content: str,
+    stop_reason: str,
+    *,
+    seq: int,
+    usage: Any,
+    managed: Any,
+    timing: tuple[int | None, int | None],
+) -> dict[str, Any]:
+    """A reply the provider ended at a limit (``CUT_SHORT``): incomplete, the text kept, the
+    turn priced and recorded like any other."""
+    message = CUT_SHORT[stop_reason] + (
+        " The text received so far is kept." if content else " Nothing was written."
+    )
+    summary = await db(turns.finish_turn)(
+        prepared,
+        content=content,
+        status=Status.INCOMPLETE if content else Status.FAILED,
+        usage=usage,
+        error_code=stop_reason[:40],
+        error_message=message,
+        ttft_ms=timing[0],
+        duration_ms=timing[1],
+        managed=managed,
+    )
+    return {
+        "type": "error",
+        "code": stop_reason,
+        "message": message,
+        "message_id": prepared.assistant_message_id,
+        "status": Status.INCOMPLETE if content else Status.FAILED,
+        "partial": bool(content),
+        "last_seq": seq,
+        # Sending it again would hit the same limit; the policy is what to change.
+        "retryable": False,
+        "usage": summary,
+    }
 
 
 async def failed(

@@ -18,7 +18,15 @@ from typing import Any
 
 from django.conf import settings
 
-from chatplatform.core.llm.base import Done, Provider, TextDelta, ToolCall, Usage
+from chatplatform.core.llm.base import (
+    Compaction,
+    ContextEdited,
+    Done,
+    Provider,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 from chatplatform.core.llm.errors import PromptTooLong, ProviderError, StreamInterrupted
 from chatplatform.core.llm.registry import build_provider_or_offline
 from chatplatform.core.llm.tool_loop import stream_with_tools
@@ -38,7 +46,15 @@ from chats.replies.coordination import (
 from chats.replies.db import db
 from chats.replies.deltas import DeltaSender
 from chats.replies.events import Addressed, broadcast, direct_publishes_for, emit, group_send
-from chats.replies.outcomes import elapsed_ms, failed, internal_error_event, stopped
+from chats.replies.outcomes import (
+    CUT_SHORT,
+    cut_short,
+    elapsed_ms,
+    failed,
+    internal_error_event,
+    stopped,
+)
+from chats.replies.provider_context import ProviderManaged
 from memory.tools import execute_tool
 
 logger = logging.getLogger(__name__)
@@ -298,6 +314,8 @@ async def _stream(
     parts: list[str] = []
     seq = 0
     usage: Usage | None = None
+    stop_reason = ""
+    managed = ProviderManaged()
     if prepared.tools:
         events = stream_with_tools(
             provider, prepared.request, lambda call: _execute_tool(prepared, call)
@@ -327,8 +345,10 @@ async def _stream(
                         return await stopped(prepared, "".join(parts), seq, started, first_token)
             elif isinstance(event, Usage):
                 usage = event
+            elif isinstance(event, Compaction | ContextEdited):
+                managed.take(event)
             elif isinstance(event, Done):
-                usage = event.usage or usage
+                usage, stop_reason = event.usage or usage, event.stop_reason
         seq = await deltas.flush()
     except PromptTooLong:
         seq = await deltas.flush()
@@ -347,13 +367,19 @@ async def _stream(
         if aclose is not None:
             await aclose()
     content = "".join(parts)
+    timing = (elapsed_ms(started, first_token), elapsed_ms(started, time.monotonic()))
+    if stop_reason in CUT_SHORT:
+        return await cut_short(
+            prepared, content, stop_reason, seq=seq, usage=usage, managed=managed, timing=timing
+        )
     summary = await db(turns.finish_turn)(
         prepared,
         content=content,
         status=Status.COMPLETE,
         usage=usage,
-        ttft_ms=elapsed_ms(started, first_token),
-        duration_ms=elapsed_ms(started, time.monotonic()),
+        ttft_ms=timing[0],
+        duration_ms=timing[1],
+        managed=managed,
     )
     done: dict[str, Any] = {
         "type": "done",

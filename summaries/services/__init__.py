@@ -1,6 +1,7 @@
 """Writes of the summaries app. Tasks, the reply pipeline and the admin call these."""
 
 from .common import Result
+from .compaction import ProviderCompaction, compaction_store
 from .continuation import (
     continuation_summary_ensure,
     needs_continuation_summary,
@@ -16,8 +17,10 @@ from .rolling import (
 __all__ = [
     "DueBatch",
     "PeriodicResult",
+    "ProviderCompaction",
     "Result",
     "RollingState",
+    "compaction_store",
     "continuation_summary_ensure",
     "merge_rolling",
     "needs_continuation_summary",

@@ -6,6 +6,8 @@
 - Prompt caching: the prompt is read in the API's order (tools, system, messages); the prefix
   up to each ``cache_control`` breakpoint is remembered, so a later request with the same
   prefix reports ``cache_read_input_tokens`` and a new one ``cache_creation_input_tokens``.
+- The API's own context management (server compaction, context editing, their beta
+  headers): :mod:`.anthropic_context`.
 - ``POST /v1/messages/count_tokens``: ``{"input_tokens": n}`` with a fixed framing per message.
 - Errors on demand from the script; every request is recorded.
 """
@@ -26,6 +28,13 @@ from starlette.routing import Route
 
 from chatplatform.core.llm.prompt_cache import PromptCache, Segment, anthropic_segments
 
+from .anthropic_context import (
+    ContextOutcome,
+    compaction_events,
+    context_outcome,
+    iterations,
+    missing_beta,
+)
 from .behaviours import (
     Disconnect,
     ErrorAfter,
@@ -65,9 +74,12 @@ class FakeAnthropic(FakeServer):
         self.min_cacheable_tokens = 0
         self._cache = PromptCache()
         self._count_script: list[HttpError] = []
+        #: What the context management made of each messages request, in order.
+        self.outcomes: list[ContextOutcome] = []
 
     def reset(self) -> None:
         super().reset()
+        self.outcomes = []
         self.min_cacheable_tokens = 0
         self._cache = PromptCache()
         self._count_script.clear()
@@ -103,30 +115,42 @@ class FakeAnthropic(FakeServer):
 
     async def _messages(self, request: Request) -> Response:
         body = await self.record(request)
+        problem = missing_beta(body, self.requests[-1].headers)
+        if problem:
+            return error_response(HttpError(400, "invalid_request_error", problem))
         behaviour = self.next_behaviour()
         if isinstance(behaviour, HttpError):
             return error_response(behaviour)
-        usage = self.prompt_usage(body)
+        outcome = context_outcome(body)
+        self.outcomes.append(outcome)
+        usage = self.prompt_usage(outcome.body)
         model = body.get("model", "claude-fake")
         if not body.get("stream"):
             if not isinstance(behaviour, Reply):
                 return error_response(HttpError(500, "api_error", "stream-only behaviour"))
             return JSONResponse(message_json(behaviour, model, usage))
         return StreamingResponse(
-            self._events(behaviour, model, usage), media_type="text/event-stream"
+            self._events(behaviour, model, usage, outcome), media_type="text/event-stream"
         )
 
     async def _events(
-        self, behaviour: Reply | ErrorAfter | Stall | Disconnect, model: str, usage: PromptUsage
+        self,
+        behaviour: Reply | ErrorAfter | Stall | Disconnect,
+        model: str,
+        usage: PromptUsage,
+        outcome: ContextOutcome,
     ) -> AsyncIterator[bytes]:
         start = message_json(Reply(text=""), model, usage)
         start["content"], start["stop_reason"] = [], None
         start["usage"]["output_tokens"] = 1
         yield sse({"type": "message_start", "message": start}, "message_start")
+        for event, name in compaction_events(outcome):
+            yield sse(event, name)
+        first = 1 if outcome.compaction is not None else 0
         text = behaviour.text
         block = {
             "type": "content_block_start",
-            "index": 0,
+            "index": first,
             "content_block": {"type": "text", "text": ""},
         }
         if text:
@@ -139,7 +163,8 @@ class FakeAnthropic(FakeServer):
                 await self.pause(behaviour.delay)
             delta = {"type": "text_delta", "text": word}
             yield sse(
-                {"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta"
+                {"type": "content_block_delta", "index": first, "delta": delta},
+                "content_block_delta",
             )
         if isinstance(behaviour, ErrorAfter):
             error = {"type": behaviour.error_type, "message": behaviour.message}
@@ -151,8 +176,8 @@ class FakeAnthropic(FakeServer):
             await self.pause(behaviour.seconds)
             return
         if text:
-            yield sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
-        for index, tool in enumerate(behaviour.tool_uses, start=1 if text else 0):
+            yield sse({"type": "content_block_stop", "index": first}, "content_block_stop")
+        for index, tool in enumerate(behaviour.tool_uses, start=first + (1 if text else 0)):
             tool_block = {
                 "type": "tool_use",
                 "id": tool.id or f"toolu_fake{next(_ids)}",
@@ -171,11 +196,14 @@ class FakeAnthropic(FakeServer):
                     "content_block_delta",
                 )
             yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
-        final = {
+        reply_usage: dict[str, Any] = usage.as_dict(output_tokens(behaviour))
+        final: dict[str, Any] = {
             "type": "message_delta",
             "delta": {"stop_reason": behaviour.final_stop_reason(), "stop_sequence": None},
-            "usage": usage.as_dict(output_tokens(behaviour)),
+            "usage": {**reply_usage, "iterations": iterations(outcome, reply_usage) or None},
         }
+        if "context_management" in outcome.body:
+            final["context_management"] = {"applied_edits": outcome.applied_edits}
         yield sse(final, "message_delta")
         yield sse({"type": "message_stop"}, "message_stop")
 
