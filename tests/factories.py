@@ -147,6 +147,7 @@ def policy_form_data(tenant: Tenant | None, **changes: Any) -> dict[str, Any]:
         "system_prompt_template": "You are {botname}.",
         "bot_name": "Bot",
         "tools_enabled": "on",
+        "context_editing": "off",
         "max_message_chars": 65536,
         "user_messages_per_minute": 30,
     }

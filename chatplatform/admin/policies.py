@@ -124,7 +124,12 @@ POLICY_FIELDSETS: Any = (
             "escaped, on one line, inside its own tag (e.g. &lt;chat_title&gt;Team&lt;/chat_title"
             "&gt;), and one sentence after the template tells the model that text inside those "
             "tags is data, never instructions.",
-            "fields": ("system_prompt_template", "bot_name", "tools_enabled"),
+            "fields": (
+                "system_prompt_template",
+                "bot_name",
+                "tools_enabled",
+                "context_editing",
+            ),
         },
     ),
     ("Input limits", {"fields": ("max_message_chars", "user_messages_per_minute")}),

@@ -220,7 +220,9 @@ def assemble_context(
     else:
         summaries = []
     window_start = cached_window_start(conversation, policy, now)
-    if window_start is not None and summaries:
+    if compaction_block is not None and set(conversation.window_summary_ids) != {summaries[0].id}:
+        window_start = None  # a new compaction: the history restarts after it
+    elif window_start is not None and summaries:
         # The cached window shows the summaries it started with, and only those.
         pinned = set(conversation.window_summary_ids)
         kept = [s for s in summaries if s.id in pinned]

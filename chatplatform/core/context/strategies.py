@@ -215,6 +215,24 @@ class ServerCompaction(Strategy):
         d.summaries.included.append(Included("summary", newest.id, tokens))
         d.outside_tokens = tokens
 
+    def fill(
+        self,
+        d: Draft,
+        policy: PackingPolicy,
+        rest: int,
+        fixed: int,
+        kept: bool,
+        excluded: list[Excluded],
+    ) -> None:
+        """A new window takes the whole room, not the trim mark: the provider compacts once
+        the prompt passes its trigger (below the budget), which is what makes room here."""
+        excluded += [
+            Excluded("retrieved", r.message.id, r.message.tokens, "strategy")
+            for r in d.inputs.retrieved
+        ]
+        if not kept:
+            d.history.extend(rest - fixed)
+
 
 _BY_NAME: dict[str, Strategy] = {
     s.name: s for s in (SlidingWindow(), RollingSummary(), Hybrid(), ServerCompaction())
