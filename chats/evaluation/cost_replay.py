@@ -7,7 +7,8 @@ pipeline would send for it is built (the real assembly, the real request and the
 Anthropic payload builder, for an Anthropic model profile counted with ``o200k_base``). Each
 payload is priced by :class:`~chatplatform.core.llm.prompt_cache.PromptCache` on the replay's clock:
 the prefix up to each breakpoint, the cache lifetime, the minimum cacheable length. No reply
-is generated; the cache lives within a session and is gone at the next, days later.
+is generated; the cache lives within a session and is gone at the next, days later. Server
+compaction is the provider's, simulated (:mod:`chats.evaluation.compaction_replay`).
 
 The comparison is the same replay sending the whole history with a breakpoint on the newest
 message (5-minute lifetime): what not managing the context at all costs, with caching.
@@ -28,6 +29,7 @@ from chatplatform.core.context import AssemblyInputs, MessageItem, PackingPolicy
 from chatplatform.core.llm.anthropic_payload import build_params
 from chatplatform.core.llm.base import ChatRequest, TextPart
 from chatplatform.core.llm.base import Message as LlmMessage
+from chatplatform.core.llm.context_management import compaction_trigger
 from chatplatform.core.llm.prompt_cache import CacheUsage, PromptCache, anthropic_segments
 from chatplatform.core.tokens.bpe import BpeCounter
 from chatplatform.models import ContextPolicy, Tenant
@@ -37,11 +39,12 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.request import chat_request
 from chats.assembly.service import assemble_turn
 from chats.evaluation import locomo
+from chats.evaluation.compaction_replay import Compacted, compact_turn
 from chats.evaluation.recall import sample_conversation, scratch_policy, scratch_slug
 from chats.services import message_create
 from chats.services.conversations import conversation_window_advance
 
-STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
+STRATEGIES = ("hybrid", "sliding_window", "rolling_summary", "server_compaction")
 SECONDS_PER_TURN = 30
 #: The replay's model: Claude Sonnet 4.5's prices and minimum cacheable prompt.
 MODEL = "claude-sonnet-4-5"
@@ -73,6 +76,9 @@ class CostOptions:
     history_trim_percent: int = 60
     turn_retrieval_percent: int = 5
     cache_ttl: str = "5m"
+    #: Server compaction: the input-token trigger (default: the policy's, which the provider
+    #: never accepts below 50,000 tokens; a lower one simulates what the API does not offer).
+    compaction_trigger: int | None = None
 
 
 @dataclass
@@ -83,6 +89,16 @@ class _Tally:
     read: int = 0
     total: int = 0
     over_budget: int = 0
+    compactions: int = 0
+
+    def add_compacted(self, done: Compacted) -> None:
+        """A compacting turn: the compaction's own iteration and the reply's, both billed."""
+        self.turns += 1
+        self.compactions += 1
+        self.prompt_tokens += done.prompt_tokens
+        self.billed += done.compaction_billed + done.reply_billed
+        self.read += done.read
+        self.total += done.total
 
     def add(self, usage: CacheUsage, prompt_tokens: int, over: bool) -> None:
         self.turns += 1
@@ -123,12 +139,15 @@ def _run(
     counter = BpeCounter("o200k_base")
     managed, full = _Tally(), _Tally()
     for index, sample in enumerate(samples):
-        _replay(tenant, policy, sample, index, counter, managed, full)
+        _replay(tenant, policy, sample, index, counter, managed, full, _trigger(options))
         if progress:
             progress(f"{sample.sample_id}: {managed.turns} turns replayed")
     n = max(1, managed.turns)
     billed = managed.billed / n
     baseline = full.billed / max(1, full.turns)
+    compaction = {}
+    if options.strategy == "server_compaction":
+        compaction = {"compaction_trigger": _trigger(options), "compactions": managed.compactions}
     return {
         "strategy": options.strategy,
         "budget": options.budget,
@@ -140,7 +159,14 @@ def _run(
         "ratio": round(billed / baseline, 3) if baseline else None,
         "cache_read_share": round(managed.read / managed.total, 3) if managed.total else 0.0,
         "over_budget": managed.over_budget,
+        **compaction,
     }
+
+
+def _trigger(options: CostOptions) -> int:
+    if options.compaction_trigger is not None:
+        return options.compaction_trigger
+    return compaction_trigger(options.budget)
 
 
 def _replay(
@@ -151,6 +177,7 @@ def _replay(
     counter: BpeCounter,
     managed: _Tally,
     full: _Tally,
+    trigger: int,
 ) -> None:
     conversation, users, first = sample_conversation(tenant, policy, sample, index)
     managed_cache = PromptCache(min_tokens=MIN_CACHEABLE_TOKENS)
@@ -182,7 +209,21 @@ def _replay(
             request = chat_request(prepared, tools=False)
             usage = managed_cache.price(_segments(request, counter), clock)
             prompt = prepared.prompt
-            managed.add(usage, prompt.prompt_tokens, prompt.prompt_tokens > prompt.budget)
+            if policy.strategy == "server_compaction" and usage.total > trigger:
+                # The provider compacts first (billed apart), then answers from the block.
+                done = compact_turn(
+                    conversation,
+                    message,
+                    request,
+                    usage.billed,
+                    usage.total,
+                    counter=counter,
+                    cache=managed_cache,
+                    clock=clock,
+                )
+                managed.add_compacted(done)
+            else:
+                managed.add(usage, prompt.prompt_tokens, prompt.prompt_tokens > prompt.budget)
             item = MessageItem(
                 id=message.pk,
                 seq=message.seq,

@@ -224,7 +224,9 @@ def eval_policy_fields(
         "reserved_response_tokens": EVAL_RESERVED_RESPONSE,
         "system_budget": system_budget,
         "facts_budget": 0,
-        "summaries_budget": budget // 4 if strategy == "rolling_summary" else 0,
+        "summaries_budget": budget // 4
+        if strategy in ("rolling_summary", "server_compaction")
+        else 0,
         "retrieval_budget": max(0, budget - system_budget - history_reserve) if hybrid else 0,
         "min_recent_messages": recent if hybrid else 20,
         "recent_message_cap": 500,

@@ -56,8 +56,41 @@ def meter_payload(record: TurnRecord) -> dict[str, Any]:
         cache_read_percent=_percent(
             record.cache_read_tokens, int(record.prompt_tokens_reported or 0)
         ),
+        provider_context=provider_context_lines(record.provider_context),
     )
+    if record.strategy == "server_compaction":
+        for segment in meter["segments"]:
+            if segment["name"] == "summaries":
+                segment["label"] = "Compaction (by the provider)"
     return meter
+
+
+def provider_context_lines(recorded: Any) -> list[str]:
+    """What the provider's own context management did this turn, in sentences."""
+    if not isinstance(recorded, dict):
+        return []
+    lines: list[str] = []
+    compaction = recorded.get("compaction")
+    if isinstance(compaction, dict):
+        usage = compaction.get("usage") or {}
+        lines.append(
+            f"The provider compacted messages #{compaction.get('first_seq')} to "
+            f"#{compaction.get('last_seq')} into a {compaction.get('tokens', 0):,}-token summary "
+            f"(its own work: {usage.get('input_tokens', 0):,} tokens read, "
+            f"{usage.get('output_tokens', 0):,} written, ${compaction.get('cost_usd', '0')}, "
+            "included in the bill); later turns send it instead of those messages."
+        )
+    for edit in recorded.get("applied_edits") or ():
+        what = (
+            f"{edit.get('cleared_tool_uses', 0)} old tool use(s)"
+            if "cleared_tool_uses" in edit
+            else f"the thinking of {edit.get('cleared_thinking_turns', 0)} turn(s)"
+        )
+        lines.append(
+            f"The provider cleared {what} from the prompt "
+            f"({edit.get('cleared_input_tokens', 0):,} tokens)."
+        )
+    return lines
 
 
 def meter_from_breakdown(data: dict[str, Any]) -> dict[str, Any]:

@@ -284,7 +284,7 @@
     if (data.message_id) {
       var reply = replyFor(data.message_id);
       finish(reply, data.status || "failed");
-      setState(reply.element, data.status === "incomplete" ? "interrupted" : "failed");
+      setState(reply.element, data.status !== "incomplete" ? "failed" : /^(max_tokens|model_context_window_exceeded)$/.test(data.code) ? "cut short" : "interrupted");
       showNotice(reply.element, data.message, "error");
       if (data.retryable !== false) addRetry(reply.element, reply.answers);
       return;

@@ -99,6 +99,9 @@
         meter.full_history_cost_usd + " · " + meter.cache_read_percent + "% of the prompt read from cache."));
       body.appendChild(bill);
     }
+    (meter.provider_context || []).forEach(function (line) {
+      body.appendChild(el("p", "meter-provider muted", line));
+    });
 
     var out = el("div", "meter-excluded");
     out.appendChild(el("h3", null, "Left out"));

@@ -80,3 +80,24 @@ def test_bad_arguments_are_clear_errors(tmp_path):
         bench(dataset(tmp_path), "--budget", "10")
     with pytest.raises(CommandError, match="cannot replay"):
         bench(tmp_path / "missing.json")
+
+
+def test_server_compaction_is_simulated_and_billed_with_its_own_iteration(tmp_path):
+    path = dataset(tmp_path)
+    result = bench(
+        path, "--strategy", "server_compaction", "--budget", "3000", "--compaction-trigger", "2400"
+    )
+    assert list(result) == [*FIELDS, "compaction_trigger", "compactions"]
+    assert result["compaction_trigger"] == 2400 and result["compactions"] >= 3
+    assert result["turns"] == 240 and result["over_budget"] == 0
+    assert result["billed_per_turn"] < result["full_history_cached_per_turn"]
+    # Each compaction's own sampling is billed: the same replay without it costs less.
+    window = bench(path, "--strategy", "sliding_window", "--budget", "3000")
+    assert result["mean_prompt_tokens"] < window["mean_prompt_tokens"]
+
+
+def test_server_compaction_never_triggers_below_the_providers_minimum(tmp_path):
+    result = bench(dataset(tmp_path, sessions=2), "--strategy", "server_compaction")
+    assert result["compaction_trigger"] == 50_000 and result["compactions"] == 0
+    with all_tenants():
+        assert not Tenant.objects.filter(name__startswith="Cost replay").exists()

@@ -37,6 +37,14 @@ class Command(BaseCommand):
             "while the cached window is kept.",
         )
         parser.add_argument("--cache-ttl", choices=("5m", "1h"), default="5m")
+        parser.add_argument(
+            "--compaction-trigger",
+            type=int,
+            default=None,
+            help="Server compaction: the input tokens past which the provider compacts "
+            "(default: 80%% of the budget, never below the provider's minimum of 50,000; a "
+            "lower value simulates a trigger the provider does not accept).",
+        )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -52,6 +60,7 @@ class Command(BaseCommand):
             history_trim_percent=options["trim_percent"],
             turn_retrieval_percent=options["turn_retrieval_percent"],
             cache_ttl=options["cache_ttl"],
+            compaction_trigger=options["compaction_trigger"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
         try:
