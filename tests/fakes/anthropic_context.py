@@ -50,7 +50,7 @@ class ContextOutcome:
 
     body: dict[str, Any]
     compaction: dict[str, Any] | None = None
-    compaction_usage: dict[str, int] = field(default_factory=dict)
+    compaction_usage: dict[str, Any] = field(default_factory=dict)
     applied_edits: list[dict[str, Any]] = field(default_factory=list)
 
 
