@@ -59,6 +59,8 @@ def claude(tenant, **policy_values):
         "summaries_budget": 20_000,
         "retrieval_budget": 0,
         "recent_message_cap": 200,
+        # A new window starts above the trigger (80%), so the first turn already compacts.
+        "history_trim_percent": 95,
         "tools_enabled": False,
         **policy_values,
     }

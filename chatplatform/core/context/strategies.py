@@ -178,7 +178,10 @@ class ServerCompaction(Strategy):
     block it returned, then only the messages after the messages it covers. The block goes to
     the provider as it came (a content block before the history, not system text), so it is
     accounted in the summaries section and rendered by the provider request, not here; other
-    summaries and retrieved messages are left out."""
+    summaries and retrieved messages are left out. The history is the sliding window's: it
+    restarts at the trim mark and grows by appending, so the provider's trigger (above the trim
+    mark) is reached while the cached prefix stands; a provider that does not compact leaves
+    a plain sliding window."""
 
     name = "server_compaction"
 
@@ -214,24 +217,6 @@ class ServerCompaction(Strategy):
         d.summaries = Picked("summaries", cap, used=tokens)
         d.summaries.included.append(Included("summary", newest.id, tokens))
         d.outside_tokens = tokens
-
-    def fill(
-        self,
-        d: Draft,
-        policy: PackingPolicy,
-        rest: int,
-        fixed: int,
-        kept: bool,
-        excluded: list[Excluded],
-    ) -> None:
-        """A new window takes the whole room, not the trim mark: the provider compacts once
-        the prompt passes its trigger (below the budget), which is what makes room here."""
-        excluded += [
-            Excluded("retrieved", r.message.id, r.message.tokens, "strategy")
-            for r in d.inputs.retrieved
-        ]
-        if not kept:
-            d.history.extend(rest - fixed)
 
 
 _BY_NAME: dict[str, Strategy] = {
