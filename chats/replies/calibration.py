@@ -49,7 +49,10 @@ def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
             timeout=settings.TOKEN_COUNT_TIMEOUT_SECONDS,
         )
         _exact_counters[cache_key] = counter
-    text = "\n\n".join([prompt.system, *(m["content"] for m in prompt.messages)])
+    shown = {i.id for i in prompt.included if i.kind == "summary"}
+    # The provider's compaction block is sent beside the rendered text (server compaction).
+    blocks = [s.text for s in turn.summaries if s.kind == "compaction" and s.id in shown]
+    text = "\n\n".join([prompt.system, *blocks, *(m["content"] for m in prompt.messages)])
     tokens = counter.count(text) + counter.message_overhead * len(prompt.messages)
     if counter.last_source == "fallback":
         return None

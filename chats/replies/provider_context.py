@@ -42,6 +42,10 @@ class ProviderManaged:
     def __bool__(self) -> bool:
         return self.compaction is not None or bool(self.applied_edits)
 
+    @property
+    def compacted(self) -> bool:
+        return self.compaction is not None
+
     def compaction_cost(self, prepared: PreparedTurn) -> Decimal:
         """What the compaction's own sampling cost, at the turn model's prices."""
         if self.compaction is None:
@@ -54,6 +58,10 @@ class ProviderManaged:
             cache_write_tokens=usage.cache_write_tokens,
             cache_ttl=prepared.request.cache_ttl,
         ).quantize(QUANTUM)
+
+
+#: A reply during which the provider managed nothing.
+NOTHING_MANAGED = ProviderManaged()
 
 
 def provider_context_record(prepared: PreparedTurn, managed: ProviderManaged) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from chats.assembly.records import turn_record_build
 from chats.assembly.request import attached_image, chat_request, full_history_usage_for
 from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
-from chats.replies.provider_context import ProviderManaged, provider_context_record
+from chats.replies.provider_context import NOTHING_MANAGED, ProviderManaged, provider_context_record
 from chats.retrieval.tasks import schedule_embedding
 from chats.services.conversations import conversation_window_advance
 from chats.services.hot_writes import MessageAndReply, hot_writes
@@ -307,11 +307,11 @@ def finish_turn(
     error_message: str = "",
     ttft_ms: int | None = None,
     duration_ms: int | None = None,
-    managed: ProviderManaged | None = None,
+    managed: ProviderManaged = NOTHING_MANAGED,
 ) -> dict[str, Any]:
-    """Store the final reply and the turn's usage and cost, with what the provider's own
-    context management did (``managed``), in one transaction; schedule follow-up work after
-    commit. Returns the usage summary sent to clients."""
+    """Store the reply, the turn's usage and cost and what the provider's context management
+    did (``managed``; a compacted prompt is no calibration sample) in one transaction; schedule
+    follow-up work after commit. Returns the usage summary sent to clients."""
     fields: dict[str, Any] = {
         "assistant_message_id": prepared.assistant_message_id,
         "time_to_first_token_ms": ttft_ms,
@@ -349,7 +349,7 @@ def finish_turn(
     if managed:  # the compaction's own sampling is billed apart from the reply
         fields["cost_usd"] += managed.compaction_cost(prepared)
     conversation = prepared.conversation
-    calibrate = usage is not None and profile.provider != "offline"
+    calibrate = usage is not None and profile.provider != "offline" and not managed.compacted
     # The write is atomic by itself; the calibration joins it in a transaction.
     atomic = transaction.atomic() if calibrate or managed else contextlib.nullcontext()
     with tenant_scope(prepared.tenant_id), atomic:

@@ -92,6 +92,11 @@ async def send(conversation, user, text: str):
     return message
 
 
+def calibration_samples(tenant) -> int:
+    with tenant_scope(tenant):
+        return ModelProfile.objects.get(name="claude compaction").calibration_samples
+
+
 def stored(tenant, message):
     with tenant_scope(tenant):
         return (
@@ -127,6 +132,9 @@ async def test_a_compaction_is_stored_priced_and_sent_back_before_the_newer_mess
     reply_only = Decimal(3) * record.prompt_tokens_reported / 1_000_000
     assert record.cost_usd >= compaction.cost_usd + reply_only * Decimal("0.9")
 
+    # The reported prompt was the compacted one: no sample for the model's calibration.
+    assert await database_sync_to_async(calibration_samples)(tenant_a) == 0
+
     second = await send(long_chat, member_a, "And the ferries?")
     request = fake_anthropic.message_requests[1]
     messages = request["messages"]
@@ -146,6 +154,7 @@ async def test_a_compaction_is_stored_priced_and_sent_back_before_the_newer_mess
     assert summaries_section["used"] == compaction.token_count
     assert ["summary", compaction.pk] in [item[:2] for item in record2.included]
     assert record2.provider_context == {}
+    assert await database_sync_to_async(calibration_samples)(tenant_a) == 1
 
     third = await send(long_chat, member_a, "Thanks.")
     _, record3, _ = await database_sync_to_async(stored)(tenant_a, third)
