@@ -23,6 +23,7 @@ from chats.assembly.records import turn_record_build
 from chats.assembly.request import attached_image, chat_request, full_history_usage_for
 from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
+from chats.replies.titles import name_after_first_exchange
 from chats.retrieval.tasks import schedule_embedding
 from chats.services.conversations import conversation_window_advance
 from chats.services.hot_writes import MessageAndReply, hot_writes
@@ -384,7 +385,9 @@ def finish_turn(
 
 
 def after_reply(conversation: Conversation) -> None:
-    """What the policy asks after a reply: a rolling summary when the threshold is crossed."""
+    """What the policy asks after a reply: a rolling summary when the threshold is crossed;
+    an untitled conversation's title."""
+    name_after_first_exchange(conversation)  # never raises
     schedule_embedding(conversation)  # retrieval by meaning: embed the new turns; never raises
     try:
         schedule_summary_if_needed(conversation)

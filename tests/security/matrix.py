@@ -112,6 +112,7 @@ HTTP_CASES: dict[str, list[Case]] = {
     ],
     "api:conversation": [Case(kwargs=conv, body={"patch": const({"title": "taken"})})],
     "api:archive": [Case(kwargs=conv)],
+    "api:leave": [Case(kwargs=conv)],
     "api:messages": [
         Case(kwargs=conv, body={"post": const({"content": "hi", "client_id": "x1"})}),
         Case(
@@ -166,6 +167,12 @@ HTTP_CASES: dict[str, list[Case]] = {
         )
     ],
     "chats_ui:conversation_detail": [Case(kwargs=conv)],
+    "chats_ui:conversation_start": [Case()],
+    "chats_ui:conversation_rename": [Case(kwargs=conv, body={"post": const({"title": "taken"})})],
+    "chats_ui:conversation_archive": [Case(kwargs=conv)],
+    "chats_ui:conversation_unarchive": [Case(kwargs=conv)],
+    "chats_ui:conversation_delete": [Case(kwargs=conv)],
+    "chats_ui:conversation_leave": [Case(kwargs=conv)],
     "chats_ui:participant_add": [
         Case(kwargs=conv, body={"post": lambda t, own: {"user": own["user"]}}),
         Case(kwargs=own_conv, body={"post": lambda t, own: {"user": t["user"]}}),
