@@ -15,8 +15,8 @@ from chatplatform.models import Membership, Tenant
 from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
 from chatplatform.policies import policy_for
 from chatplatform.selectors import administered_tenant_ids
-from chats.services.conversations import conversation_may_delete
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.services.conversations import conversation_may_delete
 
 CONVERSATIONS_LISTED = 50
 MESSAGES_PER_PAGE = 100

@@ -28,9 +28,14 @@ from tests.factories import make_conversation, make_member, make_message
 pytestmark = pytest.mark.django_db
 
 
-def fresh(conversation: Conversation) -> Conversation | None:
+def fresh(conversation: Conversation) -> Conversation:
     with tenant_scope(conversation.tenant_id):
-        return Conversation.objects.filter(pk=conversation.pk).first()
+        return Conversation.objects.get(pk=conversation.pk)
+
+
+def exists(conversation: Conversation) -> bool:
+    with tenant_scope(conversation.tenant_id):
+        return Conversation.objects.filter(pk=conversation.pk).exists()
 
 
 def test_rename_keeps_one_line_of_at_most_200_characters(conversation_a):
@@ -57,12 +62,12 @@ def test_only_the_creator_or_a_tenant_admin_deletes(tenant_a, member_a, admin_a)
     with pytest.raises(ConversationRejected) as refused:
         conversation_delete(conversation, by=colleague, admin=False)
     assert refused.value.code == "forbidden"
-    assert fresh(conversation) is not None
+    assert exists(conversation)
     conversation_delete(conversation, by=admin_a, admin=True)
-    assert fresh(conversation) is None
+    assert not exists(conversation)
     mine = make_conversation(tenant_a, member_a, title="Mine")
     conversation_delete(mine, by=member_a)
-    assert fresh(mine) is None
+    assert not exists(mine)
     with tenant_scope(tenant_a):
         assert not Message.objects.filter(conversation_id=conversation.pk).exists()
 
@@ -82,7 +87,7 @@ def test_leaving_keeps_the_conversation_for_the_others_until_the_last_one_leaves
         )
     assert users == {member_a.pk}
     assert conversation_leave(conversation, user=member_a) is True
-    assert fresh(conversation) is None
+    assert not exists(conversation)
 
 
 def test_new_chat_reuses_the_users_empty_conversation(tenant_a, member_a):
@@ -153,8 +158,6 @@ def test_no_title_before_a_complete_reply(tenant_a, member_a):
     conversation = make_conversation(tenant_a, member_a, title="")
     question = make_message(conversation, "Hello there", author=member_a)
     assert conversation_title_from_first_exchange(conversation) is None
-    make_message(
-        conversation, "", role="assistant", answers=question, status=Status.FAILED
-    )
+    make_message(conversation, "", role="assistant", answers=question, status=Status.FAILED)
     assert conversation_title_from_first_exchange(conversation) is None
     assert fresh(conversation).title == ""

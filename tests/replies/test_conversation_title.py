@@ -23,11 +23,13 @@ def stored_title(conversation) -> str:
 
 async def exchange(conversation, user, text: str, client_id: str) -> list[dict]:
     headers = await database_sync_to_async(session_headers)(user)
-    ws = WebsocketCommunicator(application, f"/ws/conversations/{conversation.pk}/", headers=headers)
+    ws = WebsocketCommunicator(
+        application, f"/ws/conversations/{conversation.pk}/", headers=headers
+    )
     connected, _ = await ws.connect(timeout=5)
     assert connected
     await ws.send_json_to({"type": "message", "client_id": client_id, "content": text})
-    events = []
+    events: list[dict] = []
     while not any(e["type"] == "done" for e in events):
         events.append(await ws.receive_json_from(timeout=10))
     while not await ws.receive_nothing(timeout=1.5):  # the title follows the reply's commit
@@ -55,9 +57,7 @@ async def test_the_first_reply_names_the_conversation_and_the_page_hears_it(tena
 
 
 async def test_a_titled_conversation_keeps_its_title(tenant_a, member_a):
-    conversation = await database_sync_to_async(make_conversation)(
-        tenant_a, member_a, title="Mine"
-    )
+    conversation = await database_sync_to_async(make_conversation)(tenant_a, member_a, title="Mine")
     events = await exchange(conversation, member_a, "Rename me please", "t1")
     assert not [e for e in events if e["type"] == "conversation"]
     assert await database_sync_to_async(stored_title)(conversation) == "Mine"

@@ -23,9 +23,14 @@ def url(action: str, conversation) -> str:
     return reverse(f"chats_ui:conversation_{action}", args=[conversation.pk])
 
 
-def fresh(conversation) -> Conversation | None:
+def fresh(conversation) -> Conversation:
     with tenant_scope(conversation.tenant_id):
-        return Conversation.objects.filter(pk=conversation.pk).first()
+        return Conversation.objects.get(pk=conversation.pk)
+
+
+def exists(conversation) -> bool:
+    with tenant_scope(conversation.tenant_id):
+        return Conversation.objects.filter(pk=conversation.pk).exists()
 
 
 def test_sidebar_lists_active_conversations_newest_activity_first(
@@ -92,14 +97,10 @@ def test_next_must_be_a_path_of_this_site(member_client, conversation_a):
     response = member_client.post(
         url("archive", conversation_a), {"next": "https://evil.example/phish"}
     )
-    assert response["Location"] == reverse(
-        "chats_ui:conversation_detail", args=[conversation_a.pk]
-    )
+    assert response["Location"] == reverse("chats_ui:conversation_detail", args=[conversation_a.pk])
 
 
-def test_a_member_leaves_a_shared_conversation_and_cannot_delete_it(
-    client, tenant_a, member_a
-):
+def test_a_member_leaves_a_shared_conversation_and_cannot_delete_it(client, tenant_a, member_a):
     colleague = make_member(tenant_a, username="colleague")
     conversation = make_conversation(tenant_a, member_a, title="Shared")
     participant_add(conversation=conversation, user=colleague)
@@ -109,14 +110,14 @@ def test_a_member_leaves_a_shared_conversation_and_cannot_delete_it(
     assert ">Delete</button>" not in page.content.decode()
     refused = client.post(url("delete", conversation), follow=True)
     assert "or a tenant admin may delete it. You can leave it instead." in refused.content.decode()
-    assert fresh(conversation) is not None
+    assert exists(conversation)
     left = client.post(url("leave", conversation))
     assert left["Location"] == reverse("chats_ui:conversation_list")
     with tenant_scope(tenant_a):
         assert not Participant.objects.filter(
             conversation_id=conversation.pk, user=colleague
         ).exists()
-    assert fresh(conversation) is not None  # the creator keeps it
+    assert exists(conversation)  # the creator keeps it
     again = client.get(reverse("chats_ui:conversation_detail", args=[conversation.pk]))
     assert again.status_code == 404
 
@@ -126,12 +127,12 @@ def test_the_creator_and_a_tenant_admin_delete(client, member_client, tenant_a, 
     assert member_client.post(url("delete", mine))["Location"] == reverse(
         "chats_ui:conversation_list"
     )
-    assert fresh(mine) is None
+    assert not exists(mine)
     theirs = make_conversation(tenant_a, member_a, title="Theirs")
     participant_add(conversation=theirs, user=admin_a)
     client.force_login(admin_a)
     client.post(url("delete", theirs))
-    assert fresh(theirs) is None
+    assert not exists(theirs)
 
 
 @pytest.mark.parametrize("action", ACTIONS)
@@ -143,7 +144,7 @@ def test_another_tenants_conversation_is_404_like_a_missing_one(
         response = member_client.post(url(action, target), {"title": "taken"})
         assert response.status_code == 404
     stored = fresh(conversation_b)
-    assert stored is not None and stored.title == "Beta plans" and stored.archived_at is None
+    assert stored.title == "Beta plans" and stored.archived_at is None
     with tenant_scope(conversation_b.tenant_id):
         assert Participant.objects.filter(conversation_id=conversation_b.pk).count() == 1
 
