@@ -8,9 +8,10 @@ not overflow a tight window.
 The table, from Anthropic's documentation (platform.claude.com, models/haiku-5-5/overview):
 Claude Opus 4.7 and later models use a newer tokenizer, "so the same text counts as
 approximately 30% more tokens than on Claude Haiku 4.5". Earlier Claude models (3.x, 4, 4.1,
-4.5, 4.6) keep the ratio 1. A Claude id whose version cannot be read (``claude-mythos-preview``)
-gets the newer tokenizer's ratio: assuming too many tokens costs a little room, assuming too
-few overflows the window. Other providers' models: 1 (their calibration learns the rest).
+4.5, 4.6) keep the ratio 1. Claude Mythos Preview, whose tokenizer the documentation found
+does not state, gets the newer tokenizer's ratio: assuming too many tokens costs a little
+room, assuming too few overflows the window. Any other id without a version, and other
+providers' models: 1 (their calibration learns the rest).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import re
 NEWER_CLAUDE_TOKENIZER_RATIO = 1.30
 #: The first Claude version on the newer tokenizer.
 NEWER_TOKENIZER_SINCE = (4, 7)
+#: Ids without a version that are given the newer tokenizer's ratio (see above).
+NEWER_UNVERSIONED = frozenset({"claude-mythos-preview"})
 
 _VERSION = re.compile(r"^claude-[a-z]+-(\d+)(?:-(\d{1,2}))?(?:-\d{8})?$")
 _LEGACY_VERSION = re.compile(r"^claude-(\d+)(?:-(\d{1,2}))?-[a-z]+")  # claude-3-5-sonnet-...
@@ -38,6 +41,6 @@ def prior_ratio(provider: str, model_id: str) -> float:
     if provider != "anthropic" or not model_id.startswith("claude-"):
         return 1.0
     version = claude_version(model_id)
-    if version is not None and version < NEWER_TOKENIZER_SINCE:
-        return 1.0
-    return NEWER_CLAUDE_TOKENIZER_RATIO
+    if version is None:
+        return NEWER_CLAUDE_TOKENIZER_RATIO if model_id in NEWER_UNVERSIONED else 1.0
+    return NEWER_CLAUDE_TOKENIZER_RATIO if version >= NEWER_TOKENIZER_SINCE else 1.0
