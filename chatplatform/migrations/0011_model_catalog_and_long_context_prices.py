@@ -141,7 +141,7 @@ class Migration(migrations.Migration):
             name="prices_unknown",
             field=models.BooleanField(
                 default=False,
-                help_text="Added from the provider's model list with no documented prices: its costs read zero until an admin sets them (saving the profile clears this).",
+                help_text="Added from the provider's model list with no documented prices: its costs read zero until an admin sets them (changing a price clears this).",
                 verbose_name="prices to be set",
             ),
         ),

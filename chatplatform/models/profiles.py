@@ -105,7 +105,7 @@ class ModelProfile(models.Model):
         default=False,
         help_text=(
             "Added from the provider's model list with no documented prices: its costs read "
-            "zero until an admin sets them (saving the profile clears this)."
+            "zero until an admin sets them (changing a price clears this)."
         ),
     )
     capabilities = models.JSONField(

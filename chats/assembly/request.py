@@ -95,8 +95,8 @@ def attached_image(message: Message, policy: Any) -> AttachedImage | None:
     if not message.attachment:
         return None
     profile = policy.model_profile
-    prompt_budget = (
-        min(policy.max_context_tokens, profile.context_window) - policy.reserved_response_tokens
+    prompt_budget = min(policy.max_context_tokens, profile.context_window) - min(
+        policy.reserved_response_tokens, profile.max_output_tokens
     )
     with message.attachment.open("rb") as handle:
         data = handle.read()
@@ -144,7 +144,8 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
         cache_ttl=turn.policy.cache_ttl,
         messages=messages,
         tools=FACT_TOOLS if tools else (),
-        max_tokens=turn.policy.reserved_response_tokens,
+        # Within the model's output limit even when the policy no longer fits its model.
+        max_tokens=min(turn.policy.reserved_response_tokens, turn.profile.max_output_tokens),
         context_report=_context_report(turn),
     )
 

@@ -192,6 +192,7 @@ def assemble_context(
             margin_ratio=1.0 if counter.exact else _safety_margin(counter, policy),
             calibration_ratio=calibration_ratio_for(counter, profile),
             budget_override=budget_override,
+            clamp_to_model=True,
         ),
         exact=counter.exact,
         counter_overhead=counter.message_overhead,
