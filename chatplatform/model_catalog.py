@@ -72,7 +72,7 @@ class CatalogUpdate:
 
 
 def policy_label(policy: ContextPolicy) -> str:
-    owner = policy.tenant.name if policy.tenant_id else "preset"
+    owner = policy.tenant.name if policy.tenant is not None else "preset"
     return f"{policy.name} ({owner})"
 
 
@@ -109,9 +109,10 @@ def model_profiles_update_from_provider(*, client: AnthropicModels | None = None
         for facts in listed:
             profile = profiles.get(facts.id) or profiles.get(_alias(facts.id))
             if profile is None:
-                if facts.retired or not facts.context_window or not facts.max_output_tokens:
+                window, max_output = facts.context_window, facts.max_output_tokens
+                if facts.retired or not window or not max_output:
                     continue
-                profile = _profile_create(facts, result)
+                profile = _profile_create(facts, window, max_output, result)
                 profiles[facts.id] = profile
             elif _profile_update(profile, facts, result):
                 touched.append(profile.pk)
@@ -128,19 +129,22 @@ def _alias(model_id: str) -> str:
 
 
 def _free_name(name: str, model_id: str, pk: int | None = None) -> str:
-    taken = ModelProfile.objects.filter(tenant__isnull=True, name=name).exclude(pk=pk).exists()
+    shared = ModelProfile.objects.filter(tenant__isnull=True, name=name)
+    taken = (shared.exclude(pk=pk) if pk is not None else shared).exists()
     return f"{name} ({model_id})" if taken else name
 
 
-def _profile_create(facts: ModelFacts, result: CatalogUpdate) -> ModelProfile:
+def _profile_create(
+    facts: ModelFacts, window: int, max_output: int, result: CatalogUpdate
+) -> ModelProfile:
     entry = documented(facts.id)
     profile = ModelProfile(
         tenant=None,
         name=_free_name(facts.display_name, facts.id),
         provider="anthropic",
         model=facts.id,
-        context_window=facts.context_window,
-        max_output_tokens=min(facts.max_output_tokens or 0, (facts.context_window or 1) - 1),
+        context_window=window,
+        max_output_tokens=min(max_output, window - 1),
         tokenizer="anthropic",
         supports_vision=facts.supports_vision,
         capabilities=facts.capabilities,

@@ -95,8 +95,8 @@ def attached_image(message: Message, policy: Any) -> AttachedImage | None:
     if not message.attachment:
         return None
     profile = policy.model_profile
-    prompt_budget = min(policy.max_context_tokens, profile.context_window) - min(
-        policy.reserved_response_tokens, profile.max_output_tokens
+    prompt_budget = (
+        min(policy.max_context_tokens, profile.context_window) - policy.reserved_response_tokens
     )
     with message.attachment.open("rb") as handle:
         data = handle.read()

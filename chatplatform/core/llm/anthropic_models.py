@@ -12,7 +12,7 @@ The SDK's retries are off and every call carries an explicit timeout.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anthropic
 
@@ -20,7 +20,8 @@ from .capabilities import supports
 
 #: Every lifecycle stage: without ``retired`` the list leaves retired models out, and the
 #: platform could not tell a retired model from one the list merely forgot.
-ALL_LIFECYCLES = ["active", "deprecated", "retired"]
+Lifecycle = Literal["active", "deprecated", "retired"]
+ALL_LIFECYCLES: list[Lifecycle] = ["active", "deprecated", "retired"]
 PAGE_SIZE = 100
 
 
