@@ -14,7 +14,9 @@ from channels.db import database_sync_to_async
 
 from chatplatform.core.tokens import get_counter
 from chatplatform.models import ModelProfile
-from chatplatform.tenancy.scoping import tenant_scope
+from chatplatform.models.conversations import Message
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chats.assembly import assemble_turn
 from chats.replies import calibration as reply_calibration
 from tests.factories import make_conversation, make_message, make_policy
 from tests.fakes.anthropic_models_fake import model_payload
@@ -111,3 +113,23 @@ async def test_first_turns_fit_with_count_tokens_and_feed_the_calibration(
     # Every reply reports the real prompt size: the calibration learns the larger ratio.
     assert profile.calibration_samples >= 2
     assert profile.calibration_ratio_mean > 1.3
+
+
+@pytest.mark.django_db
+def test_counts_made_for_another_model_are_recounted_not_reused(tenant_a, member_a):
+    """Messages counted for the offline model (o200k_base) are counted afresh when the
+    conversation moves to a Claude model: stored counts name their counter."""
+    conversation = make_conversation(tenant_a, member_a, title="moves to Claude")
+    for i in range(4):
+        make_message(conversation, f"message {i} about the plan", author=member_a)
+    with tenant_scope(tenant_a):
+        stored = Message.objects.filter(conversation=conversation)
+        counters = set(stored.values_list("token_counter", flat=True))
+    assert counters == {"o200k_base"}  # the default policy's offline model
+    with all_tenants():
+        sonnet = ModelProfile.objects.get(tenant__isnull=True, model=MODEL)
+    policy = make_policy(tenant_a, model_profile=sonnet, strategy="sliding_window")
+    last = make_message(conversation, "and now?", author=member_a)
+    turn = assemble_turn(conversation, last, policy=policy)
+    assert turn.counter.name == get_counter("estimator").name
+    assert len([item for item in turn.prompt.recounted if item.kind == "message"]) == 4
