@@ -29,7 +29,7 @@ WINDOW = 6_000
 MODEL = "claude-sonnet-5-5"
 ESTIMATOR = get_counter("estimator")
 #: The estimator's fitted margin covers its own error; the newer tokenizer counts 30 % more.
-NEWER_TOKENIZER_FACTOR = ESTIMATOR.margin * 1.3
+NEWER_TOKENIZER_FACTOR = float(getattr(ESTIMATOR, "margin", 1.0)) * 1.3
 
 
 def newer_tokenizer(text: str) -> int:
