@@ -11,7 +11,10 @@ key (settings), never a tenant's stored key, and writes only shared (tenant-less
   prices flagged ``prices_unknown`` when none are documented;
 * an existing profile gets the provider's name, window, output limit, vision and capabilities;
   its prices are never touched (the admin owns them);
-* a retired model's profile becomes inactive (never deleted: policies and turns name it).
+* a retired model's profile becomes inactive (never deleted: policies and turns name it);
+* a profile whose model the list does not mention (it asks for every lifecycle stage, so
+  this is a model the provider does not know by that id) is left as it is; a dated snapshot
+  id (``claude-haiku-4-5-20251001``) updates the profile that names its alias.
 
 Policies on an updated profile whose budgets no longer fit its window are reported by name
 (and flagged in the admin), never changed: their turns still fit, since packing clamps the

@@ -55,7 +55,7 @@ def backwards(apps, schema_editor):
         provider="anthropic",
         model__in=[m.model for m in _documented_with_windows()],
         name__in=[m.name for m in _documented_with_windows()],
-    ).exclude(model__in=["claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-5"])
+    )
     in_use = ContextPolicy._base_manager.values_list("model_profile_id", flat=True)
     created.exclude(pk__in=in_use).delete()
 
