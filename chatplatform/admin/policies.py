@@ -20,6 +20,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
+from chatplatform.admin.model_catalog import PolicyFitMixin
 from chatplatform.admin.policy_copy import PolicyCopyMixin
 from chatplatform.admin.policy_preview import (
     PolicyPreviewForm,
@@ -153,12 +154,13 @@ class PolicyRulesAfterFieldsMixin:
 
 
 @admin.register(ContextPolicy)
-class ContextPolicyAdmin(PolicyCopyMixin, TenantScopedAdmin):
+class ContextPolicyAdmin(PolicyFitMixin, PolicyCopyMixin, TenantScopedAdmin):
     list_display = (
         "name",
         "tenant",
         "is_active_policy",
         "model_profile",
+        "fits_model",
         "strategy",
         "max_context_tokens",
         "reserved_response_tokens",

@@ -231,6 +231,21 @@ OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 TOKEN_COUNT_TIMEOUT_SECONDS = env.float("TOKEN_COUNT_TIMEOUT_SECONDS", default=5.0)
+# Shared Anthropic model profiles updated from the provider's Models API every N hours
+# (chatplatform/model_catalog.py); 0: never on a schedule (the admin's action still works).
+MODEL_CATALOG_SYNC_HOURS = env.float("MODEL_CATALOG_SYNC_HOURS", default=0)
+MODEL_CATALOG_TIMEOUT_SECONDS = env.float("MODEL_CATALOG_TIMEOUT_SECONDS", default=10.0)
+# Beat copies these entries into its database schedules when it starts.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
+    {
+        "Model profiles from the provider": {
+            "task": "chatplatform.tasks.update_model_profiles_from_provider",
+            "schedule": MODEL_CATALOG_SYNC_HOURS * 3600,
+        }
+    }
+    if MODEL_CATALOG_SYNC_HOURS > 0
+    else {}
+)
 
 # --- Model endpoints that tenants name (chatplatform/model_endpoints.py) ----------------------
 # Platform credentials only go to the endpoints above or to platform-wide profiles. A tenant's
