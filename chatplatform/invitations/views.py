@@ -51,6 +51,7 @@ class InvitationSignupForm(UserCreationForm):
             # The password validators compare the password with the address too.
             self.instance.email = invitation.email
         self.fields["username"].widget.attrs.update(autocomplete="username", autofocus=True)
+        self.order_fields(["username", "email", "password1", "password2"])
 
     def _post_clean(self) -> None:
         if "email" in self.cleaned_data:
