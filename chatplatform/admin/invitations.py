@@ -51,6 +51,10 @@ class InvitationAdmin(TenantScopedAdmin):
     )
     actions = ("revoke",)
 
+    class Media:
+        css = {"all": ("admin-extras/admin-extras.css",)}
+        js = ("admin-extras/invitation-link.js",)
+
     @admin.display(description="Status")
     def status_label(self, obj: Invitation) -> str:
         return obj.get_status_display() if obj.pk else ""
@@ -92,7 +96,9 @@ class InvitationAdmin(TenantScopedAdmin):
             format_html(
                 "Invitation created{}. Its link is shown only now, copy it: "
                 '<input type="text" readonly class="vTextField invitation-link" '
-                'aria-label="Invitation link" value="{}">',
+                'id="invitation-link" aria-label="Invitation link" value="{}"> '
+                '<button type="button" class="button invitation-copy" '
+                'data-copy-target="invitation-link">Copy</button>',
                 sent,
                 link,
             ),

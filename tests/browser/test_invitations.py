@@ -1,5 +1,5 @@
 """Invitations in a real browser, on a desktop and a phone width: a tenant admin creates an
-invitation in the admin and copies its link; someone else (a fresh browser, not logged in)
+invitation in the admin and copies its link with the Copy button; someone else (a fresh browser, not logged in)
 opens it, chooses a username and a password and lands in the tenant's chats."""
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ def test_admin_invites_by_link_and_the_guest_joins(
     page.click("input[name=_save]")
     link_field = page.locator("input.invitation-link")
     link_field.wait_for()
-    link = link_field.input_value()
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server_url)
+    page.click("button.invitation-copy")
+    page.wait_for_selector("button.invitation-copy:has-text('Copied')")
+    link = page.evaluate("navigator.clipboard.readText()")
+    assert link == link_field.input_value()
     assert link.startswith(live_server_url + "/invitations/")
     screenshot(page, f"51-invitation-link-{width}")
 
