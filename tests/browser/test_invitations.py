@@ -1,6 +1,7 @@
 """Invitations in a real browser, on a desktop and a phone width: a tenant admin creates an
-invitation in the admin and copies its link with the Copy button; someone else (a fresh browser, not logged in)
-opens it, chooses a username and a password and lands in the tenant's chats."""
+invitation in the admin and copies its link with the Copy button; someone else (a fresh
+browser, not logged in) opens it, chooses a username and a password and lands in the
+tenant's chats."""
 
 from __future__ import annotations
 
