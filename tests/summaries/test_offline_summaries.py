@@ -4,8 +4,11 @@ description of the prompt."""
 
 from __future__ import annotations
 
+import json
+
 from chatplatform.core.llm.base import ChatRequest, Message
 from chatplatform.core.llm.offline_provider import OFFLINE_LABEL, OfflineProvider, render_reply
+from chatplatform.core.llm.summary_request import SummarySource, SummaryTask, extractive_summary
 from chatplatform.core.tokens import get_counter
 from summaries.summarizer import ModelSummarizer, SourceMessage, SourceSummary
 from summaries.summarizer.types import StructuredSummary
@@ -95,3 +98,28 @@ def test_a_chat_reply_still_describes_the_context():
     """Requests that are not summarisation requests keep the offline reply."""
     reply = render_reply(ChatRequest(model="offline", messages=(Message("user", "hi"),)), COUNTER)
     assert reply.startswith(OFFLINE_LABEL)
+
+
+class CountingCounter:
+    """The offline counter, counting how often it is asked."""
+
+    name = COUNTER.name
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count(self, text: str) -> int:
+        self.calls += 1
+        return COUNTER.count(text)
+
+
+def test_a_very_long_conversation_is_counted_once_per_message():
+    sources = [
+        SummarySource(f"Point {i} about the plan, item w{i}. More detail follows.", speaker="ada")
+        for i in range(3000)
+    ]
+    counter = CountingCounter()
+    answer = json.loads(extractive_summary(SummaryTask(sources, max_tokens=200), counter))
+    assert COUNTER.count(answer["summary"]) <= 200
+    assert answer["summary"].startswith("ada: Point")
+    assert counter.calls <= len(sources) + 20

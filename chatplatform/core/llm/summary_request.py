@@ -23,6 +23,8 @@ SENTENCE_CHARS = 240
 SIZE_SHARE = 0.85
 MAX_FACTS = 8
 MAX_QUESTIONS = 5
+#: Tokens of the answer's headings and separators, in the estimate.
+FRAME_TOKENS = 8
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…。！？])\s+")
 _NUMBER = re.compile(r"\d")
@@ -59,22 +61,33 @@ def extractive_summary(task: SummaryTask, counter: TokenCounter) -> str:
     """
     budget = max(1, int(task.max_tokens * SIZE_SHARE))
     lines = [(index, _line(source)) for index, source in enumerate(task.sources)]
-    lines = [(index, line) for index, line in lines if line]
+    kept = {index: line for index, line in lines if line}
     facts = _facts(task.sources)
     questions = _open_questions(task.sources)
+    # Each item is counted once and left out by that count (a summary may cover thousands of
+    # messages); the exact count of the whole answer decides, so the estimate only saves work.
+    line_cost = {index: counter.count(line) + 1 for index, line in kept.items()}
+    fact_cost = [counter.count(fact) + 3 for fact in facts]
+    question_cost = [counter.count(question) + 3 for question in questions]
+    estimate = sum(line_cost.values()) + sum(fact_cost) + sum(question_cost) + FRAME_TOKENS
+    weakest_first = iter(sorted(kept.items(), key=lambda item: (_information(item[1]), -item[0])))
     while True:
-        answer = _answer([line for _, line in lines], facts, questions)
-        if counter.count(_rendered(answer)) <= budget:
-            return json.dumps(answer, ensure_ascii=False)
+        if estimate <= budget:
+            answer = _answer([kept[index] for index in sorted(kept)], facts, questions)
+            if counter.count(_rendered(answer)) <= budget:
+                return json.dumps(answer, ensure_ascii=False)
         if facts:
-            facts = facts[:-1]
+            facts.pop()
+            estimate -= fact_cost.pop()
         elif questions:
-            questions = questions[:-1]
-        elif len(lines) > 1:
-            weakest = min(lines, key=lambda item: (_information(item[1]), -item[0]))
-            lines.remove(weakest)
+            questions.pop()
+            estimate -= question_cost.pop()
+        elif len(kept) > 1:
+            index, _line_text = next(weakest_first)
+            del kept[index]
+            estimate -= line_cost[index]
         else:
-            line = lines[0][1] if lines else ""
+            line = next(iter(kept.values()), "")
             return json.dumps(_answer([_cut(line, counter, budget)], [], []), ensure_ascii=False)
 
 
