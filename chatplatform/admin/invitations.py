@@ -59,13 +59,18 @@ class InvitationAdmin(TenantScopedAdmin):
     def status_label(self, obj: Invitation) -> str:
         return obj.get_status_display() if obj.pk else ""
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # An invitation is not edited once sent: revoke it and invite again.
+        if obj is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
             return self.fields
         return (*self.fields, *self.readonly_fields)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        # An invitation is not edited once sent: revoke it and invite again.
         if obj is None:
             return ()
         return (*self.fields, *self.readonly_fields)

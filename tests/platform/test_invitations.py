@@ -249,3 +249,16 @@ def test_admin_sees_and_revokes_only_their_tenants_invitations(
     with all_tenants():
         assert Invitation.objects.get(pk=ours.pk).revoked_at is not None
         assert Invitation.objects.get(pk=theirs.pk).revoked_at is None
+
+
+def test_an_invitation_is_not_edited_once_sent(client, tenant_a, admin_a):
+    invitation, _link = invite(tenant_a, admin_a, email="ours@example.com")
+    client.force_login(admin_a)
+    page = client.get(admin_url("change", invitation.pk))
+    assert page.status_code == 200 and b'name="_save"' not in page.content
+    posted = client.post(
+        admin_url("change", invitation.pk), {"tenant": tenant_a.pk, "role": "admin", "email": ""}
+    )
+    assert posted.status_code == 403
+    with tenant_scope(tenant_a):
+        assert Invitation.objects.get(pk=invitation.pk).role == Role.MEMBER
