@@ -262,3 +262,11 @@ def test_an_invitation_is_not_edited_once_sent(client, tenant_a, admin_a):
     assert posted.status_code == 403
     with tenant_scope(tenant_a):
         assert Invitation.objects.get(pk=invitation.pk).role == Role.MEMBER
+
+
+def test_an_inactive_tenants_link_is_as_unknown(client, tenant_a, admin_a):
+    _invitation, link = invite(tenant_a, admin_a)
+    tenant_a.is_active = False
+    tenant_a.save(update_fields=["is_active"])
+    response = client.get(link)
+    assert response.status_code == 404 and b"not valid" in response.content
