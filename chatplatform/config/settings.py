@@ -217,11 +217,12 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3 * 24 * 3600)
 PASSWORD_RESET_CLIENT_LIMIT = env.int("PASSWORD_RESET_CLIENT_LIMIT", default=10)  # an hour
 PASSWORD_RESET_ADDRESS_LIMIT = env.int("PASSWORD_RESET_ADDRESS_LIMIT", default=3)  # an hour
-
-# E-mail (password resets): printed to the console unless EMAIL_URL names a server, e.g.
-# smtp+tls://user:password@smtp.example.com:587 (django-environ's e-mail URLs).
+INVITATION_VALID_DAYS = env.int("INVITATION_VALID_DAYS", default=7)  # a link's life
+INVITATION_CLIENT_LIMIT = env.int("INVITATION_CLIENT_LIMIT", default=30)  # page views an hour
+# E-mail: printed to the console unless EMAIL_URL names a server (smtp+tls://user:pw@host:587).
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="chatplatform <noreply@localhost>")
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)  # seconds, for every SMTP call
 
 # Model providers. Without ANTHROPIC_API_KEY (and without OPENAI_BASE_URL) the platform uses the
 # built-in offline provider, so a fresh clone works with no account.

@@ -38,10 +38,20 @@ class ModelProfile(models.Model):
     """
 
     tenant = models.ForeignKey(
-        "chatplatform.Tenant", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+        "chatplatform.Tenant",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Leave empty to offer this model to every tenant.",
     )
     name = models.CharField(max_length=100, help_text="Display name, e.g. 'Claude Sonnet 4.5'.")
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider = models.CharField(
+        max_length=16,
+        choices=Provider.choices,
+        help_text="Who runs the model. Offline is built in: it answers without a model and "
+        "costs nothing.",
+    )
     model = models.CharField(max_length=100, help_text="The model id the provider's API expects.")
     base_url = models.URLField(
         blank=True,
@@ -57,18 +67,56 @@ class ModelProfile(models.Model):
         editable=False,
         help_text="The tenant's own API key for its own endpoint, encrypted (Fernet).",
     )
-    context_window = models.PositiveIntegerField(validators=[MinValueValidator(512)])
-    max_output_tokens = models.PositiveIntegerField(validators=[MinValueValidator(16)])
-    tokenizer = models.CharField(max_length=32, default="estimator")
-    supports_vision = models.BooleanField(default=False)
-    supports_tools = models.BooleanField(default=True)
-    price_input_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal(0))
-    price_output_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal(0))
+    context_window = models.PositiveIntegerField(
+        validators=[MinValueValidator(512)],
+        help_text="The most tokens the model reads and writes in one turn; policies using "
+        "it must fit inside.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        validators=[MinValueValidator(16)],
+        help_text="The longest reply the model can write, in tokens.",
+    )
+    tokenizer = models.CharField(
+        max_length=32,
+        default="estimator",
+        help_text="How tokens are counted for this model: a public tokenizer such as "
+        "o200k_base counts exactly, 'anthropic' asks the provider, 'estimator' estimates "
+        "(with a safety margin that leaves a little less room).",
+    )
+    supports_vision = models.BooleanField(
+        default=False,
+        help_text="The model can look at images sent in the chat; otherwise it is only told "
+        "that an image was attached.",
+    )
+    supports_tools = models.BooleanField(
+        default=True,
+        help_text="The model can use tools, such as saving facts about the user.",
+    )
+    price_input_per_mtok = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="USD per million prompt tokens read without the cache.",
+    )
+    price_output_per_mtok = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="USD per million tokens the model writes.",
+    )
     price_cache_read_per_mtok = models.DecimalField(
-        max_digits=10, decimal_places=4, default=Decimal(0)
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="USD per million prompt tokens re-read from the provider's cache (usually "
+        "a tenth of the input price).",
     )
     price_cache_write_per_mtok = models.DecimalField(
-        max_digits=10, decimal_places=4, default=Decimal(0)
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="USD per million prompt tokens written to the cache for 5 minutes "
+        "(Anthropic: 1.25x the input price).",
     )
     price_cache_write_1h_per_mtok = models.DecimalField(
         "price of cache writes, 1-hour lifetime, per Mtok",

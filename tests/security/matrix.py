@@ -95,6 +95,11 @@ HTTP_CASES: dict[str, list[Case]] = {
         Case(kwargs=lambda t, own: {"uidb64": t["uidb64"], "token": "set-password"})
     ],
     "password_reset_complete": PUBLIC,
+    # The token is the invitation's only credential (a holder of A's link is invited by
+    # design); a token that names no invitation gets the page of an unknown link.
+    "invitation_accept": [
+        Case(public=True, kwargs=const({"token": "nosuch-invitation"}), note="token is the key")
+    ],
     # --- the REST API --------------------------------------------------------------------
     "api:schema": PUBLIC,
     "api:docs": PUBLIC,
@@ -262,6 +267,7 @@ ADMIN_OBJECTS: dict[str, str] = {
     "chatplatform.tenant": "tenant",
     "chatplatform.membership": "membership",
     "chatplatform.apikey": "apikey",
+    "chatplatform.invitation": "invitation",
     "chatplatform.modelprofile": "profile",
     "chats.conversation": "conversation",
     "chats.message": "message",
