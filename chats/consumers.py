@@ -236,9 +236,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 return
             # The client_id tells the sender's page which message this answers (and that
             # it arrived): a command stores nothing, so no ack follows.
-            await self.send_json(
-                {"type": "command", "command": command, "text": text, "client_id": client_id}
-            )
+            await self.send_json(commands.command_event(command, text, client_id))
             return
         try:
             sent = await user_message_send(

@@ -1,7 +1,8 @@
 """The ContextPolicy editor: grouped fields with help, errors that say what to change, a live
 bar of how the window is divided (``static/admin-extras/policy-bar.js`` reads the form),
 "preview on a conversation" (the breakdown this policy would produce now, next to the active
-policy's), and copies into the admin's tenant (``policy_copy.py``)."""
+policy's), copies into the admin's tenant (``policy_copy.py``), and what the policy's turns
+cost over the last 30 days (the admin's tenants' turns only)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
+from chatplatform.admin.model_catalog import PolicyFitMixin
 from chatplatform.admin.policy_copy import PolicyCopyMixin
 from chatplatform.admin.policy_preview import (
     PolicyPreviewForm,
@@ -27,9 +29,13 @@ from chatplatform.admin.policy_preview import (
     model_windows,
     preview_conversations,
 )
+from chatplatform.admin.reports import policy_usage_report
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.services import tenant_set_active_policy
+
+#: The days of usage a policy's change page shows.
+POLICY_USAGE_DAYS = 30
 
 POLICY_FIELDSETS: Any = (
     (None, {"fields": ("tenant", "name", "description", "model_profile", "strategy")}),
@@ -158,12 +164,13 @@ class PolicyRulesAfterFieldsMixin:
 
 
 @admin.register(ContextPolicy)
-class ContextPolicyAdmin(PolicyCopyMixin, TenantScopedAdmin):
+class ContextPolicyAdmin(PolicyFitMixin, PolicyCopyMixin, TenantScopedAdmin):
     list_display = (
         "name",
         "tenant",
         "is_active_policy",
         "model_profile",
+        "fits_model",
         "strategy",
         "max_context_tokens",
         "reserved_response_tokens",
@@ -256,6 +263,11 @@ class ContextPolicyAdmin(PolicyCopyMixin, TenantScopedAdmin):
         profiles = list(field.queryset) if field is not None else []
         context["model_windows"] = model_windows(profiles)
         if obj is not None:
+            tenant_ids = None if request.user.is_superuser else _tenant_ids(request)
+            usage = policy_usage_report(obj, tenant_ids, days=POLICY_USAGE_DAYS)
+            context["policy_usage"] = usage
+            context["policy_usage_days"] = POLICY_USAGE_DAYS
+            context["policy_usage_chart"] = usage.chart_data()
             context["active_for"] = list(
                 self._tenants_in_view(request)
                 .filter(active_policy=obj)

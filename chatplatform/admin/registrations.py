@@ -15,6 +15,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
+from chatplatform.admin.model_catalog import ModelCatalogActionMixin
 from chatplatform.admin.profile_form import ModelProfileForm
 from chatplatform.admin.reports import calibrations, job_status, usage_report
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
@@ -241,17 +242,21 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
 
 @admin.register(ModelProfile)
-class ModelProfileAdmin(TenantScopedAdmin):
+class ModelProfileAdmin(ModelCatalogActionMixin, TenantScopedAdmin):
     list_display = (
         "name",
         "provider",
         "model",
+        "is_active",
         "context_window",
         "max_output_tokens",
+        "long_context_threshold_tokens",
+        "prices_unknown",
         "tokenizer",
         "calibration",
     )
-    list_filter = ("provider",)
+    list_filter = ("provider", "is_active", "prices_unknown")
+    actions = ("update_from_provider",)
     form = ModelProfileForm
     readonly_fields = ("api_key_status", "calibration")
 

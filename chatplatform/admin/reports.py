@@ -1,5 +1,6 @@
-"""Reads behind the admin's reports: usage per tenant over time, the estimator's calibration
-per model, and the status of the background jobs. Every read names its tenants."""
+"""Reads behind the admin's reports: usage per tenant over time and per policy, one policy's
+usage, the estimator's calibration per model, and the status of the background jobs. Every
+read names its tenants."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from django.db.models.functions import Coalesce, TruncDate
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from chatplatform.models import ApiKey, ModelProfile, Tenant
+from chatplatform.models import ApiKey, ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Message, TurnRecord
-from chatplatform.tenancy.scoping import tenant_scope
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from summaries.models import Summary, TokenBackfillState
 
 MAX_DAYS = 366
@@ -53,16 +54,48 @@ class DayUsage:
             else 0.0
         )
 
+    def add(self, row: dict[str, Any]) -> None:
+        """Add one grouped row of turn records (see :func:`_grouped`)."""
+        self.turns += row["turns"]
+        self.prompt_tokens += int(row["prompt"] or 0)
+        self.completion_tokens += int(row["completion"] or 0)
+        self.cache_read_tokens += int(row["cache_read"] or 0)
+        self.cache_write_tokens += int(row["cache_write"] or 0)
+        self.hypothetical_tokens += int(row["hypothetical"] or 0)
+        self.cost_usd += row["cost"] or Decimal(0)
+        self.full_history_cost_usd += row["full_cost"] or Decimal(0)
+
+
+@dataclass
+class PolicyUsage:
+    """One policy's turns over the report's days (``policy_id`` None: turns whose policy was
+    deleted since)."""
+
+    policy_id: int | None
+    name: str
+    is_preset: bool
+    usage: DayUsage
+    #: This policy's share of the report's billed cost.
+    cost_share_percent: float = 0.0
+
 
 @dataclass
 class UsageReport:
     days: list[DayUsage]
     totals: DayUsage
     profiles: list[ModelProfile] = field(default_factory=list)
+    #: Per policy, the costliest first.
+    policies: list[PolicyUsage] = field(default_factory=list)
 
     def chart_data(self) -> dict[str, Any]:
-        """Series for the charts (one point per day)."""
+        """Series for the charts (one point per day; one bar per policy)."""
         return {
+            "policies": {
+                "labels": [p.name for p in self.policies],
+                "turns": [p.usage.turns for p in self.policies],
+                "cost": [float(p.usage.cost_usd) for p in self.policies],
+                "full_history_cost": [float(p.usage.full_history_cost_usd) for p in self.policies],
+            },
             "labels": [d.day.isoformat() for d in self.days],
             "prompt": [d.prompt_tokens for d in self.days],
             "completion": [d.completion_tokens for d in self.days],
@@ -74,53 +107,101 @@ class UsageReport:
         }
 
 
-def usage_report(tenant: Tenant, *, days: int = 30) -> UsageReport:
-    """Per-day usage of ``tenant`` over the last ``days`` days (one grouped query on the
-    tenant's usage index); the bill beside what the whole history, sent with prompt caching,
-    would have cost."""
+def _first_day(days: int) -> tuple[int, date]:
     days = max(1, min(days, MAX_DAYS))
-    today = timezone.localdate()
-    first_day = today - timedelta(days=days - 1)
-    with tenant_scope(tenant):
-        rows = list(
-            TurnRecord.objects.filter(
-                tenant=tenant,
-                created_at__gte=timezone.make_aware(datetime.combine(first_day, time.min)),
-            )
-            .annotate(day=TruncDate("created_at"))
-            .values("day", "model_profile_id")
-            .annotate(
-                turns=Count("pk"),
-                prompt=Sum(Coalesce("prompt_tokens_reported", "prompt_tokens_estimated")),
-                completion=Sum("completion_tokens"),
-                cache_read=Sum("cache_read_tokens"),
-                cache_write=Sum("cache_write_tokens"),
-                hypothetical=Sum("hypothetical_tokens"),
-                cost=Sum("cost_usd"),
-                full_cost=Sum("full_history_cost_usd"),
-            )
-            .order_by("day")
+    return days, timezone.localdate() - timedelta(days=days - 1)
+
+
+def _grouped(turns: Any, first_day: date) -> list[dict[str, Any]]:
+    """The turn records from ``first_day`` on, summed per day and policy (one grouped query
+    on the usage index, which leads with the tenant)."""
+    return list(
+        turns.filter(created_at__gte=timezone.make_aware(datetime.combine(first_day, time.min)))
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "policy_id")
+        .annotate(
+            turns=Count("pk"),
+            prompt=Sum(Coalesce("prompt_tokens_reported", "prompt_tokens_estimated")),
+            completion=Sum("completion_tokens"),
+            cache_read=Sum("cache_read_tokens"),
+            cache_write=Sum("cache_write_tokens"),
+            hypothetical=Sum("hypothetical_tokens"),
+            cost=Sum("cost_usd"),
+            full_cost=Sum("full_history_cost_usd"),
         )
-        used = calibration_profiles(tenant)
+        .order_by("day")
+    )
+
+
+def _by_day(
+    rows: list[dict[str, Any]], first_day: date, days: int
+) -> tuple[list[DayUsage], DayUsage]:
     by_day = {day: DayUsage(day) for day in (first_day + timedelta(days=i) for i in range(days))}
-    totals = DayUsage(today)
+    totals = DayUsage(timezone.localdate())
     for row in rows:
         day = row["day"]
         bucket = by_day.get(day if isinstance(day, date) else date.fromisoformat(str(day)))
         if bucket is None:
             continue
-        prompt = int(row["prompt"] or 0)
-        hypothetical = int(row["hypothetical"] or 0)
-        for target in (bucket, totals):
-            target.turns += row["turns"]
-            target.prompt_tokens += prompt
-            target.completion_tokens += int(row["completion"] or 0)
-            target.cache_read_tokens += int(row["cache_read"] or 0)
-            target.cache_write_tokens += int(row["cache_write"] or 0)
-            target.hypothetical_tokens += hypothetical
-            target.cost_usd += row["cost"] or Decimal(0)
-            target.full_history_cost_usd += row["full_cost"] or Decimal(0)
-    return UsageReport(days=list(by_day.values()), totals=totals, profiles=used)
+        bucket.add(row)
+        totals.add(row)
+    return list(by_day.values()), totals
+
+
+def _by_policy(rows: list[dict[str, Any]], totals: DayUsage) -> list[PolicyUsage]:
+    """Per policy, the costliest first (then by name); names read in the active scope."""
+    ids = {row["policy_id"] for row in rows if row["policy_id"] is not None}
+    policies = {p.pk: p for p in ContextPolicy.objects.filter(pk__in=ids)}
+    found: dict[int | None, PolicyUsage] = {}
+    for row in rows:
+        policy = policies.get(row["policy_id"])
+        key = policy.pk if policy is not None else None
+        if key not in found:
+            found[key] = PolicyUsage(
+                policy_id=key,
+                name=policy.name if policy is not None else "Deleted policy",
+                is_preset=policy is not None and policy.tenant_id is None,
+                usage=DayUsage(totals.day),
+            )
+        found[key].usage.add(row)
+    result = sorted(found.values(), key=lambda p: (-p.usage.cost_usd, p.name))
+    for entry in result:
+        share = 100.0 * float(entry.usage.cost_usd / totals.cost_usd) if totals.cost_usd else 0.0
+        entry.cost_share_percent = round(share, 1)
+    return result
+
+
+def usage_report(tenant: Tenant, *, days: int = 30) -> UsageReport:
+    """Per-day and per-policy usage of ``tenant`` over the last ``days`` days; the bill
+    beside what the whole history, sent with prompt caching, would have cost."""
+    days, first_day = _first_day(days)
+    with tenant_scope(tenant):
+        rows = _grouped(TurnRecord.objects.filter(tenant=tenant), first_day)
+        day_rows, totals = _by_day(rows, first_day, days)
+        policies = _by_policy(rows, totals)
+        used = calibration_profiles(tenant)
+    return UsageReport(days=day_rows, totals=totals, profiles=used, policies=policies)
+
+
+def policy_usage_report(
+    policy: ContextPolicy, tenant_ids: list[int] | None, *, days: int = 30
+) -> UsageReport:
+    """Per-day usage of one policy over the last ``days`` days, counting only the turns of
+    ``tenant_ids`` (None: every tenant, for the operator). A preset is shared: each tenant
+    admin sees their own tenants' turns with it, never another's."""
+    days, first_day = _first_day(days)
+    if tenant_ids is None:
+        with all_tenants():
+            rows = _grouped(TurnRecord.objects.filter(policy=policy), first_day)
+    else:
+        if policy.tenant_id is not None:
+            tenant_ids = [t for t in tenant_ids if t == policy.tenant_id]
+        with tenant_scope(tenant_ids):
+            rows = _grouped(
+                TurnRecord.objects.filter(tenant_id__in=tenant_ids, policy=policy), first_day
+            )
+    day_rows, totals = _by_day(rows, first_day, days)
+    return UsageReport(days=day_rows, totals=totals)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import environ
 
 from .content_security import content_security_policy
+from .rest_api import API_SCHEMA_SETTINGS, rest_framework_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -217,11 +218,12 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3 * 24 * 3600)
 PASSWORD_RESET_CLIENT_LIMIT = env.int("PASSWORD_RESET_CLIENT_LIMIT", default=10)  # an hour
 PASSWORD_RESET_ADDRESS_LIMIT = env.int("PASSWORD_RESET_ADDRESS_LIMIT", default=3)  # an hour
-
-# E-mail (password resets): printed to the console unless EMAIL_URL names a server, e.g.
-# smtp+tls://user:password@smtp.example.com:587 (django-environ's e-mail URLs).
+INVITATION_VALID_DAYS = env.int("INVITATION_VALID_DAYS", default=7)  # a link's life
+INVITATION_CLIENT_LIMIT = env.int("INVITATION_CLIENT_LIMIT", default=30)  # page views an hour
+# E-mail: printed to the console unless EMAIL_URL names a server (smtp+tls://user:pw@host:587).
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="chatplatform <noreply@localhost>")
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=10)  # seconds, for every SMTP call
 
 # Model providers. Without ANTHROPIC_API_KEY (and without OPENAI_BASE_URL) the platform uses the
 # built-in offline provider, so a fresh clone works with no account.
@@ -231,6 +233,21 @@ OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
 OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 TOKEN_COUNT_TIMEOUT_SECONDS = env.float("TOKEN_COUNT_TIMEOUT_SECONDS", default=5.0)
+# Shared Anthropic model profiles updated from the provider's Models API every N hours
+# (chatplatform/model_catalog.py); 0: never on a schedule (the admin's action still works).
+MODEL_CATALOG_SYNC_HOURS = env.float("MODEL_CATALOG_SYNC_HOURS", default=0)
+MODEL_CATALOG_TIMEOUT_SECONDS = env.float("MODEL_CATALOG_TIMEOUT_SECONDS", default=10.0)
+# Beat copies these entries into its database schedules when it starts.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
+    {
+        "Model profiles from the provider": {
+            "task": "chatplatform.tasks.update_model_profiles_from_provider",
+            "schedule": MODEL_CATALOG_SYNC_HOURS * 3600,
+        }
+    }
+    if MODEL_CATALOG_SYNC_HOURS > 0
+    else {}
+)
 
 # --- Model endpoints that tenants name (chatplatform/model_endpoints.py) ----------------------
 # Platform credentials only go to the endpoints above or to platform-wide profiles. A tenant's
@@ -298,53 +315,9 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
 
-# --- REST API (chats.api) -------------------------------------------------------------------
-# Integrations use /api/v1/ with tenant API keys (Authorization: Bearer <key>); the browser uses
-# its session (CSRF enforced). Throttle counters live in the default cache (Redis when
-# REDIS_URL is set). Every error answers {"error": {"code", "message", "fields"}}.
-REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [
-        "chats.api.authentication.ApiKeyAuthentication",
-        "chats.api.authentication.TenantSessionAuthentication",
-    ],
-    "DEFAULT_PERMISSION_CLASSES": ["chats.api.permissions.HasTenantPrincipal"],
-    "DEFAULT_THROTTLE_CLASSES": [
-        "chats.api.throttling.KeyRateThrottle",
-        "chats.api.throttling.UserRateThrottle",
-    ],
-    "DEFAULT_THROTTLE_RATES": {
-        "api_key": env.str("API_THROTTLE_KEY_RATE", default="600/min"),
-        "api_user": env.str("API_THROTTLE_USER_RATE", default="600/min"),
-    },
-    "DEFAULT_PARSER_CLASSES": ["chats.api.parsers.LimitedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "chats.api.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "chats.api.schema.ApiAutoSchema",
-    "TEST_REQUEST_DEFAULT_FORMAT": "json",
-    "UNICODE_JSON": True,
-}
-SPECTACULAR_SETTINGS = {
-    "TITLE": "chatplatform API",
-    "DESCRIPTION": (
-        "REST API for integrations: conversations, messages (JSON or server-sent events), "
-        "context previews and turn records, summaries, user facts, usage, policy and models. "
-        "Authenticate with a tenant API key (`Authorization: Bearer <key>`) or the browser "
-        'session. Every error is `{"error": {"code", "message", "fields"}}`.'
-    ),
-    "VERSION": "1.0.0",
-    "SCHEMA_PATH_PREFIX": r"/api/v1",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
-    "SERVE_AUTHENTICATION": [],
-    "COMPONENT_SPLIT_REQUEST": True,
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {
-        "MessageRoleEnum": "chatplatform.models.conversations.Role",
-        "MessageStatusEnum": "chatplatform.models.conversations.Status",
-    },
-}
+# --- REST API (chats.api; its framework and schema settings: chatplatform/config/rest_api.py) -
+REST_FRAMEWORK = rest_framework_settings(env)
+SPECTACULAR_SETTINGS = API_SCHEMA_SETTINGS
 #: Largest request body the API reads (bytes); larger ones get 413. The default leaves room
 #: for a message with an image (at most 5 MB, about 6.7 MB as base64) and its text.
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=8 * 1024 * 1024)

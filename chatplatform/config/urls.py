@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from chatplatform.invitations.views import invitation_accept_view
 from chatplatform.password_reset import LimitedPasswordResetView
 from chats.ui.views import home
 
@@ -9,6 +10,7 @@ urlpatterns = [
     path("healthz", home.healthz, name="healthz"),
     path("accounts/password_reset/", LimitedPasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("invitations/<str:token>/", invitation_accept_view, name="invitation_accept"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("chats.api.urls")),
     path("", include("chats.ui.urls")),

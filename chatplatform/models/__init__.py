@@ -1,3 +1,4 @@
+from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy, Strategy
 from .profiles import ModelProfile, Provider
 from .tenants import ApiKey, Membership, Role, Tenant
@@ -5,6 +6,8 @@ from .tenants import ApiKey, Membership, Role, Tenant
 __all__ = [
     "ApiKey",
     "ContextPolicy",
+    "Invitation",
+    "InvitationStatus",
     "Membership",
     "ModelProfile",
     "Provider",

@@ -17,17 +17,25 @@ def packing_policy_for(
     margin_ratio: float = 1.0,
     calibration_ratio: float = 1.0,
     budget_override: int | None = None,
+    clamp_to_model: bool = False,
 ) -> PackingPolicy:
     """Map the stored policy onto the pure core's view of it (``margin_ratio``: the safety
-    margin of inexact counts; ``calibration_ratio``: the model's online calibration)."""
+    margin of inexact counts; ``calibration_ratio``: the model's online calibration).
+
+    ``clamp_to_model`` (every turn): the context cap is bounded by the model's window and the
+    reserved response by its output limit, so a policy that no longer fits its model (the
+    provider reported a smaller window) still packs prompts that fit; validation maps the
+    policy as stored, so the admin is told."""
     profile = policy.model_profile
     max_context = policy.max_context_tokens
+    reserved = policy.reserved_response_tokens
+    if clamp_to_model:
+        max_context = min(max_context, profile.context_window)
+        reserved = min(reserved, profile.max_output_tokens)
     scale = 1.0
     if budget_override is not None:
-        prompt_budget = max(
-            1, min(max_context, profile.context_window) - policy.reserved_response_tokens
-        )
-        max_context = min(max_context, budget_override + policy.reserved_response_tokens)
+        prompt_budget = max(1, min(max_context, profile.context_window) - reserved)
+        max_context = min(max_context, budget_override + reserved)
         # Section budgets in tokens shrink with the prompt budget, keeping their proportions.
         if policy.budget_unit == "tokens":
             scale = min(1.0, budget_override / prompt_budget)
@@ -39,7 +47,7 @@ def packing_policy_for(
         strategy=policy.strategy,  # type: ignore[arg-type]
         context_window=profile.context_window,
         max_context_tokens=max_context,
-        reserved_response_tokens=policy.reserved_response_tokens,
+        reserved_response_tokens=reserved,
         safety_margin_ratio=margin_ratio,
         calibration_ratio=calibration_ratio,
         budget_unit=policy.budget_unit,  # type: ignore[arg-type]

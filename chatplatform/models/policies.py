@@ -68,48 +68,89 @@ class ContextPolicy(models.Model):
         null=True,
         blank=True,
         related_name="+",
-        help_text="Empty: a preset every tenant can pick.",
+        help_text="Leave empty to make this a preset that every tenant can choose.",
     )
-    name = models.CharField(max_length=100)
-    description = models.TextField(blank=True)
+    name = models.CharField(max_length=100, help_text="The name admins pick the policy by.")
+    description = models.TextField(
+        blank=True, help_text="What this policy is for, shown next to its name."
+    )
     model_profile = models.ForeignKey(
-        "chatplatform.ModelProfile", on_delete=models.PROTECT, related_name="+"
+        "chatplatform.ModelProfile",
+        on_delete=models.PROTECT,
+        related_name="+",
+        help_text="The model that writes the replies. Its context window limits the sizes "
+        "below, and its prices decide what each turn costs.",
     )
-    strategy = models.CharField(max_length=32, choices=Strategy.choices, default=Strategy.HYBRID)
+    strategy = models.CharField(
+        max_length=32,
+        choices=Strategy.choices,
+        default=Strategy.HYBRID,
+        help_text="How a long conversation reaches the model: only the latest messages "
+        "(cheapest), plus summaries of older ones, or also older messages that match the new "
+        "one and the facts saved about the user.",
+    )
 
     # The window and its reserves.
     max_context_tokens = models.PositiveIntegerField(
         default=32000,
         validators=[MinValueValidator(256)],
-        help_text="Tokens the whole request may use (prompt + reply); at most the model's window.",
+        help_text="The most tokens one turn may use, prompt and reply together (at most the "
+        "model's window). More lets the model remember more, and costs more per turn.",
     )
     reserved_response_tokens = _positive(
-        2048, minimum=16, help_text="Tokens kept free for the reply."
+        2048,
+        minimum=16,
+        help_text="Room kept free for the reply: the longest answer the model may write. Only "
+        "what it writes is billed.",
     )
     safety_margin_percent = models.FloatField(
         default=2.0,
         validators=[MinValueValidator(0.0), MaxValueValidator(50.0)],
-        help_text="Extra headroom on estimated counts, on top of the calibrated margin.",
+        help_text="Extra room left when token counts are estimates, so a prompt never overflows "
+        "the model's window. Higher is safer and leaves less room for the conversation.",
     )
 
     # Per-section budgets. History takes whatever is left.
     budget_unit = models.CharField(
-        max_length=8, choices=BudgetUnit.choices, default=BudgetUnit.TOKENS
+        max_length=8,
+        choices=BudgetUnit.choices,
+        default=BudgetUnit.TOKENS,
+        help_text="Whether the four sizes below are tokens or percentages of the room left "
+        "after the new message and the reply.",
     )
-    system_budget = _positive(2000, help_text="System prompt budget.")
-    facts_budget = _positive(1000, help_text="User facts budget.")
-    summaries_budget = _positive(4000, help_text="Summaries budget (rolling, 7-day, 30-day).")
-    retrieval_budget = _positive(6000, help_text="Budget for older messages found by search.")
+    system_budget = _positive(
+        2000, help_text="Most room for the instructions at the top of every prompt."
+    )
+    facts_budget = _positive(
+        1000, help_text="Most room for the facts saved about the user (their memories)."
+    )
+    summaries_budget = _positive(
+        4000,
+        help_text="Most room for summaries of older messages and of the last 7 and 30 days.",
+    )
+    retrieval_budget = _positive(
+        6000, help_text="Most room for older messages that match the new one (hybrid)."
+    )
 
     # History.
     min_recent_messages = _positive(
-        20, maximum=500, help_text="Always keep the last N messages when they fit."
+        20,
+        maximum=500,
+        help_text="This many latest messages are always sent word for word when they fit.",
     )
     recent_message_cap = _positive(
-        100, minimum=1, maximum=500, help_text="At most this many recent messages verbatim."
+        100,
+        minimum=1,
+        maximum=500,
+        help_text="At most this many latest messages are sent word for word; older ones "
+        "reach the model through summaries and search only. Fewer keeps turns cheaper.",
     )
     raw_history_limit = _positive(
-        20, minimum=1, maximum=500, help_text="Messages kept raw after the last summary."
+        20,
+        minimum=1,
+        maximum=500,
+        help_text="Rolling summary: this many newest messages stay word for word; older ones "
+        "are summarised.",
     )
 
     history_trim_percent = _positive(
@@ -117,10 +158,10 @@ class ContextPolicy(models.Model):
         minimum=10,
         maximum=100,
         help_text=(
-            "When the history no longer fits, or after a pause longer than the prompt "
-            "cache's lifetime, it restarts at this share of its room; later turns only "
-            "append to it, so the provider reads the history from its prompt cache. "
-            "100 fills the room every turn (nothing cached: each trim rewrites the prompt)."
+            "When the conversation no longer fits, or after a long pause, the messages sent "
+            "start again filled to this share of their room; the next turns only add to "
+            "them, so the provider re-reads them at the cheap cached price. 100 fills the "
+            "room every turn: more context, but no cache savings."
         ),
     )
 
@@ -131,63 +172,132 @@ class ContextPolicy(models.Model):
         choices=[("5m", "5 minutes (writes cost 1.25x input)"), ("1h", "1 hour (writes cost 2x)")],
         default="5m",
         help_text=(
-            "How long the provider keeps the prompt's cached prefix. Reads cost 0.1x input "
-            "either way; one hour pays off when people pause for more than five minutes."
+            "How long the provider keeps the unchanged start of the prompt for cheap "
+            "re-reading (a tenth of the input price either way). One hour costs more to "
+            "write and pays off when people pause for more than five minutes."
         ),
     )
 
     # Rolling summaries.
     summary_interval = _positive(
-        20, minimum=2, maximum=1000, help_text="Summarise when this many messages are unsummarised."
+        20,
+        minimum=2,
+        maximum=1000,
+        help_text="Summarise older messages once this many wait for a summary. Lower keeps "
+        "summaries fresher and runs the summarizer (and its cost) more often.",
     )
     summary_trigger_percent = _positive(
-        80, minimum=10, maximum=100, help_text="Also summarise when history fills this share."
+        80,
+        minimum=10,
+        maximum=100,
+        help_text="Also summarise once the messages fill this share of their room.",
     )
-    max_summaries_in_context = _positive(3, minimum=1, maximum=20)
-    summary_max_tokens = _positive(512, minimum=64, maximum=8192)
+    max_summaries_in_context = _positive(
+        3,
+        minimum=1,
+        maximum=20,
+        help_text="At most this many summaries of older messages go into a prompt; beyond "
+        "that the oldest are merged into one.",
+    )
+    summary_max_tokens = _positive(
+        512,
+        minimum=64,
+        maximum=8192,
+        help_text="Longest summary of older messages, in tokens: more keeps more detail and "
+        "takes more room in every prompt.",
+    )
 
     # Periodic summaries.
-    periodic_summaries_enabled = models.BooleanField(default=True)
-    recent_summary_days = _positive(7, minimum=1, maximum=365)
-    recent_summary_interval_days = _positive(3, minimum=1, maximum=365)
-    recent_summary_tokens = _positive(1024, minimum=64, maximum=16384)
-    long_summary_days = _positive(30, minimum=1, maximum=3650)
-    long_summary_interval_days = _positive(14, minimum=1, maximum=365)
-    long_summary_tokens = _positive(4096, minimum=64, maximum=32768)
+    periodic_summaries_enabled = models.BooleanField(
+        default=True,
+        help_text="Keep a summary of the last days and one of the last weeks of each active "
+        "conversation, so the model recalls what happened earlier. Each rebuild is a "
+        "summarizer call.",
+    )
+    recent_summary_days = _positive(
+        7, minimum=1, maximum=365, help_text="Days the recent summary covers."
+    )
+    recent_summary_interval_days = _positive(
+        3, minimum=1, maximum=365, help_text="Rebuild the recent summary every this many days."
+    )
+    recent_summary_tokens = _positive(
+        1024, minimum=64, maximum=16384, help_text="Longest recent summary, in tokens."
+    )
+    long_summary_days = _positive(
+        30, minimum=1, maximum=3650, help_text="Days the long summary covers."
+    )
+    long_summary_interval_days = _positive(
+        14, minimum=1, maximum=365, help_text="Rebuild the long summary every this many days."
+    )
+    long_summary_tokens = _positive(
+        4096, minimum=64, maximum=32768, help_text="Longest long summary, in tokens."
+    )
 
     # User facts.
-    facts_enabled = models.BooleanField(default=True)
-    max_facts_per_user = _positive(50, minimum=10, maximum=100)
-    max_fact_chars = _positive(500, minimum=20, maximum=2000)
+    facts_enabled = models.BooleanField(
+        default=True,
+        help_text="Send the facts saved about the user (their memories) with every prompt.",
+    )
+    max_facts_per_user = _positive(
+        50,
+        minimum=10,
+        maximum=100,
+        help_text="Most facts kept per user; saving one more retires the oldest (it stays in "
+        "the fact's history).",
+    )
+    max_fact_chars = _positive(
+        500, minimum=20, maximum=2000, help_text="Longest fact, in characters."
+    )
 
     # Retrieval (hybrid).
-    retrieval_max_items = _positive(200, minimum=0, maximum=500)
-    retrieval_neighbors = _positive(0, minimum=0, maximum=5)
+    retrieval_max_items = _positive(
+        200,
+        minimum=0,
+        maximum=500,
+        help_text="Hybrid: the most older messages one search may bring into a prompt.",
+    )
+    retrieval_neighbors = _positive(
+        0,
+        minimum=0,
+        maximum=5,
+        help_text="Hybrid: also send this many messages before and after each one found, "
+        "for context.",
+    )
     turn_retrieval_percent = _positive(
         5,
         minimum=0,
         maximum=100,
         help_text=(
-            "Hybrid: the older messages found when the history restarts stay in the cached "
-            "prompt until it restarts again; on the turns in between, what a turn finds "
-            "besides them takes at most this share of the retrieval budget. It is sent after "
-            "the new message and paid in full each turn."
+            "Hybrid: older messages found when the conversation's messages start again stay "
+            "in the cheap cached part of the prompt; on the turns in between, new finds take "
+            "at most this share of their room. They are billed in full on every turn."
         ),
     )
     retrieval_dense = models.BooleanField(
         "retrieval by meaning",
         default=False,
-        help_text="Hybrid: also find older messages by meaning (sentence embeddings, "
-        "all-MiniLM-L6-v2 on the CPU), fused with full-text search. Needs the embeddings "
-        "requirements (requirements/embeddings.txt) on the web and worker processes; without "
-        "them retrieval stays full-text only. Messages are embedded in the background; "
-        "each turn embeds the new message (~10 ms).",
+        help_text="Hybrid: also find older messages by what they mean, not only by their "
+        "words. Needs the optional embeddings package on the servers "
+        "(requirements/embeddings.txt); without it, search matches words only. Adds about "
+        "10 ms to each turn.",
     )
 
     # Prompt.
-    system_prompt_template = models.TextField(default=DEFAULT_SYSTEM_PROMPT)
-    bot_name = models.CharField(max_length=100, default="Assistant")
-    tools_enabled = models.BooleanField(default=True)
+    system_prompt_template = models.TextField(
+        default=DEFAULT_SYSTEM_PROMPT,
+        help_text="The instructions at the top of every prompt. Names in braces, such as "
+        "{username} or {date}, are filled in on each turn.",
+    )
+    bot_name = models.CharField(
+        max_length=100,
+        default="Assistant",
+        help_text="The assistant's name: {botname} in the instructions.",
+    )
+    tools_enabled = models.BooleanField(
+        default=True,
+        help_text="Let the model save and update facts about the user by itself (models "
+        "that can use tools).",
+    )
     context_editing = models.CharField(
         "provider context editing",
         max_length=32,
@@ -202,8 +312,20 @@ class ContextPolicy(models.Model):
     )
 
     # Input limits.
-    max_message_chars = _positive(64 * 1024, minimum=1, maximum=1024 * 1024)
-    user_messages_per_minute = _positive(30, minimum=1, maximum=10000)
+    max_message_chars = _positive(
+        64 * 1024,
+        minimum=1,
+        maximum=1024 * 1024,
+        help_text="Longest message a user may send, in characters; longer ones are refused "
+        "with an explanation.",
+    )
+    user_messages_per_minute = _positive(
+        30,
+        minimum=1,
+        maximum=10000,
+        help_text="Messages one user may send per minute; more are refused until the minute "
+        "passes.",
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

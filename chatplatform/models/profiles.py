@@ -17,6 +17,17 @@ class Provider(models.TextChoices):
     OFFLINE = "offline", "Offline (built in, no model)"
 
 
+def _long_price(what: str) -> models.DecimalField:
+    return models.DecimalField(
+        f"long-context price of {what} per Mtok",
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Used above the long-context threshold; empty: the ordinary price.",
+    )
+
+
 class ModelProfile(models.Model):
     """A model a policy can use. ``tenant`` NULL: a platform-wide profile every tenant sees.
 
@@ -27,10 +38,20 @@ class ModelProfile(models.Model):
     """
 
     tenant = models.ForeignKey(
-        "chatplatform.Tenant", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+        "chatplatform.Tenant",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Leave empty to offer this model to every tenant.",
     )
     name = models.CharField(max_length=100, help_text="Display name, e.g. 'Claude Sonnet 4.5'.")
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider = models.CharField(
+        max_length=16,
+        choices=Provider.choices,
+        help_text="Who runs the model. Offline is built in: it answers without a model and "
+        "costs nothing.",
+    )
     model = models.CharField(max_length=100, help_text="The model id the provider's API expects.")
     base_url = models.URLField(
         blank=True,
@@ -46,18 +67,56 @@ class ModelProfile(models.Model):
         editable=False,
         help_text="The tenant's own API key for its own endpoint, encrypted (Fernet).",
     )
-    context_window = models.PositiveIntegerField(validators=[MinValueValidator(512)])
-    max_output_tokens = models.PositiveIntegerField(validators=[MinValueValidator(16)])
-    tokenizer = models.CharField(max_length=32, default="estimator")
-    supports_vision = models.BooleanField(default=False)
-    supports_tools = models.BooleanField(default=True)
-    price_input_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal(0))
-    price_output_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal(0))
+    context_window = models.PositiveIntegerField(
+        validators=[MinValueValidator(512)],
+        help_text="The most tokens the model reads and writes in one turn; policies using "
+        "it must fit inside.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        validators=[MinValueValidator(16)],
+        help_text="The longest reply the model can write, in tokens.",
+    )
+    tokenizer = models.CharField(
+        max_length=32,
+        default="estimator",
+        help_text="How tokens are counted for this model: a public tokenizer such as "
+        "o200k_base counts exactly, 'anthropic' asks the provider, 'estimator' estimates "
+        "(with a safety margin that leaves a little less room).",
+    )
+    supports_vision = models.BooleanField(
+        default=False,
+        help_text="The model can look at images sent in the chat; otherwise it is only told "
+        "that an image was attached.",
+    )
+    supports_tools = models.BooleanField(
+        default=True,
+        help_text="The model can use tools, such as saving facts about the user.",
+    )
+    price_input_per_mtok = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="USD per million prompt tokens read without the cache.",
+    )
+    price_output_per_mtok = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="USD per million tokens the model writes.",
+    )
     price_cache_read_per_mtok = models.DecimalField(
-        max_digits=10, decimal_places=4, default=Decimal(0)
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="USD per million prompt tokens re-read from the provider's cache (usually "
+        "a tenth of the input price).",
     )
     price_cache_write_per_mtok = models.DecimalField(
-        max_digits=10, decimal_places=4, default=Decimal(0)
+        max_digits=10,
+        decimal_places=4,
+        default=Decimal(0),
+        help_text="USD per million prompt tokens written to the cache for 5 minutes "
+        "(Anthropic: 1.25x the input price).",
     )
     price_cache_write_1h_per_mtok = models.DecimalField(
         "price of cache writes, 1-hour lifetime, per Mtok",
@@ -72,6 +131,29 @@ class ModelProfile(models.Model):
         help_text=(
             "Shortest prefix the provider caches (Anthropic: 1,024 to 4,096 tokens by model); "
             "a shorter one is not cached, so no breakpoint is spent on it."
+        ),
+    )
+    long_context_threshold_tokens = models.PositiveIntegerField(
+        "long-context threshold",
+        null=True,
+        blank=True,
+        help_text=(
+            "Prompt tokens (input, cache reads and cache writes) above which the provider bills "
+            "the whole request at the long-context prices below (e.g. Claude Haiku 5.5: "
+            "100,000). Empty: the model has no long-context tier."
+        ),
+    )
+    price_long_input_per_mtok = _long_price("input")
+    price_long_output_per_mtok = _long_price("output")
+    price_long_cache_read_per_mtok = _long_price("cache reads")
+    price_long_cache_write_per_mtok = _long_price("cache writes, 5-minute lifetime,")
+    price_long_cache_write_1h_per_mtok = _long_price("cache writes, 1-hour lifetime,")
+    prices_unknown = models.BooleanField(
+        "prices to be set",
+        default=False,
+        help_text=(
+            "Added from the provider's model list with no documented prices: its costs read "
+            "zero until an admin sets them (changing a price clears this)."
         ),
     )
     capabilities = models.JSONField(
@@ -128,6 +210,16 @@ class ModelProfile(models.Model):
         """Store ``raw`` encrypted (empty clears it); the caller saves the profile."""
         self.api_key_encrypted = encrypt(raw)
 
+    @property
+    def has_long_context_tier(self) -> bool:
+        return self.long_context_threshold_tokens is not None
+
+    def is_long_context(self, prompt_tokens: int) -> bool:
+        """Whether a request of ``prompt_tokens`` (input + cache reads + cache writes) is
+        billed at the long-context prices."""
+        threshold = self.long_context_threshold_tokens
+        return threshold is not None and prompt_tokens > threshold
+
     def cost_usd(
         self,
         *,
@@ -138,16 +230,30 @@ class ModelProfile(models.Model):
         cache_ttl: str = "5m",
     ) -> Decimal:
         """Cost of one call; ``input_tokens`` excludes cache reads and writes, which are
-        priced for the cache lifetime ``cache_ttl`` the request asked for."""
-        million = Decimal(1_000_000)
-        write_price = (
-            self.price_cache_write_1h_per_mtok
-            if cache_ttl == "1h"
-            else self.price_cache_write_per_mtok
+        priced for the cache lifetime ``cache_ttl`` the request asked for.
+
+        The one place a call is priced. A request whose prompt (all three kinds of input
+        tokens) is above the long-context threshold pays the long-context price on every
+        token, output included, as Anthropic bills it; a long-context price left empty
+        falls back to the ordinary one."""
+        long = self.is_long_context(input_tokens + cache_read_tokens + cache_write_tokens)
+
+        def price(ordinary: Decimal, long_price: Decimal | None) -> Decimal:
+            return long_price if long and long_price is not None else ordinary
+
+        one_hour = cache_ttl == "1h"
+        write_price = price(
+            self.price_cache_write_1h_per_mtok if one_hour else self.price_cache_write_per_mtok,
+            self.price_long_cache_write_1h_per_mtok
+            if one_hour
+            else self.price_long_cache_write_per_mtok,
         )
+        million = Decimal(1_000_000)
         return (
-            Decimal(input_tokens) * self.price_input_per_mtok
-            + Decimal(output_tokens) * self.price_output_per_mtok
-            + Decimal(cache_read_tokens) * self.price_cache_read_per_mtok
+            Decimal(input_tokens) * price(self.price_input_per_mtok, self.price_long_input_per_mtok)
+            + Decimal(output_tokens)
+            * price(self.price_output_per_mtok, self.price_long_output_per_mtok)
+            + Decimal(cache_read_tokens)
+            * price(self.price_cache_read_per_mtok, self.price_long_cache_read_per_mtok)
             + Decimal(cache_write_tokens) * write_price
         ) / million

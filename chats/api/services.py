@@ -1,45 +1,19 @@
 """Writes the API needs that have no shared service yet (thin; candidates for
-``chats.services``): renaming, archiving and deleting conversations, and asking for a
-summary refresh. Each takes a conversation already resolved for the caller."""
+``chats.services``): asking for a summary refresh and for a continued conversation's summary.
+Each takes a conversation already resolved for the caller. Renaming, archiving, deleting and
+leaving a conversation are the shared services of ``chats.services.conversations``."""
 
 from __future__ import annotations
 
 import logging
 
 from django.db import transaction
-from django.utils import timezone
 
 from chatplatform.models.conversations import Conversation
-from chatplatform.tenancy.scoping import tenant_scope
 from summaries.scheduling import schedule_continuation_summary
 from summaries.tasks import refresh_rolling_summary
 
 logger = logging.getLogger("chats.api")
-
-
-def conversation_update(
-    conversation: Conversation, *, title: str | None = None, archived: bool | None = None
-) -> Conversation:
-    """Rename (``title``) and/or archive or restore (``archived``) the conversation; fields
-    left None are unchanged. Archiving keeps the time of the first archive."""
-    changes: list[str] = []
-    if title is not None:
-        conversation.title = title[:200]
-        changes.append("title")
-    if archived is not None and archived != (conversation.archived_at is not None):
-        conversation.archived_at = timezone.now() if archived else None
-        changes.append("archived_at")
-    if changes:
-        with tenant_scope(conversation.tenant_id):
-            conversation.save(update_fields=[*changes, "updated_at"])
-    return conversation
-
-
-def conversation_delete(conversation: Conversation) -> None:
-    """Delete the conversation with its messages, summaries and turn records (cascade);
-    conversations that continued it keep existing without the link."""
-    with tenant_scope(conversation.tenant_id), transaction.atomic():
-        Conversation.objects.filter(pk=conversation.pk).delete()
 
 
 def summaries_refresh_request(conversation: Conversation) -> None:

@@ -12,6 +12,9 @@ and delta log. Events (each ``event: <type>`` + one JSON ``data`` line):
 - ``done``: ``{message_id, status, last_seq, usage}``, last;
 - ``error``: ``{code, message, message_id, status, partial, retryable}``, last.
 
+A chat command (``/memories [page]``) is answered without the model and stores nothing: its
+stream is one ``command`` event, ``{command, text, client_id}`` (:func:`command_events`).
+
 The stream ends after ``done`` or ``error``; a reply that does not end within
 ``API_STREAM_TIMEOUT_SECONDS`` ends it with ``error`` code ``reply_timeout`` (the reply goes on
 and is stored). Idle streams get a comment line every ``API_STREAM_KEEPALIVE_SECONDS``.
@@ -103,6 +106,11 @@ async def reply_events(
                     return
     finally:
         await layer.group_discard(group, channel)
+
+
+async def command_events(event: dict[str, Any]) -> AsyncGenerator[bytes, None]:
+    """The stream of a chat command's answer (see :func:`chats.replies.commands.command_event`)."""
+    yield sse_frame("command", event)
 
 
 def _done_from(snapshot: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from chats.api.views.context import ContextPreviewView, TurnRecordView
 from chats.api.views.conversations import (
     ConversationArchiveView,
     ConversationDetailView,
+    ConversationLeaveView,
     ConversationListView,
 )
 from chats.api.views.facts import FactByKeyView, FactDetailView, FactListView
@@ -35,6 +36,7 @@ urlpatterns = [
     path("conversations/", ConversationListView.as_view(), name="conversations"),
     path(CONVERSATION, ConversationDetailView.as_view(), name="conversation"),
     path(CONVERSATION + "archive/", ConversationArchiveView.as_view(), name="archive"),
+    path(CONVERSATION + "leave/", ConversationLeaveView.as_view(), name="leave"),
     path(CONVERSATION + "messages/", MessageListView.as_view(), name="messages"),
     path(
         CONVERSATION + "messages/<int:message_id>/",

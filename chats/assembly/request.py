@@ -159,7 +159,8 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
         cache_ttl=turn.policy.cache_ttl,
         messages=messages,
         tools=FACT_TOOLS if tools else (),
-        max_tokens=turn.policy.reserved_response_tokens,
+        # Within the model's output limit even when the policy no longer fits its model.
+        max_tokens=min(turn.policy.reserved_response_tokens, turn.profile.max_output_tokens),
         context_report=_context_report(turn),
         context_management=context_management_for(turn),
     )

@@ -1,8 +1,10 @@
 """Chat commands answered without the model (``/memories``: the user's saved facts).
 
 A message whose first word names a command is answered here and stored nowhere: the sender
-gets the answer as a ``command`` event that names the message's ``client_id``, which is
-how the page knows its bubble was received (a command has no stored message to acknowledge).
+gets the answer as a ``command`` event (:func:`command_event`) that names the message's
+``client_id``, which is how the page knows its bubble was received (a command has no stored
+message to acknowledge). The WebSocket, the REST API and its server-sent events all answer
+with :func:`command_name`, :func:`command_answer` and that event.
 """
 
 from __future__ import annotations
@@ -83,3 +85,9 @@ def command_answer(name: str, tenant_id: int, user: Any, content: str) -> str:
     """The answer of command ``name`` (see :func:`command_name`) to ``user``'s ``content``;
     raises :class:`CommandError` when it cannot be answered as asked."""
     return COMMANDS[name](tenant_id, user, content)
+
+
+def command_event(name: str, text: str, client_id: str | None) -> dict[str, Any]:
+    """The answer as the sender gets it: the WebSocket frame, the REST API's body and the
+    server-sent event's data."""
+    return {"type": "command", "command": name, "text": text, "client_id": client_id}

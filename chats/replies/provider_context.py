@@ -44,6 +44,8 @@ class ProviderManaged:
 
     @property
     def compacted(self) -> bool:
+        """Whether the provider compacted: the prompt it reports is then the compacted one,
+        no sample for the model's calibration."""
         return self.compaction is not None
 
     def compaction_cost(self, prepared: PreparedTurn) -> Decimal:
@@ -66,8 +68,11 @@ NOTHING_MANAGED = ProviderManaged()
 
 def provider_context_record(prepared: PreparedTurn, managed: ProviderManaged) -> dict[str, Any]:
     """Store the compaction as a summary and what the provider did on the turn's record (in
-    the caller's transaction, tenant scope set); returns what was recorded."""
+    the caller's transaction, tenant scope set); returns what was recorded (nothing, without a
+    query, when the provider managed nothing)."""
     recorded: dict[str, Any] = {}
+    if not managed:
+        return recorded
     if managed.applied_edits:
         recorded["applied_edits"] = [dict(e) for e in managed.applied_edits]
     if managed.compaction is not None:

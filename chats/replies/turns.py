@@ -24,6 +24,7 @@ from chats.assembly.request import attached_image, chat_request, full_history_us
 from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
 from chats.replies.provider_context import NOTHING_MANAGED, ProviderManaged, provider_context_record
+from chats.replies.titles import name_after_first_exchange
 from chats.retrieval.tasks import schedule_embedding
 from chats.services.conversations import conversation_window_advance
 from chats.services.hot_writes import MessageAndReply, hot_writes
@@ -309,9 +310,8 @@ def finish_turn(
     duration_ms: int | None = None,
     managed: ProviderManaged = NOTHING_MANAGED,
 ) -> dict[str, Any]:
-    """Store the reply, the turn's usage and cost and what the provider's context management
-    did (``managed``; a compacted prompt is no calibration sample) in one transaction; schedule
-    follow-up work after commit. Returns the usage summary sent to clients."""
+    """Store the reply, its usage and cost and what the provider's context management did (one
+    transaction); schedule follow-up work after commit. Returns the usage summary for clients."""
     fields: dict[str, Any] = {
         "assistant_message_id": prepared.assistant_message_id,
         "time_to_first_token_ms": ttft_ms,
@@ -346,8 +346,7 @@ def finish_turn(
                 cache_write_tokens=prepared.full_history.written,
             ).quantize(COST_QUANTUM),
         )
-    if managed:  # the compaction's own sampling is billed apart from the reply
-        fields["cost_usd"] += managed.compaction_cost(prepared)
+    fields["cost_usd"] += managed.compaction_cost(prepared)  # billed apart from the reply
     conversation = prepared.conversation
     calibrate = usage is not None and profile.provider != "offline" and not managed.compacted
     # The write is atomic by itself; the calibration joins it in a transaction.
@@ -369,8 +368,7 @@ def finish_turn(
             turn=fields,
             now=timezone.now(),
         )
-        if managed:
-            provider_context_record(prepared, managed)
+        provider_context_record(prepared, managed)
         if calibrate:
             calibration_record(
                 profile.pk, prepared.estimated_prompt_tokens, fields["prompt_tokens_reported"]
@@ -391,7 +389,9 @@ def finish_turn(
 
 
 def after_reply(conversation: Conversation) -> None:
-    """What the policy asks after a reply: a rolling summary when the threshold is crossed."""
+    """What the policy asks after a reply: a rolling summary when the threshold is crossed;
+    an untitled conversation's title."""
+    name_after_first_exchange(conversation)  # never raises
     schedule_embedding(conversation)  # retrieval by meaning: embed the new turns; never raises
     try:
         schedule_summary_if_needed(conversation)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from chatplatform.models import Tenant
 from chatplatform.models.conversations import Conversation, Participant
@@ -90,3 +91,101 @@ def conversation_window_advance(
     conversation.window_full_tokens = full_tokens
     conversation.window_start_seq, conversation.window_sent_at = start_seq, sent_at
     conversation.window_recalled_ids = recalled
+
+
+def _clean_title(title: str) -> str:
+    """A title as stored: one line, spaces collapsed, at most 200 characters."""
+    return " ".join(title.split())[:200]
+
+
+def conversation_rename(conversation: Conversation, *, title: str) -> Conversation:
+    """Give the conversation ``title`` (blank: untitled again, so the first exchange may
+    name it). The title is the user's from now on: naming by the first exchange never
+    overwrites it."""
+    conversation.title = _clean_title(title)
+    with tenant_scope(conversation.tenant_id):
+        conversation.save(update_fields=["title", "updated_at"])
+    return conversation
+
+
+def conversation_archive(conversation: Conversation) -> Conversation:
+    """Archive the conversation (hidden from the list until restored). Idempotent: an
+    archived conversation keeps the time of its first archive."""
+    if conversation.archived_at is None:
+        conversation.archived_at = timezone.now()
+        with tenant_scope(conversation.tenant_id):
+            conversation.save(update_fields=["archived_at", "updated_at"])
+    return conversation
+
+
+def conversation_unarchive(conversation: Conversation) -> Conversation:
+    """Restore an archived conversation to the list (idempotent)."""
+    if conversation.archived_at is not None:
+        conversation.archived_at = None
+        with tenant_scope(conversation.tenant_id):
+            conversation.save(update_fields=["archived_at", "updated_at"])
+    return conversation
+
+
+def conversation_update(
+    conversation: Conversation, *, title: str | None = None, archived: bool | None = None
+) -> Conversation:
+    """Rename (``title``) and/or archive or restore (``archived``); None leaves it as is."""
+    if title is not None:
+        conversation_rename(conversation, title=title)
+    if archived is True:
+        conversation_archive(conversation)
+    elif archived is False:
+        conversation_unarchive(conversation)
+    return conversation
+
+
+def conversation_may_delete(conversation: Conversation, user: Any, *, admin: bool) -> bool:
+    """Deleting removes the conversation for everyone in it: only its creator or an admin of
+    its tenant may. Everyone else leaves it instead (:func:`conversation_leave`)."""
+    return admin or (user is not None and conversation.created_by_id == user.pk)
+
+
+def conversation_delete(conversation: Conversation, *, by: Any, admin: bool = False) -> None:
+    """Delete the conversation with its messages, summaries and turn records (cascade), if
+    ``by`` may (:func:`conversation_may_delete`); conversations that continued it keep
+    existing without the link."""
+    if not conversation_may_delete(conversation, by, admin=admin):
+        raise ConversationRejected(
+            "forbidden", "Only the conversation's creator or a tenant admin may delete it."
+        )
+    with tenant_scope(conversation.tenant_id), transaction.atomic():
+        Conversation.objects.filter(pk=conversation.pk, tenant_id=conversation.tenant_id).delete()
+
+
+def conversation_leave(conversation: Conversation, *, user: Any) -> bool:
+    """Take ``user`` out of the conversation: it leaves their list and they lose access; the
+    others keep it with its history. The last participant to leave deletes it (nobody could
+    reach it any more). Returns True when the conversation was deleted."""
+    with tenant_scope(conversation.tenant_id), transaction.atomic():
+        Participant.objects.filter(conversation_id=conversation.pk, user=user).delete()
+        if Participant.objects.filter(conversation_id=conversation.pk).exists():
+            return False
+        Conversation.objects.filter(pk=conversation.pk, tenant_id=conversation.tenant_id).delete()
+    return True
+
+
+def conversation_start(*, tenant: Tenant, user: Any) -> Conversation:
+    """The "new chat" of the web UI: the user's newest conversation that is still empty
+    (untitled, no messages, theirs alone, not archived) if there is one, else a new one; so
+    pressing "New chat" twice does not leave empty conversations behind."""
+    with tenant_scope(tenant):
+        empty = (
+            Conversation.objects.filter(
+                created_by=user,
+                title="",
+                message_count=0,
+                is_group=False,
+                continues__isnull=True,
+                archived_at__isnull=True,
+                pk__in=Participant.objects.filter(user=user).values("conversation_id"),
+            )
+            .order_by("-pk")
+            .first()
+        )
+    return empty or conversation_create(tenant=tenant, created_by=user)

@@ -75,6 +75,10 @@ class ConversationCreateForm(forms.Form):
             super().full_clean()
 
 
+class ConversationRenameForm(forms.Form):
+    title = forms.CharField(max_length=200, required=False, strip=True)
+
+
 class ParticipantAddForm(forms.Form):
     user = MemberField(
         queryset=get_user_model().objects.none(), label="Add a member", empty_label=None

@@ -8,12 +8,15 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from chatplatform.core.context.formatting import person_label
 from chatplatform.models import Membership, Tenant
 from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
 from chatplatform.policies import policy_for
+from chatplatform.selectors import administered_tenant_ids
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.services.conversations import conversation_may_delete
 
 CONVERSATIONS_LISTED = 50
 MESSAGES_PER_PAGE = 100
@@ -21,22 +24,28 @@ MAX_SEARCH_CHARS = 200
 
 
 def conversations_of(
-    tenant: Tenant, user: Any, *, query: str = "", limit: int = CONVERSATIONS_LISTED
+    tenant: Tenant,
+    user: Any,
+    *,
+    query: str = "",
+    archived: bool = False,
+    limit: int = CONVERSATIONS_LISTED,
 ) -> list[Conversation]:
-    """The user's conversations in ``tenant``, most recently active first; ``query`` matches
-    the title or any message's text. Each row carries ``last_activity`` and ``last_text``."""
+    """The user's conversations in ``tenant`` (the archived ones when ``archived``, else the
+    others), most recently active first; ``query`` matches the title or any message's text.
+    Each row carries ``last_activity`` and ``last_text``."""
     # PostgreSQL text cannot hold NUL (no stored text has one): it is dropped from the query.
     query = query.replace("\x00", "").strip()[:MAX_SEARCH_CHARS]
     with tenant_scope(tenant):
         latest = Message.objects.filter(conversation_id=OuterRef("pk")).order_by("-seq")
         mine = Participant.objects.filter(conversation_id=OuterRef("pk"), user=user)
         conversations = (
-            Conversation.objects.filter(Exists(mine), archived_at__isnull=True)
+            Conversation.objects.filter(Exists(mine), archived_at__isnull=not archived)
             .annotate(
-                last_activity=Subquery(latest.values("created_at")[:1]),
+                last_activity=Coalesce(Subquery(latest.values("created_at")[:1]), "created_at"),
                 last_text=Subquery(latest.values("content")[:1]),
             )
-            .order_by("-last_activity", "-created_at", "-pk")
+            .order_by("-last_activity", "-pk")
         )
         if query:
             matching = Message.objects.filter(
@@ -44,6 +53,53 @@ def conversations_of(
             )
             conversations = conversations.filter(Q(title__icontains=query) | Exists(matching))
         return list(conversations[:limit])
+
+
+@dataclass(frozen=True)
+class SidebarRow:
+    """A conversation as the sidebar lists it, with what the user may do to it."""
+
+    conversation: Conversation
+    may_delete: bool
+
+
+def sidebar_rows(
+    tenant: Tenant, user: Any, *, query: str = "", archived: bool = False
+) -> list[SidebarRow]:
+    """The user's conversations (:func:`conversations_of`), each saying whether the user may
+    delete it for everyone (else they may leave it)."""
+    admin = tenant.pk in administered_tenant_ids(user)
+    return [
+        SidebarRow(c, conversation_may_delete(c, user, admin=admin))
+        for c in conversations_of(tenant, user, query=query, archived=archived)
+    ]
+
+
+def archived_count(tenant: Tenant, user: Any) -> int:
+    """How many of the user's conversations in ``tenant`` are archived."""
+    with tenant_scope(tenant):
+        mine = Participant.objects.filter(user=user).values("conversation_id")
+        return Conversation.objects.filter(pk__in=mine, archived_at__isnull=False).count()
+
+
+@dataclass(frozen=True)
+class ConversationHeader:
+    """What the chat's header says about a conversation for ``user``: who answers (the
+    model profile of the policy that governs it, and that policy) and what they may do."""
+
+    model_name: str
+    policy_name: str
+    may_delete: bool
+
+
+def conversation_header(conversation: Conversation, user: Any) -> ConversationHeader:
+    policy = policy_for(conversation)
+    admin = conversation.tenant_id in administered_tenant_ids(user)
+    return ConversationHeader(
+        model_name=policy.model_profile.name,
+        policy_name=policy.name,
+        may_delete=conversation_may_delete(conversation, user, admin=admin),
+    )
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,33 @@ urlpatterns = [
     path("tenant/switch/", views.tenant_switch, name="tenant_switch"),
     path("chats/", views.conversation_list, name="conversation_list"),
     path("chats/new/", views.conversation_new, name="conversation_new"),
+    path("chats/start/", views.conversation_start_view, name="conversation_start"),
     path("chats/<int:conversation_id>/", views.conversation_detail, name="conversation_detail"),
+    path(
+        "chats/<int:conversation_id>/rename/",
+        views.conversation_rename_view,
+        name="conversation_rename",
+    ),
+    path(
+        "chats/<int:conversation_id>/archive/",
+        views.conversation_archive_view,
+        name="conversation_archive",
+    ),
+    path(
+        "chats/<int:conversation_id>/unarchive/",
+        views.conversation_unarchive_view,
+        name="conversation_unarchive",
+    ),
+    path(
+        "chats/<int:conversation_id>/delete/",
+        views.conversation_delete_view,
+        name="conversation_delete",
+    ),
+    path(
+        "chats/<int:conversation_id>/leave/",
+        views.conversation_leave_view,
+        name="conversation_leave",
+    ),
     path(
         "chats/<int:conversation_id>/members/",
         views.participant_add_view,

@@ -1,4 +1,5 @@
-/* Usage charts of the tenant usage page (Chart.js 4, vendored under static/vendor/chartjs). */
+/* Usage charts of the tenant usage page and of a policy's change page (Chart.js 4, vendored
+   under static/vendor/chartjs): each chart is drawn when its canvas is on the page. */
 (function () {
   "use strict";
   var dataElement = document.getElementById("usage-data");
@@ -17,9 +18,13 @@
       borderDash: dashed ? [6, 4] : [], pointRadius: 2, tension: 0.2,
     };
   }
-  var tokens = document.getElementById("tokens-chart");
-  tokens.parentElement.style.height = "320px";
-  new window.Chart(tokens, {
+  function canvas(id, height) {
+    var element = document.getElementById(id);
+    if (element) element.parentElement.style.height = height;
+    return element;
+  }
+  var tokens = canvas("tokens-chart", "320px");
+  if (tokens) new window.Chart(tokens, {
     type: "line",
     data: {
       labels: data.labels,
@@ -33,9 +38,8 @@
     },
     options: Object.assign({}, common, { scales: { y: { beginAtZero: true, title: { display: true, text: "tokens" } } } }),
   });
-  var cost = document.getElementById("cost-chart");
-  cost.parentElement.style.height = "320px";
-  new window.Chart(cost, {
+  var cost = canvas("cost-chart", "320px");
+  if (cost) new window.Chart(cost, {
     type: "bar",
     data: {
       labels: data.labels,
@@ -45,6 +49,22 @@
       ],
     },
     options: Object.assign({}, common, { scales: { y: { beginAtZero: true, title: { display: true, text: "USD" } } } }),
+  });
+  var policyCount = data.policies ? data.policies.labels.length : 0;
+  var policies = canvas("policies-chart", Math.max(140, 70 + 44 * policyCount) + "px");
+  if (policies && data.policies) new window.Chart(policies, {
+    type: "bar",
+    data: {
+      labels: data.policies.labels,
+      datasets: [
+        { label: "Billed", data: data.policies.cost, backgroundColor: "#2f5bd3" },
+        { label: "Whole history with caching", data: data.policies.full_history_cost, backgroundColor: "#2fd39b" },
+      ],
+    },
+    options: Object.assign({}, common, {
+      indexAxis: "y",
+      scales: { x: { beginAtZero: true, title: { display: true, text: "USD" } } },
+    }),
   });
   document.body.dataset.chartsReady = "1";
 })();

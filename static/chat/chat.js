@@ -172,9 +172,9 @@
       case "delta": return onDelta(data);
       case "done": return onDone(data);
       case "error": return onError(data);
-      case "resync":
-      case "reply_state": return onState(data);
+      case "resync": case "reply_state": return onState(data);
       case "command": return onCommand(data);
+      default: document.dispatchEvent(new CustomEvent("chat:event", { detail: data })); // sidebar.js
     }
   }
 

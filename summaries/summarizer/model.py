@@ -18,6 +18,7 @@ from asgiref.sync import async_to_sync
 from chatplatform.core.context.formatting import MAX_AUTHOR_CHARS, data_text
 from chatplatform.core.llm.base import ChatRequest, Done, Message, Provider, TextDelta, Usage
 from chatplatform.core.llm.errors import ProviderError, StreamInterrupted
+from chatplatform.core.llm.summary_request import SummarySource, SummaryTask
 from chatplatform.core.tokens.base import TokenCounter
 
 from .render import render_summary
@@ -99,7 +100,13 @@ class ModelSummarizer:
             f"Summarise messages {first} to {last} of the conversation below.\n"
             f"<transcript>\n{body}\n</transcript>"
         )
-        return self._run(system, user, max_tokens, f"{purpose}-{MODEL_PROMPT_VERSION}")
+        task = SummaryTask(
+            sources=tuple(
+                SummarySource(m.content, speaker=m.author or m.role, role=m.role) for m in ordered
+            ),
+            max_tokens=max_tokens,
+        )
+        return self._run(system, user, max_tokens, f"{purpose}-{MODEL_PROMPT_VERSION}", task)
 
     def merge_summaries(
         self, summaries: Sequence[SourceSummary], *, max_tokens: int
@@ -119,7 +126,16 @@ class ModelSummarizer:
             "into one summary of the whole span. Keep facts that are still true and questions "
             f"that are still open.\n{body}"
         )
-        return self._run(system, user, max_tokens, f"merge-{MODEL_PROMPT_VERSION}")
+        task = SummaryTask(
+            sources=tuple(
+                SummarySource(
+                    render_summary(s.content), label=f"messages {s.first_seq}-{s.last_seq}"
+                )
+                for s in ordered
+            ),
+            max_tokens=max_tokens,
+        )
+        return self._run(system, user, max_tokens, f"merge-{MODEL_PROMPT_VERSION}", task)
 
     # --- internals ------------------------------------------------------------------------
 
@@ -169,7 +185,9 @@ class ModelSummarizer:
         head = [f"(… {omitted} earlier items omitted …)"] if omitted else []
         return "\n".join(head + list(reversed(kept)))
 
-    def _run(self, system: str, user: str, max_tokens: int, version: str) -> SummaryDraft:
+    def _run(
+        self, system: str, user: str, max_tokens: int, version: str, task: SummaryTask
+    ) -> SummaryDraft:
         total = Usage()
         problem: SummaryInvalid | None = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -182,6 +200,7 @@ class ModelSummarizer:
                 system=system,
                 max_tokens=self._output_tokens(max_tokens),
                 timeout=self.timeout,
+                summary_task=task,
             )
             raw, stop_reason, usage = self._call(request)
             total = total + usage

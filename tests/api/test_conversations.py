@@ -174,6 +174,7 @@ def test_delete_needs_the_creator_or_an_admin(
         ("patch", "", {"title": "mine now"}),
         ("delete", "", None),
         ("post", "archive/", None),
+        ("post", "leave/", None),
     ],
 )
 def test_another_tenants_conversation_is_404_like_a_missing_one(
@@ -189,3 +190,16 @@ def test_another_tenants_conversation_is_404_like_a_missing_one(
     with tenant_scope(conversation_b.tenant_id):
         fresh = Conversation.objects.get(pk=conversation_b.pk)
     assert fresh.title == "Beta plans" and fresh.archived_at is None
+
+
+def test_a_participant_who_may_not_delete_leaves(client_a, tenant_a, admin_a, member_a):
+    from chats.services import participant_add
+
+    theirs = conversation_create(tenant=tenant_a, created_by=admin_a, title="admin's")
+    participant_add(conversation=theirs, user=member_a)
+    error_of(client_a.delete(f"{API}/conversations/{theirs.pk}/"), 403, "permission_denied")
+    assert client_a.post(f"{API}/conversations/{theirs.pk}/leave/").status_code == 204
+    error_of(client_a.get(f"{API}/conversations/{theirs.pk}/"), 404, "not_found")
+    assert theirs.pk not in ids(client_a.get(f"{API}/conversations/"))
+    with tenant_scope(tenant_a):
+        assert Conversation.objects.filter(pk=theirs.pk).exists()  # the creator keeps it

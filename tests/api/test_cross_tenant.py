@@ -62,6 +62,7 @@ OBJECT_ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("conversation", "patch", "conversations/{c}/", {"title": "taken"}),
     ("conversation", "delete", "conversations/{c}/", None),
     ("archive", "post", "conversations/{c}/archive/", None),
+    ("leave", "post", "conversations/{c}/leave/", None),
     ("messages", "get", "conversations/{c}/messages/", None),
     ("messages", "post", "conversations/{c}/messages/", {"content": "hi"}),
     ("message", "get", "conversations/{c}/messages/{m}/", None),
@@ -119,6 +120,7 @@ def test_nothing_of_tenant_b_changed(admin_client_a, world_b, tenant_b, member_b
         conversation = Conversation.objects.get(pk=world_b.conversation)
         assert conversation.title == "Beta plans" and conversation.archived_at is None
         assert Message.objects.filter(conversation=conversation).count() == 2
+        assert list(conversation.participants.all()) == [member_b]  # nobody left it
         assert UserFact.objects.get(pk=world_b.fact).text == "B's fact"
         assert not UserFact.objects.filter(key="color").exists()
 

@@ -1,6 +1,6 @@
 """Memories and the tenant admin in a real browser: add a fact and see /memories list it; a
 tenant admin edits a policy, is told what to change, fixes it, previews it and makes it active;
-the usage and job pages draw."""
+the usage (per day and per policy), a policy's own usage and the job pages draw."""
 
 from __future__ import annotations
 
@@ -118,7 +118,15 @@ def test_usage_and_job_pages(page, tenant_a, admin_a, member_a):
     page.wait_for_selector("body[data-charts-ready='1']")
     assert "3" in page.inner_text("#usage-totals")
     assert "Offline (built in)" in page.inner_text("#calibration")
+    policies = page.inner_text("#usage-policy-table")
+    assert "Hybrid (preset)\t3\t" in policies  # the preset served every turn
     screenshot(page, "15-usage")
+    page.click("#usage-policy-table >> text=Hybrid")
+    page.wait_for_selector("body[data-charts-ready='1']")
+    assert "3" in page.inner_text("#policy-usage .report-totals")
+    page.locator("#policy-usage").scroll_into_view_if_needed()
+    screenshot(page, "15-policy-usage", full_page=False)
+    page.goto("/admin/chatplatform/tenant/usage/")
     page.click("text=Background jobs")
     assert "summaries: backfill token counts" in page.inner_text("#schedules")
     screenshot(page, "16-jobs")

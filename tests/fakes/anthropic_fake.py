@@ -9,6 +9,11 @@
 - The API's own context management (server compaction, context editing, their beta
   headers): :mod:`.anthropic_context`.
 - ``POST /v1/messages/count_tokens``: ``{"input_tokens": n}`` with a fixed framing per message.
+- ``GET /v1/models`` and ``GET /v1/models/{id}``: the Models API over ``models``
+  (``anthropic_models_fake``).
+- ``tokenizer`` counts every prompt (a test may make it count more than the estimator); a
+  prompt over its model's ``max_input_tokens`` (when ``models`` lists the model) is refused
+  with the API's "prompt is too long" error.
 - Errors on demand from the script; every request is recorded.
 """
 
@@ -17,7 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +33,7 @@ from starlette.routing import Route
 
 from chatplatform.core.llm.prompt_cache import PromptCache, Segment, anthropic_segments
 
+from . import anthropic_models_fake as models_api
 from .anthropic_context import (
     ContextOutcome,
     compaction_events,
@@ -42,9 +48,10 @@ from .behaviours import (
     Reply,
     Stall,
     fake_token_count,
+    prompt_too_long,
     split_words,
 )
-from .common import FakeServer, sse
+from .common import FakeServer, RecordedRequest, sse
 
 COUNT_BASE_TOKENS = 4  # count_tokens: fixed cost of a request
 COUNT_MESSAGE_TOKENS = 3  # count_tokens: framing of each message
@@ -76,6 +83,8 @@ class FakeAnthropic(FakeServer):
         self._count_script: list[HttpError] = []
         #: What the context management made of each messages request, in order.
         self.outcomes: list[ContextOutcome] = []
+        self.models: list[dict[str, Any]] = models_api.default_models()
+        self.tokenizer: Callable[[str], int] = fake_token_count
 
     def reset(self) -> None:
         super().reset()
@@ -83,6 +92,8 @@ class FakeAnthropic(FakeServer):
         self.min_cacheable_tokens = 0
         self._cache = PromptCache()
         self._count_script.clear()
+        self.models = models_api.default_models()
+        self.tokenizer = fake_token_count
 
     def script_count_tokens(self, *errors: HttpError) -> None:
         """Queue errors for the next count_tokens requests."""
@@ -97,6 +108,8 @@ class FakeAnthropic(FakeServer):
             routes=[
                 Route("/v1/messages", self._messages, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/v1/models/{model_id:path}", self._model, methods=["GET"]),
             ]
         )
 
@@ -106,15 +119,38 @@ class FakeAnthropic(FakeServer):
         body = await self.record(request)
         if self._count_script:
             return error_response(self._count_script.pop(0))
-        segments = prompt_segments(body)
+        return JSONResponse({"input_tokens": self.prompt_tokens(body)})
+
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """The request's prompt tokens as count_tokens reports them, by ``tokenizer``."""
+        segments = anthropic_segments(body, self.tokenizer)
         messages = len(body.get("messages", []))
-        tokens = (
-            sum(s.tokens for s in segments) + COUNT_BASE_TOKENS + COUNT_MESSAGE_TOKENS * messages
-        )
-        return JSONResponse({"input_tokens": tokens})
+        return sum(s.tokens for s in segments) + COUNT_BASE_TOKENS + COUNT_MESSAGE_TOKENS * messages
+
+    def window_error(self, body: dict[str, Any]) -> HttpError | None:
+        """The API's error for a prompt longer than the model's window, else None."""
+        window = models_api.window_of(self.models, str(body.get("model", "")))
+        if window is None:
+            return None
+        tokens = self.prompt_tokens(body)
+        return prompt_too_long(tokens, window) if tokens > window else None
+
+    def record_get(self, request: Request) -> None:
+        query = {key: request.query_params.getlist(key) for key in request.query_params}
+        self.requests.append(RecordedRequest(request.url.path, dict(request.headers), query))
+
+    async def _models(self, request: Request) -> Response:
+        self.record_get(request)
+        return models_api.list_response(self.models, request)
+
+    async def _model(self, request: Request) -> Response:
+        self.record_get(request)
+        return models_api.retrieve_response(self.models, request.path_params["model_id"])
 
     async def _messages(self, request: Request) -> Response:
         body = await self.record(request)
+        if (too_long := self.window_error(body)) is not None:
+            return error_response(too_long)
         problem = missing_beta(body, self.requests[-1].headers)
         if problem:
             return error_response(HttpError(400, "invalid_request_error", problem))
@@ -213,7 +249,7 @@ class FakeAnthropic(FakeServer):
         """Split the prompt's tokens into uncached / read from cache / written to cache, by
         the product's model of the provider's cache (on this process's monotonic clock)."""
         self._cache.min_tokens = self.min_cacheable_tokens
-        usage = self._cache.price(prompt_segments(body), time.monotonic())
+        usage = self._cache.price(anthropic_segments(body, self.tokenizer), time.monotonic())
         return PromptUsage(usage.uncached, usage.read, usage.written)
 
 

@@ -18,9 +18,10 @@ from chatplatform.tenancy.scoping import (
 PROJECT_APPS = {"chatplatform", "chats", "memory", "summaries"}
 # Tenant-level reference data: NULL tenant means "shared by every tenant".
 SHARED_ALLOWED = {ContextPolicy, ModelProfile}
-# Lookups that resolve the tenant from outside it (a log-in, an incoming API key): with Citus
-# these tables are reference tables, so the lookup stays local (see docs/scaling.md).
-TENANT_RESOLVING_INDEXES = {"membership_user_idx", "apikey_hash_idx"}
+# Lookups that resolve the tenant from outside it (a log-in, an incoming API key, an opened
+# invitation link): with Citus these tables are reference tables, so the lookup stays local
+# (see docs/scaling.md).
+TENANT_RESOLVING_INDEXES = {"membership_user_idx", "apikey_hash_idx", "invitation_token_idx"}
 
 
 def tenant_owned_models() -> list[type[models.Model]]:

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.http import urlsafe_base64_encode
 from rest_framework.test import APIClient
 
+from chatplatform.invitations import invitation_create
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Role, Tenant
 from chatplatform.models.conversations import Message, Participant, TurnRecord
 from chatplatform.services import api_key_create
@@ -99,6 +100,9 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
     summary = add_summary(conversation, user_message, second)
     fact = fact_save(tenant, admin, f"{label} likes tea", key=f"{label}-color")
     key, _raw = api_key_create(tenant=tenant, name=f"{label} key", user=admin)
+    invitation, _link = invitation_create(
+        tenant=tenant, invited_by=admin, base_url="http://testserver/", email=f"{label}@example.com"
+    )
     with tenant_scope(tenant):
         TurnRecord.objects.filter(pk=record.pk).update(assistant_message=reply)
         profile = ModelProfile.objects.create(
@@ -130,6 +134,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
             "fact": fact.pk,
             "fact_key": f"{label}-color",
             "apikey": key.pk,
+            "invitation": invitation.pk,
             "profile": profile.pk,
             "policy": policy.pk,
             "backfill": backfill.pk,

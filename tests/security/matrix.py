@@ -95,6 +95,11 @@ HTTP_CASES: dict[str, list[Case]] = {
         Case(kwargs=lambda t, own: {"uidb64": t["uidb64"], "token": "set-password"})
     ],
     "password_reset_complete": PUBLIC,
+    # The token is the invitation's only credential (a holder of A's link is invited by
+    # design); a token that names no invitation gets the page of an unknown link.
+    "invitation_accept": [
+        Case(public=True, kwargs=const({"token": "nosuch-invitation"}), note="token is the key")
+    ],
     # --- the REST API --------------------------------------------------------------------
     "api:schema": PUBLIC,
     "api:docs": PUBLIC,
@@ -112,6 +117,7 @@ HTTP_CASES: dict[str, list[Case]] = {
     ],
     "api:conversation": [Case(kwargs=conv, body={"patch": const({"title": "taken"})})],
     "api:archive": [Case(kwargs=conv)],
+    "api:leave": [Case(kwargs=conv)],
     "api:messages": [
         Case(kwargs=conv, body={"post": const({"content": "hi", "client_id": "x1"})}),
         Case(
@@ -166,6 +172,12 @@ HTTP_CASES: dict[str, list[Case]] = {
         )
     ],
     "chats_ui:conversation_detail": [Case(kwargs=conv)],
+    "chats_ui:conversation_start": [Case()],
+    "chats_ui:conversation_rename": [Case(kwargs=conv, body={"post": const({"title": "taken"})})],
+    "chats_ui:conversation_archive": [Case(kwargs=conv)],
+    "chats_ui:conversation_unarchive": [Case(kwargs=conv)],
+    "chats_ui:conversation_delete": [Case(kwargs=conv)],
+    "chats_ui:conversation_leave": [Case(kwargs=conv)],
     "chats_ui:participant_add": [
         Case(kwargs=conv, body={"post": lambda t, own: {"user": own["user"]}}),
         Case(kwargs=own_conv, body={"post": lambda t, own: {"user": t["user"]}}),
@@ -255,6 +267,7 @@ ADMIN_OBJECTS: dict[str, str] = {
     "chatplatform.tenant": "tenant",
     "chatplatform.membership": "membership",
     "chatplatform.apikey": "apikey",
+    "chatplatform.invitation": "invitation",
     "chatplatform.modelprofile": "profile",
     "chats.conversation": "conversation",
     "chats.message": "message",

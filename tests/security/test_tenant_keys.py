@@ -43,6 +43,9 @@ CROSS_TENANT_TASKS = {
     "summaries.tasks.refresh_periodic_summaries": "beat sweep; dispatches per-tenant tasks",
     "summaries.tasks.backfill_token_counts": "beat sweep over every tenant, or one (tenant_id)",
     "chats.tasks.backfill_message_embeddings": "beat sweep; dispatches per-tenant tasks",
+    "chatplatform.tasks.update_model_profiles_from_provider": (
+        "writes only the shared (tenant-less) model profiles, with the operator's key"
+    ),
 }
 
 

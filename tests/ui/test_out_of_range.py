@@ -49,4 +49,4 @@ def test_a_nul_in_the_search_is_no_server_error(member_client, conversation_a, m
     for query in ("\x00", "egg\x00", "\x00egg\x00"):
         response = member_client.get(url, {"q": query})
         assert response.status_code == 200
-        assert [c.pk for c in response.context["conversations"]] == [conversation_a.pk]
+        assert [r.conversation.pk for r in response.context["rows"]] == [conversation_a.pk]

@@ -28,6 +28,7 @@ from .errors import (
     StreamInterrupted,
     StreamStalled,
 )
+from .summary_request import SummaryTask
 
 __all__ = [
     "AuthenticationFailed",
@@ -148,7 +149,8 @@ class ChatRequest:
     as stalled. ``None`` means the provider's default for either. ``tool_choice="none"``
     forbids tool calls while keeping the definitions (which the provider needs when the
     history holds tool blocks). ``context_report`` describes what
-    the assembly put in the prompt; only the offline provider reads it. ``temperature`` is
+    the assembly put in the prompt and ``summary_task`` what a summarisation request is
+    about; only the offline provider reads them. ``temperature`` is
     sent to OpenAI-compatible servers only (the Anthropic SDK in use has no such parameter).
     """
 
@@ -168,6 +170,7 @@ class ChatRequest:
     timeout: float | None = None
     idle_timeout: float | None = None
     context_report: ContextReport | None = None
+    summary_task: SummaryTask | None = None
     #: The provider's own context management (server compaction, context editing), sent only
     #: to providers that offer it (Anthropic).
     context_management: ContextManagement = field(default_factory=ContextManagement)

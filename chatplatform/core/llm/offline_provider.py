@@ -4,6 +4,10 @@ It streams a deterministic reply that says so plainly, echoes the start of the u
 and reports what the context held (from the request's :class:`ContextReport`, or, without
 one, from the request itself), so the whole pipeline (assembly, streaming, usage accounting)
 can be used and tested with no key and no network.
+
+A summarisation request (one that carries a :class:`SummaryTask`) is answered with what the
+summarizer asks for: an extractive summary of the conversation as a JSON object, made of the
+messages' own sentences, with no description of the context around it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .base import (
     message_text,
 )
 from .context_report import ContextReport, ContextSection, PromptSummary, exclusion_label
+from .summary_request import extractive_summary
 
 OFFLINE_LABEL = "[offline provider]"
 ECHO_CHARS = 80
@@ -77,6 +82,8 @@ class OfflineProvider(Provider):
 
 def render_reply(request: ChatRequest, counter: TokenCounter) -> str:
     """The full reply text; a pure function of the request and the counter."""
+    if request.summary_task is not None:
+        return extractive_summary(request.summary_task, counter)
     lines = [
         f"{OFFLINE_LABEL} No language model is configured, so this reply comes from the "
         "built-in offline provider, not from a model."

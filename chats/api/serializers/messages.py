@@ -134,6 +134,18 @@ class MessageExchangeSerializer(serializers.Serializer):
     )
 
 
+class CommandAnswerSerializer(serializers.Serializer):
+    """The answer to a chat command (``/memories [page]``): nothing is stored, the model is
+    not asked."""
+
+    type = serializers.CharField(help_text='Always "command".')
+    command = serializers.CharField(help_text='The command answered, e.g. "memories".')
+    text = serializers.CharField(help_text="The answer, as the chat shows it.")
+    client_id = serializers.CharField(
+        allow_null=True, help_text="The client id sent with the command, or null."
+    )
+
+
 class ServerSentEventSerializer(serializers.Serializer):
     """One event of a reply stream: ``event: <name>`` and a ``data:`` line of JSON."""
 
@@ -142,14 +154,16 @@ class ServerSentEventSerializer(serializers.Serializer):
     def get_fields(self) -> dict[str, serializers.Field]:
         return {
             "event": serializers.ChoiceField(
-                choices=["ack", "reply_state", "reply", "delta", "done", "error"],
-                help_text="ack first; done or error last.",
+                choices=["ack", "reply_state", "reply", "delta", "done", "error", "command"],
+                help_text="ack first; done or error last; a chat command's answer is the "
+                "only event of its stream.",
             ),
             "data": serializers.CharField(
                 help_text="The event as one JSON object whose type equals the event name: "
                 "ack {client_id, message_id, seq, duplicate}; reply {message_id, answers, "
                 "offline}; delta {message_id, seq, text}; done {message_id, status, last_seq, "
                 "usage}; error {code, message, message_id, status, partial, retryable}; "
-                "reply_state {message_id, answers, status, content, error_code, error_message}."
+                "reply_state {message_id, answers, status, content, error_code, error_message}; "
+                "command {command, text, client_id}."
             ),
         }

@@ -1,4 +1,5 @@
-"""Conversations: list, create, retrieve, rename, archive, delete."""
+"""Conversations: list, create, retrieve, rename, archive, delete, leave: thin adapters over
+the services the web UI uses too (``chats.services.conversations``)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,17 @@ from chats.api.serializers.conversations import (
     ConversationSerializer,
     ConversationUpdateSerializer,
 )
-from chats.api.services import (
-    continuation_summary_request,
-    conversation_delete,
-    conversation_update,
-)
+from chats.api.services import continuation_summary_request
 from chats.api.views.base import TenantAPIView, valid_id
 from chats.selectors import conversation_for_member
 from chats.services import conversation_create
-from chats.services.conversations import ConversationRejected
+from chats.services.conversations import (
+    ConversationRejected,
+    conversation_archive,
+    conversation_delete,
+    conversation_leave,
+    conversation_update,
+)
 
 TAG = ["conversations"]
 
@@ -130,15 +133,23 @@ class ConversationDetailView(TenantAPIView):
         tags=TAG,
         operation_id="conversations_destroy",
         summary="Delete, with its messages, summaries and turn records",
-        description="Only the conversation's creator or a tenant admin may delete it.",
-        responses={204: OpenApiResponse(description="Deleted.")},
+        description=(
+            "Deleting removes the conversation for everyone in it: only its creator or a tenant "
+            "admin may (403 otherwise). Other participants leave it instead "
+            "(`POST /conversations/{id}/leave/`)."
+        ),
+        responses={
+            204: OpenApiResponse(description="Deleted."),
+            403: OpenApiResponse(description="Neither the creator nor a tenant admin."),
+        },
     )
     def delete(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation(conversation_id)
         principal = self.principal
-        if conversation.created_by_id != principal.user.pk and not principal.is_admin:
-            raise PermissionDenied("Only the creator or a tenant admin may delete it.")
-        conversation_delete(conversation)
+        try:
+            conversation_delete(conversation, by=principal.user, admin=principal.is_admin)
+        except ConversationRejected as exc:
+            raise PermissionDenied(exc.message) from None
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -154,5 +165,24 @@ class ConversationArchiveView(TenantAPIView):
     )
     def post(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation(conversation_id)
-        conversation_update(conversation, archived=True)
+        conversation_archive(conversation)
         return Response(ConversationSerializer(selectors.conversation_detail(conversation)).data)
+
+
+class ConversationLeaveView(TenantAPIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="conversations_leave",
+        summary="Leave (it leaves the caller's list; the others keep it)",
+        description=(
+            "The caller stops taking part: the conversation is no longer listed for them and "
+            "they lose access; the other participants keep it with its history. The last "
+            "participant to leave deletes it."
+        ),
+        request=None,
+        responses={204: OpenApiResponse(description="Left.")},
+    )
+    def post(self, request: Request, conversation_id: int) -> Response:
+        conversation = self.conversation(conversation_id)
+        conversation_leave(conversation, user=self.principal.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

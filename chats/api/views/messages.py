@@ -11,14 +11,19 @@ from typing import Any
 from django.conf import settings
 from django.http import FileResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import status
 from rest_framework.exceptions import NotFound, Throttled, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from chatplatform.models.conversations import Message, Status
+from chatplatform.models.conversations import Conversation, Message, Status
 from chats.api import selectors
 from chats.api.bridge import run_async, stream_for
 from chats.api.errors import ApiError
@@ -28,14 +33,16 @@ from chats.api.replies import is_final, wait_for_reply
 from chats.api.schema import error_response
 from chats.api.serializers.messages import (
     MAX_CLIENT_ID,
+    CommandAnswerSerializer,
     MessageCreateSerializer,
     MessageExchangeSerializer,
     MessageSerializer,
     ServerSentEventSerializer,
 )
-from chats.api.streaming import reply_events
+from chats.api.streaming import command_events, reply_events
 from chats.api.views.base import TenantAPIView, valid_id
 from chats.image_files import image_response
+from chats.replies import commands
 from chats.replies.intake import SendRateLimited, Sent, user_message_send
 from chats.selectors import message_with_image
 from chats.services.messages import MessageRejected
@@ -57,12 +64,22 @@ A retried request gets `ack` with `duplicate: true` and `reply_state`.
 Idempotent by `client_id` or the `Idempotency-Key` header: a retried request returns the first
 message (and its reply) with `duplicate: true` and status 200, and creates nothing new.
 Messages per minute are limited by the tenant's policy (429 `rate_limited`).
+
+A chat command (`/memories [page]`: the sender's saved facts, ten a page) is answered at once,
+without the model, and stores nothing: 200 with `{type: "command", command, text, client_id}`,
+or one `command` event; a page that does not exist is 400 `invalid_page`.
 """
 
 
 RESPONSE_200 = (
-    "JSON: a retried request, answered with the first message and its reply. "
-    "Event stream: the reply's events (ack, reply, delta, done or error)."
+    "JSON: a retried request, answered with the first message and its reply; or a chat "
+    "command's answer. Event stream: the reply's events (ack, reply, delta, done or error), "
+    "or a chat command's one event."
+)
+RESPONSE_200_JSON = PolymorphicProxySerializer(
+    component_name="MessageExchangeOrCommand",
+    serializers=[MessageExchangeSerializer, CommandAnswerSerializer],
+    resource_type_field_name=None,
 )
 
 
@@ -133,7 +150,7 @@ class MessageListView(TenantAPIView):
                 MessageExchangeSerializer, description="Stored, and the reply is final."
             ),
             (200, "application/json"): OpenApiResponse(
-                MessageExchangeSerializer,
+                RESPONSE_200_JSON,
                 description=RESPONSE_200,
             ),
             (202, "application/json"): OpenApiResponse(
@@ -150,6 +167,8 @@ class MessageListView(TenantAPIView):
         conversation = self.conversation(conversation_id)
         data = self.body(MessageCreateSerializer)
         client_id = self._client_id(data.get("client_id"))
+        if command := commands.command_name(data["content"]):
+            return self._command(conversation, command, data["content"], client_id)
         # A retried request is not counted against the message rate.
         earlier = selectors.message_by_client_id(conversation, client_id) if client_id else None
         send = functools.partial(
@@ -177,6 +196,23 @@ class MessageListView(TenantAPIView):
         except MessageRejected as exc:
             raise rejected(exc) from None
         return self._answer(sent)
+
+    def _command(
+        self, conversation: Conversation, command: str, content: str, client_id: str | None
+    ) -> StreamingHttpResponse | Response:
+        """A chat command's answer (the WebSocket's): JSON, or a one-event stream."""
+        try:
+            text = commands.command_answer(
+                command, conversation.tenant_id, self.principal.user, content
+            )
+        except commands.CommandError as exc:
+            raise ApiError(
+                status.HTTP_400_BAD_REQUEST, exc.code, exc.message, {"content": [exc.message]}
+            ) from None
+        event = commands.command_event(command, text, client_id)
+        if isinstance(self.request.accepted_renderer, EventStreamRenderer):
+            return self._stream(command_events(event))
+        return Response(event, status=status.HTTP_200_OK)
 
     def _client_id(self, from_body: str | None) -> str | None:
         header = self.request.headers.get(IDEMPOTENCY_HEADER)

@@ -1,6 +1,14 @@
 """Views of the web UI: thin adapters over the services and selectors."""
 
 from .attachments import message_image
+from .conversation_actions import (
+    conversation_archive_view,
+    conversation_delete_view,
+    conversation_leave_view,
+    conversation_rename_view,
+    conversation_start_view,
+    conversation_unarchive_view,
+)
 from .conversations import (
     conversation_detail,
     conversation_list,
@@ -13,10 +21,16 @@ from .summaries import conversation_summaries
 from .tenants import tenant_switch
 
 __all__ = [
+    "conversation_archive_view",
+    "conversation_delete_view",
     "conversation_detail",
+    "conversation_leave_view",
     "conversation_list",
     "conversation_new",
+    "conversation_rename_view",
+    "conversation_start_view",
     "conversation_summaries",
+    "conversation_unarchive_view",
     "memory_add",
     "memory_delete",
     "memory_edit",

@@ -15,7 +15,13 @@ from chats.images import ALLOWED_TYPES, MAX_IMAGE_BYTES
 from chats.services import max_message_chars, participant_add
 from chats.services.conversations import ConversationRejected, conversation_create
 from chats.ui.forms import ConversationCreateForm, ParticipantAddForm, member_label
-from chats.ui.selectors import conversations_of, message_window, participants_of
+from chats.ui.selectors import (
+    archived_count,
+    conversation_header,
+    message_window,
+    participants_of,
+    sidebar_rows,
+)
 from chats.ui.views._common import (
     conversation_or_404,
     int_param,
@@ -26,13 +32,25 @@ from chats.ui.views._common import (
 from summaries.scheduling import schedule_continuation_summary
 
 
+def sidebar(request: HttpRequest, *, current: Any = None) -> dict[str, Any]:
+    """The sidebar's context: the user's conversations (``?q=`` searches them, ``?archived=1``
+    lists the archived ones), how many are archived, and the open conversation."""
+    tenant = tenant_of(request)
+    query = request.GET.get("q", "") if current is None else ""
+    archived = current is None and request.GET.get("archived") == "1"
+    return {
+        "rows": sidebar_rows(tenant, request.user, query=query, archived=archived),
+        "query": query,
+        "showing_archived": archived,
+        "archived_count": archived_count(tenant, request.user),
+        "current": current,
+        "here": request.get_full_path(),
+    }
+
+
 @tenant_member_required
 def conversation_list(request: HttpRequest) -> HttpResponse:
-    query = request.GET.get("q", "")
-    conversations = conversations_of(tenant_of(request), request.user, query=query)
-    return page(
-        request, "chats/conversation_list.html", {"conversations": conversations, "query": query}
-    )
+    return page(request, "chats/conversation_list.html", sidebar(request))
 
 
 @tenant_member_required
@@ -99,6 +117,8 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpRespo
             "participants": participants,
             "member_form": ParticipantAddForm(tenant=tenant_of(request), current=participants),
             "chat_config": chat_config,
+            "header": conversation_header(conversation, request.user),
+            **sidebar(request, current=conversation),
         },
     )
 
