@@ -71,6 +71,8 @@ class Revised:
 def reply_regenerate(*, conversation: Conversation, user: Any, reply_id: Any) -> Revised:
     """Supersede the reply ``reply_id`` (the conversation's last) so that a new reply to the
     same user message is written. Raises :class:`RevisionRefused`."""
+    with tenant_scope(conversation.tenant_id):
+        _must_exist(conversation, reply_id, Role.ASSISTANT)
     with tenant_scope(conversation.tenant_id), transaction.atomic():
         user_message, reply = _last_exchange(conversation)
         if reply is None or row_id(reply_id) != reply.pk:
@@ -87,6 +89,8 @@ def user_message_edit(
     ``content`` and supersede its reply, so that the edited text is answered. Raises
     :class:`RevisionRefused`, or ``MessageRejected`` for text that would not be accepted as a
     new message (nothing changed either way)."""
+    with tenant_scope(conversation.tenant_id):
+        _must_exist(conversation, message_id, Role.USER)
     policy = policy_for(conversation)
     with tenant_scope(conversation.tenant_id), transaction.atomic():
         user_message, reply = _last_exchange(conversation)
@@ -153,6 +157,18 @@ def _last_exchange(conversation: Conversation) -> tuple[Message, Message | None]
             "busy", "A reply is being written: stop it or wait for it to finish first."
         )
     return user_message, reply
+
+
+def _must_exist(conversation: Conversation, message_id: Any, role: str) -> None:
+    """Raise "not found" unless ``message_id`` is a ``role`` message of ``conversation``:
+    checked before any write transaction starts (another tenant's id costs one read)."""
+    pk = row_id(message_id)
+    exists = (
+        pk is not None
+        and Message.objects.filter(conversation_id=conversation.pk, pk=pk, role=role).exists()
+    )
+    if not exists:
+        raise RevisionRefused("not_found", "No such message in this conversation.")
 
 
 def _refuse_other(conversation: Conversation, message_id: Any, role: str, what: str) -> None:
