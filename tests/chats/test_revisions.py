@@ -5,6 +5,7 @@ vectors follow, and only the last exchange changes, by the right person, when no
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from chatplatform.models.conversations import (
     Conversation,
@@ -158,3 +159,15 @@ def test_bad_text_is_refused_and_nothing_changes(conversation, member_a):
             )
     assert fresh(question).content == question.content and fresh(question).edited_at is None
     assert fresh(reply).status == Status.COMPLETE and revisions(reply) == []
+
+
+def test_the_admin_shows_a_messages_earlier_versions(client, admin_a, conversation, member_a):
+    question, _ = exchange(conversation, member_a, text="The first wording")
+    user_message_edit(
+        conversation=conversation, user=member_a, message_id=question.pk, content="Reworded"
+    )
+    client.force_login(admin_a)
+    page = client.get(reverse("admin:chats_message_change", args=[question.pk]))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "The first wording" in html and "Edited by its author" in html
