@@ -11,7 +11,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
 from tests.browser.asgi import DELAY_VARIABLE
 from tests.browser.conftest import log_in, screenshot
-from tests.factories import make_message
+from tests.factories import make_message, summary
 
 pytestmark = [
     pytest.mark.browser,
@@ -211,3 +211,14 @@ def test_edit_the_last_message_and_send_it_again(page, tenant_a, member_a, width
     page.reload()
     assert page.locator("li.msg-user .msg-edited").inner_text() == "edited"
     screenshot(page, f"messages-edited-{width}")
+
+
+def test_summaries_are_rendered_with_the_same_markdown(page, tenant_a, member_a):
+    conversation = open_chat(page, tenant_a, member_a, "Summarised", 1280)
+    make_message(conversation, "hello", author=member_a)
+    summary(conversation, 1, 1, "**Decided**: go by train.\n\n- book seats\n- <b>pack</b>")
+    page.goto(f"/chats/{conversation.pk}/summaries/")
+    body = page.locator(".summary-item .msg-body")
+    assert body.locator("strong").inner_text() == "Decided"
+    assert body.locator("ul > li").count() == 2
+    assert "<b>pack</b>" in body.inner_text()
