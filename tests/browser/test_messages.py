@@ -222,3 +222,16 @@ def test_summaries_are_rendered_with_the_same_markdown(page, tenant_a, member_a)
     assert body.locator("strong").inner_text() == "Decided"
     assert body.locator("ul > li").count() == 2
     assert "<b>pack</b>" in body.inner_text()
+
+
+def test_copy_without_the_clipboard_api_falls_back_to_the_selection(page, tenant_a, member_a):
+    conversation = open_chat(page, tenant_a, member_a, "Old browser", 1280)
+    question = make_message(conversation, "Some code please", author=member_a)
+    make_message(conversation, "```js\nlet x = 1;\n```", role="assistant", answers=question)
+    page.goto(f"/chats/{conversation.pk}/")
+    page.evaluate("Object.defineProperty(navigator, 'clipboard', { value: undefined })")
+    page.click("button.code-copy")
+    page.wait_for_selector("button.code-copy.copied")
+    assert page.inner_text("button.code-copy").startswith("Copied")
+    # The selection used to copy is let go.
+    assert page.evaluate("window.getSelection().toString()") == ""
