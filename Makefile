@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: run test test-slow test-browser test-sqlite lint fmt migrate demo demo-passwords check-deploy clean
+.PHONY: run test test-slow test-browser test-sqlite lint fmt migrate demo demo-passwords check-deploy clean vendor
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 	$(BIN)/lint-imports --no-cache
+
+# Re-fetch the vendored front-end libraries from npm (the only target that needs npm) and check
+# them against static/vendor/MANIFEST.json; `make run` and `make test` use the files as committed.
+vendor: | $(BIN)/python
+	$(BIN)/python scripts/vendor.py --fetch
 
 fmt: $(VENV)/.dev-installed
 	$(BIN)/ruff format .

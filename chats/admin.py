@@ -3,7 +3,13 @@ from __future__ import annotations
 from django.contrib import admin
 
 from chatplatform.admin_base import TenantScopedAdmin, TenantScopedInline
-from chatplatform.models.conversations import Conversation, Message, Participant, TurnRecord
+from chatplatform.models.conversations import (
+    Conversation,
+    Message,
+    MessageRevision,
+    Participant,
+    TurnRecord,
+)
 
 
 class ParticipantInline(TenantScopedInline):
@@ -26,6 +32,25 @@ class ConversationAdmin(TenantScopedAdmin):
     inlines = (ParticipantInline,)
 
 
+class MessageRevisionInline(TenantScopedInline):
+    """The earlier versions of a message (edited text, superseded replies): read only, for
+    audits."""
+
+    model = MessageRevision
+    fk_name = "message"
+    fields = ("reason", "content", "status", "token_count", "written_at", "revised_by", "turn")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
 @admin.register(Message)
 class MessageAdmin(TenantScopedAdmin):
     list_display = (
@@ -39,8 +64,16 @@ class MessageAdmin(TenantScopedAdmin):
     )
     list_filter = ("role", "status")
     search_fields = ("content",)
-    readonly_fields = ("seq", "token_count", "token_counter", "created_at", "updated_at")
+    readonly_fields = (
+        "seq",
+        "token_count",
+        "token_counter",
+        "edited_at",
+        "created_at",
+        "updated_at",
+    )
     list_select_related = ("conversation",)
+    inlines = (MessageRevisionInline,)
 
     def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
         # Messages come from the chat (the message service allocates the sequence number,

@@ -2,9 +2,13 @@
 
 In: ``{"type": "message", "client_id", "content", "image"}`` (``image`` optional:
 ``{"media_type", "data"}``, base64), ``{"type": "stop"}``,
-``{"type": "resume", "message_id", "last_seq"}``. Out: ``ack``, ``message``, ``reply``,
-``delta`` (with sequence numbers), ``done``, ``error`` (code and human message), ``resync``,
-``command`` (a command's answer, with the ``client_id`` of the message that asked).
+``{"type": "resume", "message_id", "last_seq"}``, ``{"type": "regenerate", "message_id"}``
+(the last reply) and ``{"type": "edit", "message_id", "content"}`` (the caller's last message,
+answered again: :mod:`chats.replies.revise`). Out: ``ack``, ``message``, ``reply``,
+``delta`` (with sequence numbers), ``done``, ``error`` (code and human message; with
+``action`` for a refused regenerate or edit), ``resync``, ``command`` (a command's answer,
+with the ``client_id`` of the message that asked), ``message_edited`` and
+``reply_superseded`` (to every socket of the conversation, before the new reply streams).
 Authentication: the browser session, or an API key sent as the subprotocol ``apikey.<key>``
 (browsers cannot set headers on WebSockets) beside ``chatplatform.v1``, the one subprotocol
 the handshake ever selects (a credential is never echoed). The Origin is checked by the ASGI
@@ -36,8 +40,10 @@ from chats.replies.coordination import coordination
 from chats.replies.db import db
 from chats.replies.events import conversation_group, received_events
 from chats.replies.intake import SendRateLimited, reply_snapshot, user_message_send
+from chats.replies.revise import exchange_edit, exchange_regenerate
 from chats.selectors import MAX_ID, conversation_for_member
 from chats.services.messages import MessageRejected
+from chats.services.revisions import RevisionRefused
 from chats.socket_access import (
     CLOSE_ACCESS_ENDED,
     CLOSE_CREDENTIALS_ENDED,
@@ -213,8 +219,13 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
             await coordination().request_stop(self.conversation.tenant_id, self.conversation.pk)
         elif kind == "resume":
             await self._resume(data)
+        elif kind in ("regenerate", "edit"):
+            await self._revise(kind, data)
         else:
-            await self._error("unknown_type", "Unknown frame type: use message, stop or resume.")
+            await self._error(
+                "unknown_type",
+                "Unknown frame type: use message, stop, resume, regenerate or edit.",
+            )
 
     async def _message(self, data: dict[str, Any]) -> None:
         assert self.conversation is not None
@@ -254,6 +265,27 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
         await self.send_json(sent.ack)
         if sent.reply_state is not None:
             await self.send_json(sent.reply_state)
+
+    async def _revise(self, kind: str, data: dict[str, Any]) -> None:
+        """``regenerate`` or ``edit``: the sockets (this one too) get the change's event, then
+        the new reply's events; a refusal is an ``error`` naming the action."""
+        assert self.conversation is not None
+        try:
+            if kind == "regenerate":
+                await exchange_regenerate(
+                    conversation=self.conversation, user=self.user, reply_id=data.get("message_id")
+                )
+            else:
+                await exchange_edit(
+                    conversation=self.conversation,
+                    user=self.user,
+                    message_id=data.get("message_id"),
+                    content=data.get("content"),
+                )
+        except (SendRateLimited, MessageRejected, RevisionRefused) as exc:
+            await self.send_json(
+                {"type": "error", "code": exc.code, "message": exc.message, "action": kind}
+            )
 
     async def _resume(self, data: dict[str, Any]) -> None:
         assert self.conversation is not None

@@ -150,6 +150,8 @@ class Message(TenantOwnedModel):
     attachment = models.FileField(upload_to="attachments/%Y/%m/", null=True, blank=True)
     attachment_type = models.CharField(max_length=40, blank=True)
     attachment_bytes = models.PositiveIntegerField(null=True, blank=True)
+    #: When its author last edited the text (the earlier texts are its revisions).
+    edited_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -191,6 +193,45 @@ class Message(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.role}: {self.content[:40]}"
+
+
+class RevisionReason(models.TextChoices):
+    EDITED = "edited", "Edited by its author"
+    REGENERATED = "regenerated", "Reply regenerated"
+    RESENT = "resent", "Reply replaced after its message was edited"
+
+
+class MessageRevision(TenantOwnedModel):
+    """An earlier version of a message, kept when the message changed: the text its author
+    replaced by editing it, or a reply superseded by a regenerated one. Revisions are never
+    sent to the model (the message row holds the current version); they stay for audits.
+    ``turn`` keeps the superseded reply's usage (its turn record is replaced by the new one)."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="revisions")
+    reason = models.CharField(max_length=16, choices=RevisionReason.choices)
+    content = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    error_code = models.CharField(max_length=40, blank=True)
+    token_count = models.PositiveIntegerField(null=True, blank=True)
+    token_counter = models.CharField(max_length=40, blank=True)
+    turn = models.JSONField(default=dict, blank=True)
+    #: When the superseded version was written, and who replaced it when.
+    written_at = models.DateTimeField()
+    revised_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    revised_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        app_label = "chats"
+        ordering = ["message_id", "revised_at"]
+        indexes = [
+            models.Index(fields=["tenant", "message", "revised_at"], name="revision_message_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reason} #{self.message_id}: {self.content[:40]}"
 
 
 class TurnRecord(TenantOwnedModel):

@@ -22,6 +22,7 @@ from chats.api.views.platform import (
     ModelProfileListView,
     PolicyView,
 )
+from chats.api.views.revisions import MessageEditView, MessageRegenerateView
 from chats.api.views.summaries import SummaryListView, SummaryRefreshView
 from chats.api.views.usage import UsageView
 
@@ -47,6 +48,16 @@ urlpatterns = [
         CONVERSATION + "messages/<int:message_id>/image/",
         MessageImageView.as_view(),
         name="message-image",
+    ),
+    path(
+        CONVERSATION + "messages/<int:message_id>/regenerate/",
+        MessageRegenerateView.as_view(),
+        name="message-regenerate",
+    ),
+    path(
+        CONVERSATION + "messages/<int:message_id>/edit/",
+        MessageEditView.as_view(),
+        name="message-edit",
     ),
     path(
         CONVERSATION + "messages/<int:message_id>/context/",

@@ -85,6 +85,11 @@ def accept_user_message(
 RATE_WINDOW_SECONDS = 60
 
 
+def message_rate_key(tenant_id: int, user_id: int) -> str:
+    """The key counting a user's messages (and regenerated replies) in the rate window."""
+    return f"msg:t{tenant_id}:u{user_id}"
+
+
 class SendRateLimited(Exception):
     """The user sent more messages this minute than the policy allows; nothing was stored."""
 
@@ -180,8 +185,9 @@ async def user_message_send(
     if counted:
         # One round trip counts the message and takes the runner lock when it is free: then
         # the thread trip that stores the message prepares its reply too.
-        rate_key = f"msg:t{tenant_id}:u{user.pk}"
-        count, token = await hub.hit_and_acquire(rate_key, RATE_WINDOW_SECONDS, lock)
+        count, token = await hub.hit_and_acquire(
+            message_rate_key(tenant_id, user.pk), RATE_WINDOW_SECONDS, lock
+        )
     else:
         count, token = 0, await hub.acquire(lock)
     if count > limit:

@@ -1,12 +1,20 @@
 /* The message list of the chat view: building and updating message items (author, state,
  * anchor, attached image, body rendered as Markdown, notices). Knows nothing of the socket; chat.js drives it.
- * Everything is built with textContent or ChatMarkdown.renderInto. */
+ * Everything is built with textContent or ChatMarkdown. A streaming reply is rendered once per
+ * animation frame, and once more in full when it ends; a long user message (a paste) is shown
+ * collapsed with a "Show all (N lines)" toggle. */
 (function () {
   "use strict";
 
+  var COLLAPSE_LINES = 25;
+  var COLLAPSE_CHARS = 2000;
+  var texts = new WeakMap(); // message item -> its Markdown text
+  var bodies = 0;
+
   // The list of one page: `list` is the <ol> of messages, `md` the Markdown renderer,
-  // `imageUrl` the URL of a stored message's image with {id} for the message id.
-  window.ChatMessages = function (list, md, imageUrl) {
+  // `imageUrl` the URL of a stored message's image with {id} for the message id; `ownLabel`
+  // the viewer's name as their own messages show it (marks them: only the author edits).
+  window.ChatMessages = function (list, md, imageUrl, ownLabel) {
     var emptyNote = document.getElementById("no-messages");
 
     function scrollToEnd() {
@@ -20,6 +28,7 @@
       var item = document.createElement("li");
       item.className = "msg msg-" + role;
       item.dataset.status = status || "complete";
+      if (role === "user" && author === ownLabel) item.dataset.mine = "";
       var meta = document.createElement("div");
       meta.className = "msg-meta";
       var name = document.createElement("span");
@@ -43,7 +52,62 @@
     }
 
     function setBody(item, text) {
-      md.renderInto(item.querySelector(".msg-body"), text);
+      var body = item.querySelector(".msg-body");
+      texts.set(item, text);
+      if (item.dataset.status === "streaming") md.renderSoon(body, text);
+      else md.renderInto(body, text);
+      if (item.classList.contains("msg-user")) collapseLong(item, body, text);
+    }
+
+    // A long user message shows its first lines and a toggle (aria-expanded) to see it all.
+    function collapseLong(item, body, text) {
+      var lines = text.split("\n").length;
+      var toggle = item.querySelector(".msg-expand");
+      if (lines <= COLLAPSE_LINES && text.length <= COLLAPSE_CHARS) {
+        body.classList.remove("msg-collapsed");
+        if (toggle) toggle.remove();
+        return;
+      }
+      if (!body.id) { bodies += 1; body.id = "msg-body-" + bodies; }
+      if (!toggle) {
+        toggle = document.createElement("button");
+        toggle.type = "button";
+        toggle.className = "msg-expand secondary";
+        toggle.setAttribute("aria-controls", body.id);
+        toggle.addEventListener("click", function () {
+          var open = toggle.getAttribute("aria-expanded") !== "true";
+          setExpanded(toggle, body, open);
+          if (!open) item.scrollIntoView({ block: "nearest" });
+        });
+        body.after(toggle);
+      }
+      toggle.dataset.lines = lines;
+      setExpanded(toggle, body, toggle.getAttribute("aria-expanded") === "true");
+    }
+
+    function setExpanded(toggle, body, open) {
+      var lines = Number(toggle.dataset.lines);
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+      toggle.textContent = open ? "Show less" : "Show all (" + lines + " line" + (lines === 1 ? "" : "s") + ")";
+      body.classList.toggle("msg-collapsed", !open);
+    }
+
+    // A reply that stops streaming is rendered once more in full (language detection of code).
+    new MutationObserver(function (changes) {
+      changes.forEach(function (change) {
+        var item = change.target;
+        if (change.oldValue === "streaming" && item.dataset.status !== "streaming" && texts.has(item)) {
+          md.renderInto(item.querySelector(".msg-body"), texts.get(item));
+        }
+      });
+    }).observe(list, { attributes: true, attributeFilter: ["data-status"], attributeOldValue: true, subtree: true });
+
+    // Why the socket was closed for good, for the banner; null when it reconnects.
+    function closedNotice(code) {
+      if (code === 4404) return "This conversation is not available.";
+      if (code === 4401) return "Your session has ended. Log in again to continue.";
+      if (code === 4403) return "You no longer have access to this conversation.";
+      return null;
     }
 
     function setAnchor(item, seq) {
@@ -113,6 +177,8 @@
       messageItem: messageItem,
       setState: setState,
       setBody: setBody,
+      textOf: function (item) { return texts.get(item) || ""; },
+      closedNotice: closedNotice,
       setAnchor: setAnchor,
       previewImage: previewImage,
       storedImage: storedImage,

@@ -1,7 +1,7 @@
 /* The chat view: speaks the conversation WebSocket protocol (chats/consumers.py).
  *
  * Out: {"type":"message","client_id","content","image"?}, {"type":"stop"},
- *      {"type":"resume","message_id","last_seq"}.
+ *      {"type":"resume","message_id","last_seq"}, regenerate and edit (message-actions.js).
  * In:  ack, message, reply, delta (seq), done (usage), error (code, message), resync,
  *      reply_state, command (the answer to a command, naming the client_id that asked).
  *
@@ -9,8 +9,8 @@
  * socket or from the Retry button never stores it twice. A reply being streamed keeps the
  * last delta seq it showed; after a reconnect the page asks to resume from there.
  *
- * The message list is chat-messages.js, the composer's image chat-composer.js: both are
- * loaded before this script. An image travels in the message frame ({media_type, data}).
+ * The message list is chat-messages.js, the composer's image chat-composer.js, regenerate and
+ * edit message-actions.js: all are loaded before this script. An image travels in the message frame ({media_type, data}).
  */
 (function () {
   "use strict";
@@ -25,8 +25,9 @@
   var input = document.getElementById("composer-input");
   var stopButton = document.getElementById("stop");
   var banner = document.getElementById("connection");
-  var view = window.ChatMessages(list, md, config.imageUrl);
+  var view = window.ChatMessages(list, md, config.imageUrl, config.userLabel);
   var composer = window.ChatComposer(config, form);
+  var actions = window.ChatMessageActions(list, view, function (f) { return sendFrame(f); }, config.isLatestWindow);
   var messageFrame = composer.messageFrame;
   var newClientId = composer.newClientId;
   var scrollToEnd = view.scrollToEnd;
@@ -67,7 +68,7 @@
           setStreaming(true);
         }
       }
-      md.renderInto(body, text);
+      view.setBody(item, text);
     });
     list.querySelectorAll("li.msg-assistant[data-status=failed]").forEach(function (item) {
       addRetry(item, item.dataset.answers);
@@ -133,20 +134,9 @@
   function onClose(event) {
     document.body.classList.remove("chat-connected");
     socket = null;
-    if (event.code === 4404) {
-      banner.textContent = "This conversation is not available.";
-      banner.hidden = false;
-      return;
-    }
-    if (event.code === 4401 || event.code === 4403) {
-      // The session ended (logged out elsewhere, password changed) or the access did:
-      // reconnecting with the same credential cannot help.
-      banner.textContent = event.code === 4401
-        ? "Your session has ended. Log in again to continue."
-        : "You no longer have access to this conversation.";
-      banner.hidden = false;
-      return;
-    }
+    // Not found, the session ended or the access did: reconnecting cannot help.
+    var ended = view.closedNotice(event.code);
+    if (ended) { banner.textContent = ended; banner.hidden = false; return; }
     banner.textContent = "Connection lost. Reconnecting…";
     banner.hidden = false;
     clearTimeout(reconnectTimer);
@@ -165,6 +155,7 @@
   // --- incoming events ---------------------------------------------------------------------
 
   function handle(data) {
+    if (actions.handle(data)) return; // regenerate and edit (message-actions.js)
     switch (data.type) {
       case "ack": return onAck(data);
       case "message": return onMessage(data);

@@ -1,133 +1,153 @@
-/* A minimal, safe markdown renderer for chat messages.
+/* Markdown of messages and summaries: marked (GFM: tables, nested lists, fenced code) turns the
+ * text into HTML, DOMPurify sanitises it, highlight.js colours the code. Loaded after the three
+ * libraries (static/vendor/, see MANIFEST.json) and before code-copy.js.
  *
- * Safety by construction: the whole text is HTML-escaped FIRST; the renderer then only adds
- * a fixed set of tags (p, br, strong, em, code, pre, ul, ol, li, blockquote, h3-h5, a) around
- * already-escaped text. Links are kept only for http(s), mailto and same-site paths, and open
- * with rel="noopener noreferrer nofollow". No attribute ever receives unescaped input.
+ * Safety: HTML written in a message is shown as text, never as markup (marked's html tokens are
+ * escaped); everything marked produces then goes through DOMPurify, which keeps only safe tags
+ * and attributes and only http(s), mailto and same-site links. Links open in a new tab with
+ * rel="noopener noreferrer nofollow"; images written in Markdown are shown as links (a message
+ * never makes the page fetch a third party's image).
  *
- * Subset: fenced code blocks (```), inline `code`, **bold**, *italic* / _italic_,
- * [text](url), # headings, - / * / 1. lists, > quotes, paragraphs and line breaks.
+ * Streaming: renderSoon() renders at most once per animation frame (and less often when a long
+ * text takes long to render), and a render replaces only the top-level blocks that changed, so
+ * the text above a growing reply neither flickers nor loses its selection.
  */
 (function (global) {
   "use strict";
 
   var ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+  var SAFE_URL = /^(?:(?:https?|mailto):|[/?#](?!\/))/i;
+  // Code longer than this is not auto-detected (highlight.js tries every language on it).
+  var AUTO_DETECT_MAX = 20000;
 
   function escapeHtml(text) {
     return String(text).replace(/[&<>"']/g, function (c) { return ESCAPES[c]; });
   }
 
-  function safeUrl(escapedUrl) {
-    // The URL is already escaped (no quotes or angle brackets can remain in it).
-    var url = escapedUrl.trim();
-    if (/^(https?:\/\/|mailto:)/i.test(url)) return url;
-    if (/^\/(?!\/)/.test(url) || /^#/.test(url)) return url;
-    return null;
+  function highlighted(text, lang, streaming) {
+    var hljs = global.hljs;
+    if (hljs && lang && hljs.getLanguage(lang)) {
+      return { html: hljs.highlight(text, { language: lang, ignoreIllegals: true }).value, lang: lang };
+    }
+    // Detecting a language costs a pass per language: only once the text is final.
+    if (hljs && !lang && !streaming && text.length <= AUTO_DETECT_MAX) {
+      var found = hljs.highlightAuto(text);
+      if (found.language && found.relevance >= 5) return { html: found.value, lang: found.language };
+    }
+    return { html: escapeHtml(text), lang: lang };
   }
 
-  var MARK = "\uE000";
-
-  function inline(escaped) {
-    // Code spans first: their content is not formatted further. Links are set aside while
-    // emphasis is applied, so an underscore in a URL never becomes <em>.
-    var parts = escaped.split(/(`[^`\n]+`)/g);
-    return parts.map(function (part) {
-      if (/^`[^`\n]+`$/.test(part)) return "<code>" + part.slice(1, -1) + "</code>";
-      var links = [];
-      var text = part.replace(/\[([^\]\n]+)\]\(([^)\s]+)\)/g, function (whole, label, url) {
-        var safe = safeUrl(url);
-        if (!safe) return whole;
-        links.push({ label: label, url: safe });
-        return MARK + (links.length - 1) + MARK;
-      });
-      text = emphasis(text);
-      return text.replace(new RegExp(MARK + "(\\d+)" + MARK, "g"), function (whole, index) {
-        var link = links[Number(index)];
-        if (!link) return "";
-        return '<a href="' + link.url + '" rel="noopener noreferrer nofollow" target="_blank">' +
-          emphasis(link.label) + "</a>";
-      });
-    }).join("");
+  function parser(streaming) {
+    var renderer = {
+      html: function (token) { return escapeHtml(token.text); },
+      heading: function (token) {
+        var level = Math.min(token.depth + 2, 6); // h3..h6 inside a message
+        return "<h" + level + ">" + this.parser.parseInline(token.tokens) + "</h" + level + ">\n";
+      },
+      image: function (token) {
+        return '<a href="' + escapeHtml(token.href) + '">' + escapeHtml(token.text || token.href) + "</a>";
+      },
+      code: function (token) {
+        var lang = ((token.lang || "").match(/^[\w+#.-]*/) || [""])[0].toLowerCase();
+        var code = highlighted(token.text.replace(/\n$/, ""), lang, streaming);
+        var label = code.lang ? ' data-lang="' + escapeHtml(code.lang) + '"' : "";
+        return '<pre><code class="hljs' + (code.lang ? " language-" + escapeHtml(code.lang) : "") +
+          '"' + label + ">" + code.html + "</code></pre>\n";
+      },
+    };
+    var instance = new global.marked.Marked({ gfm: true, breaks: true, async: false });
+    instance.use({ renderer: renderer });
+    return instance;
   }
 
-  function emphasis(text) {
-    return text
-      .replace(/\*\*([^*\n]+)\*\*/g, "<strong>$1</strong>")
-      .replace(/(^|[^*\w])\*([^*\n]+)\*(?!\w)/g, "$1<em>$2</em>")
-      .replace(/(^|[^_\w])_([^_\n]+)_(?!\w)/g, "$1<em>$2</em>");
+  var parsers = {};
+  function parserFor(streaming) {
+    var key = streaming ? "streaming" : "final";
+    return parsers[key] || (parsers[key] = parser(streaming));
   }
 
+  var PURIFY = {
+    ALLOWED_URI_REGEXP: SAFE_URL,
+    FORBID_TAGS: ["style", "form", "button", "textarea", "select", "img", "svg", "math"],
+    FORBID_ATTR: ["style", "id", "name"],
+    RETURN_DOM_FRAGMENT: true,
+  };
+
+  // The sanitised fragment of ``text``; links without a safe address become their text.
+  function fragment(text, streaming) {
+    var html = parserFor(streaming).parse(String(text || ""));
+    var safe = global.DOMPurify.sanitize(html, PURIFY);
+    safe.querySelectorAll("a").forEach(function (link) {
+      var href = link.getAttribute("href");
+      if (!href || !SAFE_URL.test(href.trim())) {
+        link.replaceWith.apply(link, Array.prototype.slice.call(link.childNodes));
+        return;
+      }
+      link.setAttribute("rel", "noopener noreferrer nofollow");
+      link.setAttribute("target", "_blank");
+    });
+    safe.querySelectorAll("table").forEach(function (table) {
+      var wrap = document.createElement("div");
+      wrap.className = "table-wrap";
+      table.replaceWith(wrap);
+      wrap.appendChild(table);
+    });
+    if (global.ChatCodeCopy) global.ChatCodeCopy.decorate(safe);
+    return safe;
+  }
+
+  // The sanitised HTML of ``text``, as a string.
   function render(text) {
-    var lines = escapeHtml(text || "").split(/\r?\n/);
-    var out = [];
-    var paragraph = [];
-    var list = null; // {tag, items}
-    var quote = [];
+    var box = document.createElement("div");
+    box.appendChild(fragment(text, false));
+    return box.innerHTML;
+  }
+
+  // Replace the children of ``element`` that differ from ``next``'s, keeping the equal ones.
+  function morph(element, next) {
+    var incoming = Array.prototype.slice.call(next.childNodes);
+    var current = Array.prototype.slice.call(element.childNodes);
     var i = 0;
-
-    function flushParagraph() {
-      if (paragraph.length) out.push("<p>" + paragraph.map(inline).join("<br>") + "</p>");
-      paragraph = [];
-    }
-    function flushList() {
-      if (list) {
-        out.push("<" + list.tag + ">" + list.items.map(function (item) {
-          return "<li>" + inline(item) + "</li>";
-        }).join("") + "</" + list.tag + ">");
-      }
-      list = null;
-    }
-    function flushQuote() {
-      if (quote.length) out.push("<blockquote>" + quote.map(inline).join("<br>") + "</blockquote>");
-      quote = [];
-    }
-    function flushAll() { flushParagraph(); flushList(); flushQuote(); }
-
-    while (i < lines.length) {
-      var line = lines[i];
-      var fence = /^\s*```/.test(line);
-      if (fence) {
-        flushAll();
-        var code = [];
-        i += 1;
-        while (i < lines.length && !/^\s*```/.test(lines[i])) { code.push(lines[i]); i += 1; }
-        out.push("<pre><code>" + code.join("\n") + "</code></pre>");
-        i += 1; // the closing fence (or the end of a still-streaming block)
-        continue;
-      }
-      var heading = /^(#{1,3})\s+(.*)$/.exec(line);
-      var bullet = /^\s*[-*+]\s+(.*)$/.exec(line);
-      var numbered = /^\s*\d{1,9}[.)]\s+(.*)$/.exec(line);
-      var quoted = /^&gt;\s?(.*)$/.exec(line);
-      if (heading) {
-        flushAll();
-        var level = heading[1].length + 2; // h3..h5 inside a message
-        out.push("<h" + level + ">" + inline(heading[2]) + "</h" + level + ">");
-      } else if (bullet || numbered) {
-        flushParagraph(); flushQuote();
-        var tag = bullet ? "ul" : "ol";
-        if (list && list.tag !== tag) flushList();
-        if (!list) list = { tag: tag, items: [] };
-        list.items.push((bullet || numbered)[1]);
-      } else if (quoted) {
-        flushParagraph(); flushList();
-        quote.push(quoted[1]);
-      } else if (!line.trim()) {
-        flushAll();
-      } else {
-        flushList(); flushQuote();
-        paragraph.push(line);
-      }
-      i += 1;
-    }
-    flushAll();
-    return out.join("");
+    while (i < incoming.length && i < current.length && current[i].isEqualNode(incoming[i])) i += 1;
+    for (var j = current.length - 1; j >= i; j -= 1) element.removeChild(current[j]);
+    for (; i < incoming.length; i += 1) element.appendChild(incoming[i]);
   }
 
-  function renderInto(element, text) {
-    element.innerHTML = render(text);
+  var pending = new Map();
+  var frame = 0;
+  var lastCost = 0; // ms the last streamed render took
+  var lastAt = 0;
+
+  function renderInto(element, text, options) {
+    pending.delete(element);
+    var started = performance.now();
+    morph(element, fragment(text, Boolean(options && options.streaming)));
     element.classList.add("md-rendered");
+    return performance.now() - started;
   }
 
-  global.ChatMarkdown = { render: render, renderInto: renderInto, escapeHtml: escapeHtml };
+  function flush(now) {
+    frame = 0;
+    // A text that takes long to render is rendered less often: at most a quarter of the time.
+    if (now - lastAt < lastCost * 3) { frame = requestAnimationFrame(flush); return; }
+    lastAt = now;
+    var cost = 0;
+    pending.forEach(function (text, element) {
+      var item = element.closest("[data-status]");
+      var streaming = Boolean(item && item.dataset.status === "streaming");
+      cost += renderInto(element, text, { streaming: streaming });
+    });
+    pending.clear();
+    lastCost = cost;
+  }
+
+  // Render ``text`` into ``element`` with the next animation frame (a streaming reply).
+  function renderSoon(element, text) {
+    pending.set(element, text);
+    if (!frame) frame = requestAnimationFrame(flush);
+  }
+
+  global.ChatMarkdown = {
+    render: render, renderInto: renderInto, renderSoon: renderSoon, escapeHtml: escapeHtml,
+  };
 })(window);

@@ -68,6 +68,8 @@ OBJECT_ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("message", "get", "conversations/{c}/messages/{m}/", None),
     ("message-image", "get", "conversations/{c}/messages/{i}/image/", None),
     ("turn-record", "get", "conversations/{c}/messages/{m}/context/", None),
+    ("message-regenerate", "post", "conversations/{c}/messages/{m}/regenerate/", None),
+    ("message-edit", "post", "conversations/{c}/messages/{m}/edit/", {"content": "taken"}),
     ("context-preview", "get", "conversations/{c}/context/", None),
     ("summaries", "get", "conversations/{c}/summaries/", None),
     ("summaries-refresh", "post", "conversations/{c}/summaries/refresh/", None),

@@ -129,6 +129,11 @@ HTTP_CASES: dict[str, list[Case]] = {
     "api:message": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
     "api:message-image": [Case(kwargs=conv_image), Case(kwargs=own_conv_their_image)],
     "api:turn-record": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
+    "api:message-regenerate": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
+    "api:message-edit": [
+        Case(kwargs=conv_msg, body={"post": const({"content": "taken"})}),
+        Case(kwargs=own_conv_their_msg, body={"post": const({"content": "taken"})}),
+    ],
     "api:context-preview": [
         Case(kwargs=conv),
         Case(kwargs=own_conv, query=lambda t, own: f"policy={t['policy']}"),

@@ -31,6 +31,8 @@ FRAMES: list[Callable[[World], dict[str, Any]]] = [
     lambda t: {"type": "resume", "message_id": t["message"], "last_seq": 0},
     lambda t: {"type": "message", "content": "quoting", "reply_to": t["message"]},
     lambda t: {"type": "message", "content": "quoting", "reply_to": t["reply"]},
+    lambda t: {"type": "regenerate", "message_id": t["reply"]},
+    lambda t: {"type": "edit", "message_id": t["message"], "content": "taken"},
 ]
 
 

@@ -339,13 +339,17 @@ def policy_issues(
     usable = usable_prompt_tokens(policy)
     if usable < MIN_PROMPT_TOKENS:
         cap = min(policy.max_context_tokens, policy.context_window)
+        remedy = (
+            f"lower the reserve to at most {cap - MIN_PROMPT_TOKENS} or raise max context tokens"
+            if cap > MIN_PROMPT_TOKENS
+            else "choose a model with a larger context window"
+        )
         issues.add(
             "reserved_response_tokens",
             f"reserved response tokens "
             f"({policy.reserved_response_tokens}) leave {usable} prompt tokens of the "
             f"{cap}-token limit of {_model(policy)}; at least {MIN_PROMPT_TOKENS} are "
-            f"needed: lower the reserve to at most {cap - MIN_PROMPT_TOKENS} or raise "
-            "max context tokens",
+            f"needed: {remedy}",
         )
         return list(issues)
     return list(_section_issues(policy, exact, counter_overhead))

@@ -73,6 +73,7 @@ class MessageSerializer(serializers.ModelSerializer):
             "token_counter",
             "error_code",
             "error_message",
+            "edited_at",
             "created_at",
         ]
         read_only_fields = fields
@@ -118,6 +119,15 @@ class MessageCreateSerializer(serializers.Serializer):
         min_value=1,
         max_value=2**62,
         help_text="Id of a message of this conversation that this one quotes.",
+    )
+
+
+class MessageEditSerializer(serializers.Serializer):
+    content = TextField(
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The new text of the message, checked as a new message's text; the earlier "
+        "text is kept as a revision.",
     )
 
 
