@@ -89,6 +89,7 @@ def test_turn_record_of_a_past_turn(client_a, conversation_a, member_a):
     assert body["id"] == record.pk and body["user_message"] == record.user_message_id
     assert body["prompt_tokens_estimated"] == 321 and body["prompt_tokens_reported"] == 300
     assert body["strategy"] == "hybrid" and body["cost_usd"] == "0.001000"
+    assert body["provider_context"] == {}  # what the provider's own context management did
     plain = add_message(conversation_a, member_a, "never answered")
     missing = f"{API}/conversations/{conversation_a.pk}/messages/{plain.pk}/context/"
     error_of(client_a.get(missing), 404, "not_found")

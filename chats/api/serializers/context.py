@@ -106,6 +106,7 @@ class TurnRecordSerializer(serializers.ModelSerializer):
             "hypothetical_tokens",
             "cost_usd",
             "full_history_cost_usd",
+            "provider_context",
             "time_to_first_token_ms",
             "duration_ms",
             "assembly_ms",
