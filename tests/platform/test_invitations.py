@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -163,7 +164,7 @@ def test_an_unknown_token_gets_the_same_page_as_any_unknown(client, tenant_a, ad
 
 
 def test_an_existing_user_joins_without_losing_a_higher_role(client, tenant_a, tenant_b, admin_a):
-    user = UserFactory()
+    user: Any = UserFactory()
     _invitation, link = invite(tenant_a, admin_a)
     client.force_login(user)
     page = client.get(link)

@@ -5,11 +5,13 @@ description of the prompt."""
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from chatplatform.core.llm.base import ChatRequest, Message
 from chatplatform.core.llm.offline_provider import OFFLINE_LABEL, OfflineProvider, render_reply
 from chatplatform.core.llm.summary_request import SummarySource, SummaryTask, extractive_summary
 from chatplatform.core.tokens import get_counter
+from chatplatform.core.tokens.base import TokenCounter
 from summaries.summarizer import ModelSummarizer, SourceMessage, SourceSummary
 from summaries.summarizer.types import StructuredSummary
 
@@ -119,7 +121,9 @@ def test_a_very_long_conversation_is_counted_once_per_message():
         for i in range(3000)
     ]
     counter = CountingCounter()
-    answer = json.loads(extractive_summary(SummaryTask(sources, max_tokens=200), counter))
+    answer = json.loads(
+        extractive_summary(SummaryTask(sources, max_tokens=200), cast(TokenCounter, counter))
+    )
     assert COUNTER.count(answer["summary"]) <= 200
     assert answer["summary"].startswith("ada: Point")
     assert counter.calls <= len(sources) + 20
