@@ -28,6 +28,7 @@ class ConversationAdmin(TenantScopedAdmin):
         "updated_at",
     )
     search_fields = ("title",)
+    ordering = ("-updated_at",)
     readonly_fields = ("last_seq", "message_count", "history_tokens", "created_at", "updated_at")
     inlines = (ParticipantInline,)
 

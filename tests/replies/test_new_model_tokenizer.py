@@ -23,7 +23,7 @@ from tests.fakes.anthropic_models_fake import model_payload
 from tests.fakes.behaviours import HttpError, Reply
 from tests.replies.test_pipeline_providers import reply_to, send
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 WINDOW = 6_000
 MODEL = "claude-sonnet-5-5"
@@ -79,6 +79,7 @@ def tight_claude_chat(settings, fake_anthropic, tenant_a, member_a):
     return conversation, profile
 
 
+@pytest.mark.asyncio
 async def test_first_turn_of_a_new_profile_fits_when_count_tokens_is_unreachable(
     tight_claude_chat, fake_anthropic, tenant_a, member_a
 ):
@@ -97,6 +98,8 @@ async def test_first_turn_of_a_new_profile_fits_when_count_tokens_is_unreachable
     assert record.prompt_tokens_reported <= WINDOW
 
 
+@pytest.mark.asyncio
+@pytest.mark.asyncio
 async def test_first_turns_fit_with_count_tokens_and_feed_the_calibration(
     tight_claude_chat, fake_anthropic, tenant_a, member_a
 ):

@@ -21,7 +21,7 @@ from django.apps import apps
 from django.test import Client
 from rest_framework.test import APIClient
 
-from tests.security import matrix
+from tests.security import answers, matrix
 from tests.security.conftest import MARKER, Attack, World, snapshot
 
 pytestmark = pytest.mark.django_db
@@ -233,7 +233,7 @@ def attempt(
     path, query, body = request.parts(attack.a, attack.b)
     theirs = send(make(), request.method, path, query, body, area)
     problems = []
-    text = matrix.body_text(theirs) + theirs.get("Location", "")
+    text = answers.body_text(theirs) + theirs.get("Location", "")
     for sent in leaves([path, query, body]):  # what the attacker sent may come back
         if MARKER in str(sent):
             text = text.replace(str(sent), "")
@@ -247,8 +247,8 @@ def attempt(
     missing = send(make(), request.method, m_path, m_query, m_body, area)
     placeholders_a = [(a, f"<ref{i}>") for i, (a, _) in enumerate(refs)]
     placeholders_m = [(m, f"<ref{i}>") for i, (_, m) in enumerate(refs)]
-    seen_a = matrix.comparable(theirs, placeholders_a)
-    seen_m = matrix.comparable(missing, placeholders_m)
+    seen_a = answers.comparable(theirs, placeholders_a)
+    seen_m = answers.comparable(missing, placeholders_m)
     if seen_a != seen_m:
         problems.append(
             f"{label}: A's object answers unlike a missing one: {differ(seen_a, seen_m)}"
@@ -261,8 +261,8 @@ def attempt(
     landing = route.key.endswith("_change") and request.method == "get"
     if landing and theirs.status_code == 302 and seen_a == seen_m:
         # The page the redirect lands on (with its "does not exist" message) must match too.
-        landed_a = matrix.comparable(_landing(make, theirs), placeholders_a)
-        landed_m = matrix.comparable(_landing(make, missing), placeholders_m)
+        landed_a = answers.comparable(_landing(make, theirs), placeholders_a)
+        landed_m = answers.comparable(_landing(make, missing), placeholders_m)
         if landed_a != landed_m:
             problems.append(
                 f"{label}: the redirect lands on different pages: {differ(landed_a, landed_m)}"
