@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
+
 from chatplatform.models import Membership, Role, Tenant
 from chatplatform.tenancy.scoping import all_tenants
 
@@ -49,3 +52,19 @@ def tenants_for_admin(user: Any) -> Any:
     if user.is_superuser:
         return Tenant.objects.all()
     return Tenant.objects.filter(pk__in=administered_tenant_ids(user))
+
+
+def turn_usage_sums() -> dict[str, Any]:
+    """The aggregates every usage report sums over turn records (tokens as the provider reported
+    them, else as estimated; the bill and what the whole history would have cost), for
+    ``.annotate(**turn_usage_sums())`` after a ``.values(...)`` grouping."""
+    return {
+        "turns": Count("pk"),
+        "prompt": Sum(Coalesce("prompt_tokens_reported", "prompt_tokens_estimated")),
+        "completion": Sum("completion_tokens"),
+        "cache_read": Sum("cache_read_tokens"),
+        "cache_write": Sum("cache_write_tokens"),
+        "hypothetical": Sum("hypothetical_tokens"),
+        "cost": Sum("cost_usd"),
+        "full_cost": Sum("full_history_cost_usd"),
+    }

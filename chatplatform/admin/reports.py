@@ -9,13 +9,14 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, F, Sum
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models import Count, F
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from chatplatform.models import ApiKey, ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Message, TurnRecord
+from chatplatform.selectors import turn_usage_sums
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from summaries.models import Summary, TokenBackfillState
 
@@ -120,14 +121,7 @@ def _grouped(turns: Any, first_day: date) -> list[dict[str, Any]]:
         .annotate(day=TruncDate("created_at"))
         .values("day", "policy_id")
         .annotate(
-            turns=Count("pk"),
-            prompt=Sum(Coalesce("prompt_tokens_reported", "prompt_tokens_estimated")),
-            completion=Sum("completion_tokens"),
-            cache_read=Sum("cache_read_tokens"),
-            cache_write=Sum("cache_write_tokens"),
-            hypothetical=Sum("hypothetical_tokens"),
-            cost=Sum("cost_usd"),
-            full_cost=Sum("full_history_cost_usd"),
+            **turn_usage_sums(),
         )
         .order_by("day")
     )

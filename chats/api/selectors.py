@@ -9,12 +9,13 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, F, QuerySet, Sum
-from django.db.models.functions import Coalesce, TruncDate
+from django.db.models import F, QuerySet
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from chatplatform.models import ContextPolicy, Membership, ModelProfile
 from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
+from chatplatform.selectors import turn_usage_sums
 from chatplatform.tenancy.scoping import tenant_scope
 
 
@@ -174,14 +175,7 @@ def usage_by_day_and_model(
             .annotate(
                 model_name=F("model_profile__name"),
                 model=F("model_profile__model"),
-                turns=Count("pk"),
-                prompt=Sum(Coalesce("prompt_tokens_reported", "prompt_tokens_estimated")),
-                completion=Sum("completion_tokens"),
-                cache_read=Sum("cache_read_tokens"),
-                cache_write=Sum("cache_write_tokens"),
-                hypothetical=Sum("hypothetical_tokens"),
-                cost=Sum("cost_usd"),
-                full_cost=Sum("full_history_cost_usd"),
+                **turn_usage_sums(),
             )
             .order_by("day", "model_profile_id")
         )
