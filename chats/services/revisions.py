@@ -106,17 +106,11 @@ def user_message_edit(
         new_count = counter.count(content)
         old_tokens = _stored_tokens(user_message, counter.message_overhead)
         now = timezone.now()
-        MessageRevision.objects.create(
-            tenant_id=conversation.tenant_id,
-            conversation=conversation,
-            message=user_message,
-            reason=RevisionReason.EDITED,
-            content=user_message.content,
-            status=user_message.status,
-            token_count=user_message.token_count,
-            token_counter=user_message.token_counter,
+        _keep_revision(
+            user_message,
+            RevisionReason.EDITED,
+            user,
             written_at=user_message.edited_at or user_message.created_at,
-            revised_by=user,
         )
         Message.objects.filter(pk=user_message.pk).update(
             content=content,
@@ -205,19 +199,8 @@ def _supersede(
             "cost_usd": str(record.cost_usd),
             "created_at": record.created_at.isoformat(),
         }
-    MessageRevision.objects.create(
-        tenant_id=conversation.tenant_id,
-        conversation=conversation,
-        message=reply,
-        reason=reason,
-        content=reply.content,
-        status=reply.status,
-        error_code=reply.error_code,
-        token_count=reply.token_count,
-        token_counter=reply.token_counter,
-        turn=turn,
-        written_at=reply.updated_at,
-        revised_by=user,
+    _keep_revision(
+        reply, reason, user, written_at=reply.updated_at, error_code=reply.error_code, turn=turn
     )
     Message.objects.filter(pk=reply.pk).update(
         status=Status.FAILED,
@@ -237,3 +220,19 @@ def _supersede(
         )
     reply.status, reply.content, reply.token_count = Status.FAILED, "", None
     reply.error_code, reply.error_message = "superseded", SUPERSEDED_TEXT
+
+
+def _keep_revision(message: Message, reason: str, user: Any, **fields: Any) -> None:
+    """Keep ``message`` as it is now (text, status, stored count) as one of its revisions."""
+    MessageRevision.objects.create(
+        tenant_id=message.tenant_id,
+        conversation_id=message.conversation_id,
+        message=message,
+        reason=reason,
+        content=message.content,
+        status=message.status,
+        token_count=message.token_count,
+        token_counter=message.token_counter,
+        revised_by=user,
+        **fields,
+    )
