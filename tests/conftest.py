@@ -3,6 +3,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from asgiref.sync import SyncToAsync
+from django.db import connections
 from hypothesis import settings as hypothesis_settings
 
 from tests.factories import make_admin, make_conversation, make_member, make_tenant
@@ -97,6 +99,9 @@ def _stop_api_loop(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         stop_background_loop()
         close_pool_connections()  # the reply pipeline's threads hold connections too
+        # Async tests' ``database_sync_to_async`` calls run on asgiref's one shared thread,
+        # which keeps its persistent connection too.
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
     gc.collect()
 
 
