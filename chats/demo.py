@@ -39,8 +39,8 @@ SUGGESTED_QUESTION = "What is Biscuit allergic to, and where are we staying?"
 #: What the history is made of: facts worth recalling early on, then days of planning.
 _OPENING = [
     (
-        "We're planning a week in Lisbon in May with our dog Biscuit. Important: Biscuit is "
-        "allergic to chicken, so any dog food or treats we buy there must be chicken-free.",
+        "Our dog Biscuit is allergic to chicken: any dog food or treats we buy must be "
+        "chicken-free. We're planning a week in Lisbon in May, and Biscuit comes with us.",
         "Noted: a week in Lisbon in May, travelling with Biscuit, and no chicken in anything "
         "Biscuit eats. I'll keep that in mind for restaurants, pet shops and the flat.",
     ),
@@ -165,7 +165,7 @@ def _small_policy(tenant: Tenant) -> ContextPolicy:
     policy.reserved_response_tokens = 1_000
     policy.system_budget, policy.facts_budget = 500, 300
     policy.summaries_budget, policy.retrieval_budget = 500, 600
-    policy.summary_interval = 20
+    policy.summary_interval = 10
     policy.raw_history_limit = 30
     with tenant_scope(tenant.pk):
         policy.full_clean()
@@ -185,13 +185,15 @@ def _long_conversation(tenant: Tenant, member: Any) -> Conversation:
     start = timezone.now() - timedelta(days=12)
     step = timedelta(days=11) / len(exchanges)
     for number, (question, answer) in enumerate(exchanges):
-        for role, text, author in (
-            (MessageRole.USER, question, member),
-            (MessageRole.ASSISTANT, answer, None),
-        ):
-            stored, _ = message_create(
-                conversation=conversation, role=role, content=text, author=author
+        # Each answer answers its question: the reply queue sees nothing waiting for a reply.
+        asked, _ = message_create(
+            conversation=conversation, role=MessageRole.USER, content=question, author=member
+        )
+        answered, _ = message_create(
+            conversation=conversation, role=MessageRole.ASSISTANT, content=answer, answers=asked
+        )
+        with tenant_scope(tenant.pk):
+            Message.objects.filter(pk__in=[asked.pk, answered.pk]).update(
+                created_at=start + number * step
             )
-            with tenant_scope(tenant.pk):
-                Message.objects.filter(pk=stored.pk).update(created_at=start + number * step)
     return conversation

@@ -19,10 +19,20 @@
 
   function fmt(n) { return number.format(n || 0); }
 
+  // What the packing calls each kind of item, in words: [one, several].
+  var KIND_WORDS = {
+    message: ["message", "messages"],
+    retrieved: ["recalled message", "recalled messages"],
+    summary: ["summary", "summaries"],
+    fact: ["fact", "facts"],
+  };
+
   function kindsText(kinds) {
     return Object.keys(kinds).map(function (kind) {
       var n = kinds[kind];
-      return n + " " + kind.replace(/_/g, " ") + (n === 1 ? "" : "s");
+      var plain = kind.replace(/_/g, " ");
+      var words = KIND_WORDS[kind] || [plain, plain + "s"];
+      return n + " " + words[n === 1 ? 0 : 1];
     }).join(", ");
   }
 

@@ -15,6 +15,7 @@ from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly.preview import preview_next_turn
 from chats.demo import CONVERSATION_TITLE, POLICY_NAME, SUGGESTED_QUESTION, demo_tenant
+from chats.replies.turns import waiting_messages
 from summaries.models import Summary
 
 pytestmark = pytest.mark.django_db
@@ -56,6 +57,8 @@ def test_the_first_reply_shows_trimming_retrieval_a_summary_and_costs(capsys):
     with tenant_scope(tenant.pk):
         conversation = Conversation.objects.get(title=CONVERSATION_TITLE)
         assert Summary.objects.filter(conversation=conversation).exists()
+        # Every stored question has its answer: the first question is the only one replied to.
+        assert waiting_messages(tenant.pk, conversation.pk) == []
         turn = preview_next_turn(conversation, text=SUGGESTED_QUESTION)
     kinds = {item[0] for item in turn["included"]}
     assert {"summary", "retrieved", "message"} <= kinds

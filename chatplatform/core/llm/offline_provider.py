@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
+from itertools import pairwise
 
 from chatplatform.core.tokens.base import TokenCounter
 from chatplatform.core.tokens.bpe import BpeCounter
@@ -94,7 +95,17 @@ def render_reply(request: ChatRequest, counter: TokenCounter) -> str:
         lines.append(f'You wrote: "{echo}"')
     report = request.context_report or _report_from_request(request, counter)
     lines.extend(_describe(report))
-    return "\n".join(lines)
+    return _as_markdown(lines)
+
+
+def _as_markdown(lines: list[str]) -> str:
+    """One line each, with a blank line where a list ends, so that the chat's Markdown shows
+    the line after a list as a line of its own rather than as part of the list's last item."""
+    text = lines[0] if lines else ""
+    for before, line in pairwise(lines):
+        ends_list = before.startswith("- ") and not line.startswith("- ")
+        text += ("\n\n" if ends_list else "\n") + line
+    return text
 
 
 def _describe(report: ContextReport) -> list[str]:
@@ -110,7 +121,8 @@ def _describe(report: ContextReport) -> list[str]:
     for section in report.sections:
         extra = f", {_count(section.items, 'item')}" if section.items else ""
         dropped = f", {section.dropped} left out" if section.dropped else ""
-        lines.append(f"- {section.name}: {section.tokens} tokens{extra}{dropped}")
+        name = section.name.replace("_", " ")
+        lines.append(f"- {name}: {section.tokens} tokens{extra}{dropped}")
     history = report.section("history")
     if report.history is not None and history is not None:
         first, last = report.history
