@@ -8,6 +8,8 @@ is that app's models module and imports them from here)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -294,7 +296,7 @@ class TurnRecord(TenantOwnedModel):
     #: or a billed attempt retried); empty while it is the message's current record.
     superseded_at = models.DateTimeField(null=True, blank=True)
 
-    objects = TurnRecordManager()
+    objects: ClassVar[TurnRecordManager] = TurnRecordManager()
 
     class Meta:
         app_label = "chats"

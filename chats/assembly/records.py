@@ -76,8 +76,9 @@ def turn_record_create(
     assistant_message_id: int | None = None,
 ) -> TurnRecord:
     """Store the record of the turn answering ``user_message`` (one current record per
-    message: a retry returns the existing one), and queue the messages the assembly had to count itself
-    for the token backfill (after commit, deduplicated: :mod:`chats.token_counts.recount`).
+    message: a retry returns the existing one), and queue the messages the assembly had to
+    count itself for the token backfill (after commit, deduplicated:
+    :mod:`chats.token_counts.recount`).
 
     ``savepoint=False``: the caller's transaction holds the insert; a record that already
     exists then raises IntegrityError (the caller's transaction must roll back).

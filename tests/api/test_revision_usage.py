@@ -8,6 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.urls import reverse
 
 from chatplatform.admin.reports import policy_usage_report, usage_report
 from chatplatform.core.llm.base import Usage
@@ -65,7 +66,7 @@ def records(conversation) -> list[TurnRecord]:
 
 
 def test_regenerated_and_edited_replies_stay_in_the_usage_and_only_the_newest_is_shown(
-    priced_policy, conversation_a, member_a, tenant_a, admin_client_a, client_a, client
+    priced_policy, conversation_a, member_a, admin_a, tenant_a, admin_client_a, client_a, client
 ):
     conversation = conversation_a
     question, _ = accept_user_message(
@@ -115,6 +116,12 @@ def test_regenerated_and_edited_replies_stay_in_the_usage_and_only_the_newest_is
         meter = client.get(meter_url + query).json()["meter"]
         assert meter["completion_tokens"] == 300, query
         assert meter["turn"]["assistant_message_id"] == reply_id
+
+    # The tenant admin's list of turn records tells the superseded ones apart.
+    client.force_login(admin_a)
+    changelist = reverse("admin:chats_turnrecord_changelist")
+    page = client.get(changelist, {"superseded_at__isempty": "0"})
+    assert page.status_code == 200 and page.context["cl"].result_count == 2
 
 
 def test_a_failed_attempt_stays_in_the_usage_only_when_the_provider_billed_it(

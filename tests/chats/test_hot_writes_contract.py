@@ -301,31 +301,6 @@ def test_finish_without_a_turn_record_stores_the_reply_and_says_so(
     assert _counters(conversation) == (before[0], before[1], before[2] + 5)
 
 
-def test_finish_writes_the_current_record_never_a_superseded_one(
-    writes, conversation, member_a, now
-):
-    """A regenerated reply's earlier turn stays, superseded, with what it was billed; the new
-    reply's finish writes its usage on the current record only."""
-    question, reply = _streaming_turn(conversation, member_a, now)
-    with tenant_scope(conversation.tenant_id):
-        TurnRecord.objects.filter(user_message=question).update(
-            superseded_at=now, completion_tokens=7, cost_usd=Decimal("0.5")
-        )
-        current = _record(conversation, question)
-        current.assistant_message_id = reply.pk
-        current.save()
-        with pytest.raises(IntegrityError), transaction.atomic():
-            _record(conversation, question).save()  # one current record per message
-    usage = _usage(reply, completion_tokens=2, cost_usd=Decimal("0.000125"))
-    assert _finish(writes, conversation.tenant_id, reply, question, now, turn=usage)
-    with tenant_scope(conversation.tenant_id):
-        superseded = TurnRecord.objects.get(user_message=question, superseded_at__isnull=False)
-        stored = TurnRecord.objects.current().get(user_message=question)
-    assert (superseded.completion_tokens, superseded.cost_usd) == (7, Decimal("0.5"))
-    assert stored.pk == current.pk
-    assert {name: getattr(stored, name) for name in USAGE_FIELDS} == usage
-
-
 def test_finish_of_another_tenants_reply_changes_nothing(
     writes, conversation, member_a, tenant_b, now
 ):
