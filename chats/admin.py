@@ -95,8 +95,10 @@ class TurnRecordAdmin(TenantScopedAdmin):
         "hypothetical_tokens",
         "cost_usd",
         "created_at",
+        "superseded_at",
     )
-    list_filter = ("strategy",)
+    #: Superseded: a reply regenerated or edited (or a billed attempt retried); still billed.
+    list_filter = ("strategy", ("superseded_at", admin.EmptyFieldListFilter))
 
     def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
         return False

@@ -8,11 +8,13 @@ is that app's models module and imports them from here)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from chatplatform.tenancy.scoping import TenantOwnedModel
+from chatplatform.tenancy.scoping import TenantOwnedModel, TenantScopedManager
 
 
 class Conversation(TenantOwnedModel):
@@ -205,7 +207,8 @@ class MessageRevision(TenantOwnedModel):
     """An earlier version of a message, kept when the message changed: the text its author
     replaced by editing it, or a reply superseded by a regenerated one. Revisions are never
     sent to the model (the message row holds the current version); they stay for audits.
-    ``turn`` keeps the superseded reply's usage (its turn record is replaced by the new one)."""
+    ``turn`` repeats the superseded reply's usage (its turn record stays, marked superseded:
+    the provider billed it, so usage reports count it)."""
 
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="revisions")
@@ -234,8 +237,21 @@ class MessageRevision(TenantOwnedModel):
         return f"{self.reason} #{self.message_id}: {self.content[:40]}"
 
 
+class TurnRecordManager(TenantScopedManager):
+    def current(self) -> models.QuerySet:
+        """The records of the turns whose replies stand (none superseded): "the" record of a
+        message or turn. Usage sums read every record, superseded ones included."""
+        return self.get_queryset().filter(superseded_at__isnull=True)
+
+
 class TurnRecord(TenantOwnedModel):
-    """What one turn's prompt held and what it cost (one per user message answered).
+    """What one turn's prompt held and what it cost.
+
+    One current record per user message answered. A reply regenerated, or replaced after its
+    message was edited, keeps its record with ``superseded_at`` set (so does an earlier attempt
+    the provider billed): usage reports count it, while "the record of this message's turn"
+    (the meter, the REST turn record, the finish of the reply) is the current one only
+    (``TurnRecord.objects.current()``).
 
     Token fields are in tokens of the policy model's counter; ``hypothetical_tokens`` is what
     sending the full history would have cost. ``cost_usd`` uses the ModelProfile's prices.
@@ -276,11 +292,20 @@ class TurnRecord(TenantOwnedModel):
     provider_context = models.JSONField(default=dict, blank=True)
     assembly_ms = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    #: When a newer turn took this one's place (its reply regenerated or its message edited,
+    #: or a billed attempt retried); empty while it is the message's current record.
+    superseded_at = models.DateTimeField(null=True, blank=True)
+
+    objects: ClassVar[TurnRecordManager] = TurnRecordManager()
 
     class Meta:
         app_label = "chats"
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "user_message"], name="turn_unique_message"),
+            models.UniqueConstraint(
+                fields=["tenant", "user_message"],
+                condition=Q(superseded_at__isnull=True),
+                name="turn_unique_current_message",
+            ),
         ]
         indexes = [
             models.Index(fields=["tenant", "conversation", "-created_at"], name="turn_conv_idx"),

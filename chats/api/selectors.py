@@ -87,10 +87,12 @@ def reply_to(tenant_id: int, user_message_id: int) -> Message | None:
 
 
 def turn_record_for(conversation: Conversation, user_message_id: int) -> TurnRecord | None:
-    """The stored record of the turn that answered ``user_message_id`` in this conversation."""
+    """The current record of the turn that answered ``user_message_id`` in this conversation
+    (a regenerated or edited reply's earlier records are superseded)."""
     with tenant_scope(conversation.tenant_id):
         return (
-            TurnRecord.objects.select_related("model_profile", "policy")
+            TurnRecord.objects.current()
+            .select_related("model_profile", "policy")
             .filter(conversation_id=conversation.pk, user_message_id=user_message_id)
             .first()
         )

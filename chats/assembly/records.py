@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
@@ -73,9 +75,10 @@ def turn_record_create(
     savepoint: bool = True,
     assistant_message_id: int | None = None,
 ) -> TurnRecord:
-    """Store the record of the turn answering ``user_message`` (one per message: a retry
-    returns the existing record), and queue the messages the assembly had to count itself
-    for the token backfill (after commit, deduplicated: :mod:`chats.token_counts.recount`).
+    """Store the record of the turn answering ``user_message`` (one current record per
+    message: a retry returns the existing one), and queue the messages the assembly had to
+    count itself for the token backfill (after commit, deduplicated:
+    :mod:`chats.token_counts.recount`).
 
     ``savepoint=False``: the caller's transaction holds the insert; a record that already
     exists then raises IntegrityError (the caller's transaction must roll back).
@@ -93,4 +96,20 @@ def turn_record_create(
         except IntegrityError:
             if not savepoint:
                 raise
-            return TurnRecord.objects.get(user_message=user_message)
+            return TurnRecord.objects.current().get(user_message=user_message)
+
+
+#: A record the provider billed: it reported usage, or something of the turn was priced.
+BILLED = Q(prompt_tokens_reported__isnull=False) | Q(cost_usd__gt=0)
+
+
+def turn_record_retire(user_message: Message) -> None:
+    """Make room for the record of a new attempt to answer ``user_message`` (the caller's
+    transaction and tenant scope): the current record of the earlier attempt stays, marked
+    superseded, when the provider billed it (a reply that failed part-way was billed too, and
+    the usage reports must count it); one that cost nothing (the attempt failed before the
+    provider answered) is deleted. A regenerated or edited reply's record was already marked
+    when the reply was superseded (``chats.services.revisions``)."""
+    earlier = TurnRecord.objects.current().filter(user_message=user_message)
+    earlier.filter(BILLED).update(superseded_at=timezone.now())
+    earlier.exclude(BILLED).delete()

@@ -77,7 +77,7 @@ def provider_context_record(prepared: PreparedTurn, managed: ProviderManaged) ->
         recorded["applied_edits"] = [dict(e) for e in managed.applied_edits]
     if managed.compaction is not None:
         recorded["compaction"] = _store_compaction(prepared, managed)
-    TurnRecord.objects.filter(user_message_id=prepared.user_message_id).update(
+    TurnRecord.objects.current().filter(user_message_id=prepared.user_message_id).update(
         provider_context=recorded
     )
     return recorded

@@ -15,11 +15,11 @@ from django.utils import timezone
 from chatplatform.core.llm.base import ChatRequest
 from chatplatform.core.llm.prompt_cache import CacheUsage
 from chatplatform.models import ModelProfile
-from chatplatform.models.conversations import Conversation, Message, Role, Status, TurnRecord
+from chatplatform.models.conversations import Conversation, Message, Role, Status
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
-from chats.assembly.records import turn_record_build
+from chats.assembly.records import turn_record_build, turn_record_retire
 from chats.assembly.request import attached_image, chat_request, full_history_usage_for
 from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
@@ -266,14 +266,14 @@ def _reply_and_record_insert(turn: TurnContext, user_message: Message) -> int:
 def _reply_and_record_reset(
     turn: TurnContext, user_message: Message, reply_id: int, reply_status: str
 ) -> None:
-    """A retry: reuse the reply row (a failed one streams again) and replace the record of
-    the earlier attempt with this turn's, in one transaction."""
+    """A retry: reuse the reply row (a failed one streams again) and make this turn's record
+    the current one (the earlier attempt's is kept superseded if billed), in one transaction."""
     with transaction.atomic():
         if reply_status == Status.FAILED:
             Message.objects.filter(pk=reply_id).update(
                 status=Status.STREAMING, content="", error_code="", error_message=""
             )
-        TurnRecord.objects.filter(user_message=user_message).delete()
+        turn_record_retire(user_message)
         turn_record_create(
             turn=turn, user_message=user_message, savepoint=False, assistant_message_id=reply_id
         )

@@ -9,7 +9,9 @@ version, so assembly, retrieval and summaries see only it: the edited text is co
 with the policy's storage counter (and the conversation's token total follows), its vectors are
 dropped (the embedding job writes new ones after the reply), the full-text index follows the
 row. The reply row is reused: it is marked failed, which is how the reply queue
-(``chats.replies.turns.waiting_messages``) knows to answer its message again.
+(``chats.replies.turns.waiting_messages``) knows to answer its message again. The superseded
+reply's turn record stays, marked superseded: the usage reports count what it was billed, and
+the message's turn record becomes the new reply's.
 
 Rules: only the conversation's last user message and its reply; only the author edits; never
 while the reply is being written. Another tenant's or conversation's message is "not found",
@@ -188,17 +190,21 @@ def _supersede(
 ) -> None:
     """Keep ``reply`` as a revision (with its turn's usage) and mark it failed, so the reply
     queue answers its message again; its tokens leave the conversation's total and its vectors
-    go (the new reply counts and embeds its own)."""
-    record = TurnRecord.objects.filter(user_message_id=reply.answers_id).first()
+    go (the new reply counts and embeds its own). Its turn's record stays, marked superseded:
+    the provider billed that turn, so the usage reports keep counting it."""
+    now = timezone.now()
+    record = TurnRecord.objects.current().filter(user_message_id=reply.answers_id).first()
     turn: dict[str, Any] = {}
     if record is not None:
         turn = {
+            "record_id": record.pk,
             "prompt_tokens_estimated": record.prompt_tokens_estimated,
             "prompt_tokens_reported": record.prompt_tokens_reported,
             "completion_tokens": record.completion_tokens,
             "cost_usd": str(record.cost_usd),
             "created_at": record.created_at.isoformat(),
         }
+        TurnRecord.objects.filter(pk=record.pk).update(superseded_at=now)
     _keep_revision(
         reply, reason, user, written_at=reply.updated_at, error_code=reply.error_code, turn=turn
     )
@@ -209,7 +215,7 @@ def _supersede(
         token_counter="",
         error_code="superseded",
         error_message=SUPERSEDED_TEXT,
-        updated_at=timezone.now(),
+        updated_at=now,
     )
     MessageEmbedding.objects.filter(message=reply).delete()
     counter = storage_counter_for(policy_for(conversation).model_profile)

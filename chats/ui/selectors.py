@@ -190,11 +190,13 @@ def tenant_members(tenant: Tenant, *, exclude: Any = ()) -> QuerySet:
 def turn_record_for(
     conversation: Conversation, *, message_id: int | None = None
 ) -> TurnRecord | None:
-    """The stored record of a turn of ``conversation``: the one answering (or answered by)
-    ``message_id``, else the newest. None when there is none."""
+    """The current record of a turn of ``conversation`` (never a superseded one): the one
+    answering (or answered by) ``message_id``, else the newest. None when there is none."""
     with tenant_scope(conversation.tenant_id):
-        records = TurnRecord.objects.filter(conversation_id=conversation.pk).select_related(
-            "model_profile", "policy"
+        records = (
+            TurnRecord.objects.current()
+            .filter(conversation_id=conversation.pk)
+            .select_related("model_profile", "policy")
         )
         if message_id is not None:
             records = records.filter(

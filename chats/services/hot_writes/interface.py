@@ -77,8 +77,8 @@ class HotWrites(abc.ABC):
     ) -> bool:
         """Store a reply's final text, status and token count, add ``tokens_added`` to its
         conversation's history total and the usage ``turn`` (TurnRecord fields) to the
-        record of the turn, atomically. Returns whether the turn record exists. A reply of
-        another tenant is left as it is."""
+        current record of the turn (never a superseded one), atomically. Returns whether that
+        record exists. A reply of another tenant is left as it is."""
 
     @abc.abstractmethod
     def message_for_reply(self, tenant_id: int, message_id: int) -> MessageAndReply | None:

@@ -80,9 +80,9 @@ class OrmHotWrites(HotWrites):
                     tenant_id=tenant_id, pk__in=reply.values("conversation_id")
                 ).update(history_tokens=F("history_tokens") + tokens_added)
             return bool(
-                TurnRecord.objects.filter(
-                    tenant_id=tenant_id, user_message_id=user_message_id
-                ).update(**turn)
+                TurnRecord.objects.current()
+                .filter(tenant_id=tenant_id, user_message_id=user_message_id)
+                .update(**turn)
             )
 
     def message_for_reply(self, tenant_id: int, message_id: int) -> MessageAndReply | None:

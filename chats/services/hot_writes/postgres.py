@@ -53,7 +53,7 @@ _FINISH_REPLY = (
     "duration_ms = %s, prompt_tokens_reported = %s, completion_tokens = %s, "
     "cache_read_tokens = %s, cache_write_tokens = %s, cost_usd = %s, "
     "full_history_cost_usd = %s "
-    "WHERE tenant_id = %s AND user_message_id = %s RETURNING id) "
+    "WHERE tenant_id = %s AND user_message_id = %s AND superseded_at IS NULL RETURNING id) "
     "SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM c), (SELECT count(*) FROM t)"
 )
 
