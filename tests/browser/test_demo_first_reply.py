@@ -38,7 +38,7 @@ def count(text: str) -> int:
     return int(re.sub(r"\D", "", text) or 0)
 
 
-def test_the_demo_first_reply_shows_trimming_a_summary_a_recall_and_the_cost(page):
+def test_the_demo_first_reply_shows_trimming_a_summary_a_recall_and_the_cost(presets, page):
     demo = demo_create()
     member, admin = "demo-member", "demo-admin"
     page.set_viewport_size({"width": 1280, "height": 800})
