@@ -142,3 +142,7 @@ def test_a_kept_window_sends_its_recalled_messages_again_and_this_turns_finds_af
     assert ("retrieved", 5, None, "duplicate") in [
         (e.kind, e.id, None, e.reason) for e in kept.excluded
     ]
+    # The retrieval section's budget is the recalled messages as kept plus this turn's share,
+    # never the whole room the kept window happened to fit in.
+    section = {s.name: s for s in kept.sections}["retrieval"]
+    assert section.used <= section.budget <= section.used + HYBRID.retrieval_budget

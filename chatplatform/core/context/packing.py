@@ -141,7 +141,9 @@ def assemble(
         SectionUsage("summaries", d.summaries.budget, d.summaries.used, len(d.summaries.included)),
         SectionUsage(
             "retrieval",
-            d.recalled.cap + d.retrieval.cap,
+            # A kept window's recalled messages were admitted under the retrieval budget when
+            # the window opened: they count as they are, not as the whole room they fit in.
+            (d.recalled.used if kept else d.recalled.cap) + d.retrieval.cap,
             d.recalled.used + d.retrieval.used,
             len(d.recalled.entries) + len(d.retrieval.entries),
         ),
