@@ -138,9 +138,24 @@ def watch_csp(page: Any) -> list[str]:
     return violations
 
 
+#: The widths every flow is tried at: a phone and a laptop.
+WIDTHS = (375, 1280)
+
+
+def at_both_widths(request: Any, page: Any) -> Any:
+    """``page`` at the width ``request.param`` (a module's ``page`` fixture overridden with
+    ``params=WIDTHS`` calls this)."""
+    phone = request.param < 760
+    page.set_viewport_size({"width": request.param, "height": 812 if phone else 900})
+    return page
+
+
 def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    """``test-artifacts/<name>.png``; a phone-width page's name ends in ``-375``."""
     ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
+    width = (page.viewport_size or {}).get("width", 1280)
+    suffix = f"-{width}" if width < 760 and not name.endswith(f"-{width}") else ""
+    path = ARTIFACTS / f"{name}{suffix}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
 

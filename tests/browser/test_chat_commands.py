@@ -7,7 +7,7 @@ import pytest
 
 from chats.services import conversation_create
 from memory.services import fact_save
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import WIDTHS, at_both_widths, log_in, screenshot
 
 pytestmark = [
     pytest.mark.browser,
@@ -15,6 +15,12 @@ pytestmark = [
     # WhiteNoise serves static files with a synchronous iterator under ASGI.
     pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume synchronous"),
 ]
+
+
+@pytest.fixture(params=WIDTHS, ids=lambda width: f"{width}px")
+def page(request, page):
+    """Every flow here at a phone's width and a laptop's."""
+    return at_both_widths(request, page)
 
 
 def send(page, text: str) -> None:

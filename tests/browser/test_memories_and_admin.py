@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chats.services import conversation_create
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import WIDTHS, at_both_widths, log_in, screenshot
 from tests.factories import make_policy
 from tests.ui.conftest import answered_turn
 
@@ -16,6 +16,12 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume synchronous"),
 ]
+
+
+@pytest.fixture(params=WIDTHS, ids=lambda width: f"{width}px")
+def page(request, page):
+    """Every flow here at a phone's width and a laptop's."""
+    return at_both_widths(request, page)
 
 
 def test_add_a_fact_and_see_it_listed(page, tenant_a, member_a):
@@ -84,6 +90,8 @@ def test_tenant_admin_edits_a_policy_fixes_an_error_previews_it_and_makes_it_act
     active = page.inner_text("#preview-active")
     assert "Compact" in this and "saved" in this and "did not fit the budget" in this
     assert "Hybrid" in active
+    # Nothing pushes the preview sideways, on a phone either.
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
     screenshot(page, "13-policy-preview")
 
     # "Make active" on the policy's page: new turns of the tenant use it.
