@@ -170,13 +170,7 @@ def _must_exist(conversation: Conversation, message_id: Any, role: str) -> None:
 def _refuse_other(conversation: Conversation, message_id: Any, role: str, what: str) -> None:
     """Raise the refusal for a message that is not the one the change may touch: not found
     when it is not this conversation's (or not a ``role`` message), else not the last."""
-    pk = row_id(message_id)
-    exists = (
-        pk is not None
-        and Message.objects.filter(conversation_id=conversation.pk, pk=pk, role=role).exists()
-    )
-    if not exists:
-        raise RevisionRefused("not_found", "No such message in this conversation.")
+    _must_exist(conversation, message_id, role)
     raise RevisionRefused("not_last", f"Only the last {what} of the conversation can be changed.")
 
 
