@@ -61,6 +61,8 @@ def conversation_title_from_first_exchange(conversation: Conversation) -> str | 
     """Name the untitled ``conversation`` after its first exchange once it has a complete
     reply. Returns the new title, or None when it was left as it was (titled already, no
     complete reply yet, or nothing to name it by). Idempotent."""
+    if conversation.title:
+        return None  # titled when it was loaded: no query after every reply of a titled chat
     with tenant_scope(conversation.tenant_id):
         if not Conversation.objects.filter(pk=conversation.pk, title="").exists():
             return None
