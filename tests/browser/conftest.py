@@ -112,9 +112,23 @@ def _test_provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+#: The widths every flow is tried at: a phone and a laptop.
+WIDTHS = (375, 1280)
+#: In a module's ``pytestmark``: its tests run on a ``page`` at each of :data:`WIDTHS`.
+AT_BOTH_WIDTHS = pytest.mark.parametrize(
+    "page", WIDTHS, indirect=True, ids=lambda width: f"{width}px"
+)
+
+
 @pytest.fixture
-def page(browser: Any, live_server_url: str) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=live_server_url)
+def page(request: Any, browser: Any, live_server_url: str) -> Iterator[Any]:
+    """A browser tab, 1280 px wide unless the test is parametrised with a width
+    (:data:`AT_BOTH_WIDTHS`)."""
+    width = getattr(request, "param", 1280)
+    height = 812 if width < 760 else 900
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, base_url=live_server_url
+    )
     context.set_default_timeout(15_000)
     tab = context.new_page()
     errors: list[str] = []
@@ -136,18 +150,6 @@ def watch_csp(page: Any) -> list[str]:
 
     page.on("console", seen)
     return violations
-
-
-#: The widths every flow is tried at: a phone and a laptop.
-WIDTHS = (375, 1280)
-
-
-def at_both_widths(request: Any, page: Any) -> Any:
-    """``page`` at the width ``request.param`` (a module's ``page`` fixture overridden with
-    ``params=WIDTHS`` calls this)."""
-    phone = request.param < 760
-    page.set_viewport_size({"width": request.param, "height": 812 if phone else 900})
-    return page
 
 
 def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:

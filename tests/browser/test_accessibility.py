@@ -8,20 +8,15 @@ import pytest
 
 from chats.services import conversation_create
 from tests.browser.accessibility import axe_violations, blocking
-from tests.browser.conftest import WIDTHS, at_both_widths, log_in, screenshot
+from tests.browser.conftest import AT_BOTH_WIDTHS, log_in, screenshot
 from tests.factories import make_message, make_policy
 
 pytestmark = [
     pytest.mark.browser,
+    AT_BOTH_WIDTHS,
     pytest.mark.django_db(transaction=True),
     pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume synchronous"),
 ]
-
-
-@pytest.fixture(params=WIDTHS, ids=lambda width: f"{width}px")
-def page(request, page):
-    """Every flow here at a phone's width and a laptop's."""
-    return at_both_widths(request, page)
 
 
 REPLY = """A table:

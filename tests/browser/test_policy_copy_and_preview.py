@@ -12,20 +12,15 @@ from chatplatform.models import ContextPolicy
 from chatplatform.tenancy.scoping import all_tenants
 from chats.services import conversation_create
 from memory.services import fact_save
-from tests.browser.conftest import WIDTHS, at_both_widths, log_in, screenshot
+from tests.browser.conftest import AT_BOTH_WIDTHS, log_in, screenshot
 from tests.ui.conftest import answered_turn
 
 pytestmark = [
     pytest.mark.browser,
+    AT_BOTH_WIDTHS,
     pytest.mark.django_db(transaction=True),
     pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume synchronous"),
 ]
-
-
-@pytest.fixture(params=WIDTHS, ids=lambda width: f"{width}px")
-def page(request, page):
-    """Every flow here at a phone's width and a laptop's."""
-    return at_both_widths(request, page)
 
 
 def test_copy_a_preset_in_one_click_and_preview_a_turn_with_facts(
