@@ -50,8 +50,11 @@ POLICY_FIELDSETS: Any = (
     (
         "Section budgets",
         {
-            "description": "Sections fill in priority order: system prompt, user facts, "
-            "summaries, retrieved older messages; whatever they leave flows to the recent history.",
+            "description": "Sections fill in priority order: system prompt, the new message, "
+            "the minimum recent messages (see Recent history), user facts, summaries, retrieved "
+            "older messages; each takes at most its budget of what the earlier ones leave, and "
+            "whatever is left flows to the recent history. Long recent messages can therefore "
+            "leave a later section less than its budget: the preview shows what each got.",
             "fields": (
                 "budget_unit",
                 "system_budget",

@@ -259,7 +259,7 @@ def check_invariants(p: PackingPolicy, inputs: AssemblyInputs, r: AssembledPromp
     skipped = [
         by_id[e.id].seq
         for e in r.excluded
-        if e.kind == "message" and e.reason in ("over_budget", "recount")
+        if e.kind == "message" and e.reason in ("over_budget", "window_trim", "recount")
     ]
     if hist and skipped:
         assert max(skipped) < min(hist)

@@ -146,3 +146,31 @@ def test_a_kept_window_sends_its_recalled_messages_again_and_this_turns_finds_af
     # never the whole room the kept window happened to fit in.
     section = {s.name: s for s in kept.sections}["retrieval"]
     assert section.used <= section.budget <= section.used + HYBRID.retrieval_budget
+
+
+def test_messages_the_trim_mark_left_out_are_not_reported_as_over_budget() -> None:
+    # A restart at the trim mark leaves out messages the room still had space for: they are
+    # "trimmed with the window", and only those past the room "did not fit the budget".
+    messages = [turn(i + 1) for i in range(200)]
+    new = turn(201)
+    inputs = AssemblyInputs(new_message=new, recent=list(reversed(messages)))
+    result = assemble(POLICY, inputs, COUNTER)
+    assert not result.window_kept
+    reasons = {e.id: e.reason for e in result.excluded if e.kind == "message"}
+    trimmed = sorted(i for i, r in reasons.items() if r == "window_trim")
+    over = sorted(i for i, r in reasons.items() if r == "over_budget")
+    assert trimmed and over
+    assert max(over) < min(trimmed) < min(i.id for i in result.included if i.kind == "message")
+    # what was trimmed is what the unused room would have held
+    unused = POLICY.max_context_tokens - POLICY.reserved_response_tokens - result.prompt_tokens
+    per_message = result.prompt_tokens / (len(result.included) + 2)
+    assert len(trimmed) * per_message <= unused * 1.2
+    assert (len(trimmed) + 2) * per_message > unused * 0.8
+
+
+def test_a_full_trim_mark_reports_what_is_left_out_as_over_budget() -> None:
+    messages = [turn(i + 1) for i in range(200)]
+    inputs = AssemblyInputs(new_message=turn(201), recent=list(reversed(messages)))
+    result = assemble(replace(POLICY, history_trim_percent=100), inputs, COUNTER)
+    reasons = {e.reason for e in result.excluded if e.kind == "message"}
+    assert reasons == {"over_budget"}

@@ -266,6 +266,22 @@ class History:
             self.count = k + taken
             self._body = totals[taken - 1]
 
+    def would_fit(self, room: int) -> int:
+        """How many untaken messages the walk would still take within ``room`` (the total,
+        as ``extend`` counts it), without taking them: those a trim mark left out although
+        the room had space for them. Measures at most what fits, as the walk would."""
+        if self._cut is not None:
+            return 0
+        body, k, messages = self._body, self.count, 0
+        while k < self.size:
+            tokens = self._tokens_at(k)
+            if body + tokens + self._start(k) > room:
+                break
+            body += tokens
+            messages += 1 if self._plain is not None else len(self._units[k])
+            k += 1
+        return messages
+
     def truncate_newest(self, room: int, min_tokens: int) -> Truncation | None:
         """When nothing fits, cut the newest unit (a single message) to the room, head and
         tail kept. Returns the truncation record, or None when nothing was cut."""

@@ -125,7 +125,11 @@ def assemble(
         cut = d.history.truncate_newest(history_room, MIN_CUT_TOKENS)
         if cut is not None:
             truncs.append(cut)
-    excluded += [Excluded("message", m.id, m.tokens, "over_budget") for m in d.history.untaken()]
+    trimmed = d.history.would_fit(history_room)
+    excluded += [
+        Excluded("message", m.id, m.tokens, "window_trim" if i < trimmed else "over_budget")
+        for i, m in enumerate(d.history.untaken())
+    ]
 
     out, total, trimmed = fit(d, excluded)
     sections = (

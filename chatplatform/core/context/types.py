@@ -205,6 +205,7 @@ class Included(NamedTuple):
 
 class Excluded(NamedTuple):
     """An item left out, and why: ``over_budget`` (did not fit, or not reached by the walk),
+    ``window_trim`` (would have fit, but the history window restarted at its trim mark),
     ``duplicate``, ``cap`` (a count limit), ``outside_window`` (covered by a summary),
     ``incomplete_tool_group``, ``empty``, ``strategy`` (the strategy does not use it) or
     ``recount`` (shed by the final recount check). ``tokens`` may be ``None``: items not

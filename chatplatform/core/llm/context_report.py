@@ -15,6 +15,7 @@ from dataclasses import dataclass
 #: ``chatplatform.core.context.types.Excluded``); the context meter shows the same words.
 EXCLUSION_REASONS = {
     "over_budget": "did not fit the budget",
+    "window_trim": "trimmed with the window so later turns reuse the cache",
     "duplicate": "duplicate of an item already included",
     "cap": "over a count limit of the policy",
     "outside_window": "already covered by a summary",
