@@ -39,12 +39,20 @@ def mark_stale_replies() -> int:
 
 
 @shared_task(name="chats.tasks.answer_waiting_messages", acks_late=True, ignore_result=True)
-def answer_waiting_messages(tenant_id: int, conversation_id: int) -> None:
-    """Run the conversation's reply runner here: it answers the user messages still waiting,
-    oldest first, streaming to the conversation's sockets through the channel layer. Does
-    nothing while another runner holds the conversation (that one looks again when done).
-    Idempotent: a message is answered once (one reply per message, in the database)."""
-    asyncio.run(recovery.answer_once(tenant_id, conversation_id))
+def answer_waiting_messages(
+    tenant_id: int, conversation_id: int, attempted: list[int] | None = None
+) -> None:
+    """Answer the conversation's oldest waiting user message here, streaming to its sockets
+    through the channel layer, then hand the messages still waiting to a new run of this task
+    (after letting go of the conversation): one reply per run, so each reply has the task's
+    whole time limit and a long queue never runs into it. ``attempted``: the messages the
+    runs before already tried (a reply that failed is not retried by the same chain).
+    Does nothing while another runner holds the conversation (that one looks again when
+    done). Idempotent: a message is answered once (one reply per message, in the database;
+    a reply being streamed is not started again)."""
+    tried = set(attempted or ())
+    if asyncio.run(recovery.answer_once(tenant_id, conversation_id, tried)):
+        answer_waiting_messages.delay(tenant_id, conversation_id, sorted(tried))
 
 
 __all__ = [

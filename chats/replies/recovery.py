@@ -269,11 +269,24 @@ async def sweep_once(*, locks_visible: bool) -> Swept:
         await hub.aclose()
 
 
-async def answer_once(tenant_id: int, conversation_id: int) -> None:
-    """Run the conversation's runner (the waiting messages) from a task's own event loop."""
+#: Waiting messages a background job answers per run: each reply can take the model's whole
+#: timeout, so a job that answered a long queue in series would outlive its time limit; it
+#: answers this many and hands the rest to a run of its own.
+REPLIES_PER_RUN = 1
+
+
+async def answer_once(
+    tenant_id: int, conversation_id: int, attempted: set[int] | None = None
+) -> bool:
+    """Answer the conversation's oldest waiting message (at most ``REPLIES_PER_RUN``) from a
+    task's own event loop, skipping the ``attempted`` ones (updated with those it tries).
+    Returns whether more are left waiting for another run. Nothing happens while another
+    runner holds the conversation: that one answers them."""
     hub = coordination()
     try:
-        await run_replies(tenant_id, conversation_id)
+        return await run_replies(
+            tenant_id, conversation_id, max_turns=REPLIES_PER_RUN, attempted=attempted
+        )
     finally:
         await hub.aclose()
 

@@ -120,7 +120,9 @@ async def run_replies(
     token: str | None = None,
     first: turns.NextTurn | None = None,
     lead: Sequence[Addressed] = (),
-) -> None:
+    max_turns: int | None = None,
+    attempted: set[int] | None = None,
+) -> bool:
     """Answer every waiting user message of the conversation, oldest first; returns when the
     queue is empty. Only one runner per conversation holds the lock. A runner that finds the
     lock taken leaves a "look again" flag for the holder, which checks it after letting go;
@@ -131,10 +133,19 @@ async def run_replies(
     ``first``: the queue's first turn, when the caller prepared it already, and ``lead``:
     events for the conversation's sockets not sent yet (the new message's own event), which
     go out with the first reply's first delta, or with the lock's release if no reply
-    streams. Both only count while the caller's token holds the lock."""
+    streams. Both only count while the caller's token holds the lock.
+
+    ``max_turns``: answer at most this many messages, then let go of the lock and return True
+    when messages (or a "look again" flag) are left for the caller to hand on; a background
+    job answers a bounded amount of work per run this way. ``attempted``: the messages this
+    runner (or the runs before it) already tried, which it does not try again; updated in
+    place. Returns False when nothing is left waiting for it."""
     lock_name = runner_lock_name(tenant_id, conversation_id)
     hub = coordination()
-    attempted: set[int] = set()
+    attempted = set() if attempted is None else attempted
+    answered = 0
+    #: Messages left waiting because ``max_turns`` was reached.
+    left_waiting = False
     #: Events not sent yet, handed once to whatever sends next.
     pending: tuple[Addressed, ...] = tuple(lead) if token is not None else ()
     if token is None:
@@ -146,7 +157,7 @@ async def run_replies(
             await hub.request_recheck(lock_name)
             token = await hub.acquire(lock_name)
             if token is None:
-                return
+                return False
         # The last reply's closing event goes out in the same round trip as the release.
         closing: dict[str, Any] | None = None
         try:
@@ -164,7 +175,7 @@ async def run_replies(
                         # The database is unreachable: the messages stay waiting, and the next
                         # message (or a resend, or the recovery sweep) starts a runner.
                         logger.exception("the reply queue of %s failed", conversation_id)
-                        return
+                        return False
                     attempted.update(found.tried)
                     for _message_id, reply_id in found.failures:
                         failure = internal_error_event(reply_id)
@@ -174,7 +185,11 @@ async def run_replies(
                         break
                     lead_now, pending = pending, ()
                     closing = await _answer(found.prepared, (lock_name, token), lead=lead_now)
+                    answered += 1
                     more = found.more
+                    if more and max_turns is not None and answered >= max_turns:
+                        left_waiting = True  # the rest is the caller's to hand on
+                        break
                     if more and closing is not None:
                         await broadcast(tenant_id, conversation_id, closing)
                         closing = None
@@ -182,8 +197,10 @@ async def run_replies(
             last = [*pending, *([(closing, "")] if closing is not None else [])]
             pending = ()
             recheck = await _send_and_release(hub, tenant_id, conversation_id, last, token)
+        if max_turns is not None and answered >= max_turns:
+            return left_waiting or recheck
         if not recheck:
-            return
+            return False
         token = None
 
 
