@@ -68,6 +68,7 @@ def test_a_message_within_the_room_is_sent_whole(conversation, tenant_a, member_
     assert fit.kept == fit.tokens == turn.counter.count(text)
     # The room is what the turn leaves the new message: the section's budget.
     section = turn.prompt.section("new_message")
+    assert section is not None
     assert fit.room == section.budget - (section.used - fit.tokens)
     assert fit.tokens < fit.room
 

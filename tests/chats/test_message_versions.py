@@ -47,6 +47,7 @@ def test_versions_are_the_earlier_texts_then_the_current(conversation, member_a,
 
     asked = message_versions(member_a, conversation.pk, question.pk, tenant_id=tenant_a.pk)
     answered = message_versions(member_a, conversation.pk, reply.pk, tenant_id=tenant_a.pk)
+    assert asked is not None and answered is not None
 
     assert [v.content for v in asked] == [
         "What is the capital of France?",
@@ -65,6 +66,7 @@ def test_versions_are_the_earlier_texts_then_the_current(conversation, member_a,
 def test_a_message_never_revised_has_one_version(conversation, member_a, tenant_a):
     message = make_message(conversation, "Hello", author=member_a)
     versions = message_versions(member_a, conversation.pk, message.pk, tenant_id=tenant_a.pk)
+    assert versions is not None
     assert [(v.number, v.content, v.current) for v in versions] == [(1, "Hello", True)]
 
 

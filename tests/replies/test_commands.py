@@ -70,9 +70,9 @@ def test_the_chat_page_is_given_the_same_list_help_answers(client, conversation,
     """One list: the page's popup offers what ``/help`` lists, from the server."""
     client.force_login(member_a)
     page = client.get(reverse("chats_ui:conversation_detail", args=[conversation.pk]))
-    config = json.loads(
-        re.search(r'id="chat-config"[^>]*>(.*?)</script>', page.content.decode(), re.S).group(1)
-    )
+    found = re.search(r'id="chat-config"[^>]*>(.*?)</script>', page.content.decode(), re.S)
+    assert found is not None
+    config = json.loads(found.group(1))
     assert config["commands"] == command_catalog()
     names = [c["name"] for c in config["commands"]]
     assert names == list(COMMANDS) and {"help", "memories"} <= set(names)
