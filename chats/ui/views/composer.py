@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.http import Http404, HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET, require_POST
 
+from chatplatform.core.context.budget import PolicyError
 from chatplatform.policies import policy_for
 from chats.assembly.fit import message_fit
 from chats.selectors import message_versions
@@ -17,8 +18,9 @@ from chats.ui.views._common import conversation_or_404, tenant_member_required, 
 @require_POST
 @tenant_member_required
 def message_fit_view(request: HttpRequest, conversation_id: int) -> JsonResponse:
-    """``text`` (form field): the draft. ``{"fit": {tokens, room, kept, fits, ...}}``, or 400
-    with ``error`` for a draft longer than the conversation accepts (it will not be sent)."""
+    """``text`` (form field): the draft. ``{"fit": {tokens, room, kept, fits, ...}}``;
+    ``{"fit": null}`` when the policy cannot assemble a turn (the turn will say why); 400 with
+    ``error`` for a draft longer than the conversation accepts (it will not be sent)."""
     conversation = conversation_or_404(request, conversation_id)
     text = request.POST.get("text", "")
     limit = max_message_chars(policy_for(conversation))
@@ -27,7 +29,10 @@ def message_fit_view(request: HttpRequest, conversation_id: int) -> JsonResponse
             {"error": f"The message has {len(text)} characters; the limit is {limit}."},
             status=400,
         )
-    fit = message_fit(conversation, text=text, author=request.user)
+    try:
+        fit = message_fit(conversation, text=text, author=request.user)
+    except PolicyError:
+        return JsonResponse({"fit": None})
     return JsonResponse({"fit": fit.as_dict()})
 
 
