@@ -76,6 +76,8 @@ def test_a_long_paste_is_flagged_before_sending_and_the_meter_says_first_it_was_
     assert classes.index("meter-cut") < classes.index("meter-bar")
     headline = page.locator("#meter .meter-cut").text_content() or ""
     assert f"cut to {expected.kept:,} of {expected.tokens:,} tokens" in headline
+    if width_of(page) >= 1280:  # the meter is a side panel (a drawer on phones)
+        screenshot(page, "meter-message-cut", full_page=False)
 
     # A short message says nothing.
     page.fill("#composer-input", "A short question")
