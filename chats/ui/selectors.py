@@ -133,7 +133,8 @@ def message_window(
     limit: int = MESSAGES_PER_PAGE,
 ) -> MessageWindow:
     """A page of messages in order: the newest (default), those before ``before_seq``, or
-    those around ``around_seq`` (summary links). Two bounded queries at most."""
+    those around ``around_seq`` (summary links), with how many versions each has. Three
+    bounded queries at most."""
     bot_name = policy_for(conversation).bot_name
     with tenant_scope(conversation.tenant_id):
         base = Message.objects.filter(conversation_id=conversation.pk).select_related("author")
