@@ -3,10 +3,19 @@ answers None / empty for objects that are missing and for objects that are not t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from django.db.models import Count
+
 from chatplatform.models import Membership
-from chatplatform.models.conversations import Conversation, Message, Participant
+from chatplatform.models.conversations import (
+    Conversation,
+    Message,
+    MessageRevision,
+    Participant,
+)
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
 #: Ids above this are not ids of ours (and would overflow a bigint column in a query).
@@ -61,3 +70,86 @@ def message_with_image(conversation: Conversation, message_id: Any) -> Message |
             .exclude(attachment__isnull=True)
             .first()
         )
+
+
+@dataclass(frozen=True)
+class MessageVersion:
+    """One version of a message: ``number`` counts from 1 (the first written); the last is
+    the current text (``current``), the others were replaced by an edit or a regenerated
+    reply (``replaced``: how, ``replaced_at``: when) and are kept read-only."""
+
+    number: int
+    content: str
+    status: str
+    written_at: datetime
+    current: bool
+    replaced: str = ""
+    replaced_at: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready (times in ISO 8601): the chat page's and the REST API's shape."""
+        return {
+            "number": self.number,
+            "content": self.content,
+            "status": self.status,
+            "written_at": self.written_at.isoformat(),
+            "current": self.current,
+            "replaced": self.replaced,
+            "replaced_at": self.replaced_at.isoformat() if self.replaced_at else None,
+        }
+
+
+def revision_counts(message_ids: list[int]) -> dict[int, int]:
+    """How many earlier versions each of ``message_ids`` has (only those with any), in one
+    query; the caller runs it in the messages' tenant scope."""
+    if not message_ids:
+        return {}
+    rows = (
+        MessageRevision.objects.filter(message_id__in=message_ids)
+        .values("message_id")
+        .annotate(n=Count("id"))
+        .values_list("message_id", "n")
+    )
+    return dict(rows)
+
+
+def message_versions(
+    user: Any, conversation_id: Any, message_id: Any, *, tenant_id: int | None = None
+) -> list[MessageVersion] | None:
+    """Every version of a message, the first written first and the current last, for a
+    participant of its conversation (see :func:`conversation_for_member`); None for a
+    missing message, another conversation's or another tenant's, and a conversation the user
+    does not take part in, alike."""
+    conversation = conversation_for_member(user, conversation_id, tenant_id=tenant_id)
+    message_id = row_id(message_id)
+    if conversation is None or message_id is None:
+        return None
+    with tenant_scope(conversation.tenant_id):
+        message = Message.objects.filter(conversation_id=conversation.pk, pk=message_id).first()
+        if message is None:
+            return None
+        revisions = list(
+            MessageRevision.objects.filter(message_id=message.pk).order_by("revised_at", "pk")
+        )
+    versions = [
+        MessageVersion(
+            number=number,
+            content=r.content,
+            status=r.status,
+            written_at=r.written_at,
+            current=False,
+            replaced=r.reason,
+            replaced_at=r.revised_at,
+        )
+        for number, r in enumerate(revisions, start=1)
+    ]
+    versions.append(
+        MessageVersion(
+            number=len(versions) + 1,
+            content=message.content,
+            status=message.status,
+            written_at=message.edited_at or message.created_at,
+            current=True,
+        )
+    )
+    return versions

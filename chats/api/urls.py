@@ -22,7 +22,11 @@ from chats.api.views.platform import (
     ModelProfileListView,
     PolicyView,
 )
-from chats.api.views.revisions import MessageEditView, MessageRegenerateView
+from chats.api.views.revisions import (
+    MessageEditView,
+    MessageRegenerateView,
+    MessageVersionsView,
+)
 from chats.api.views.summaries import SummaryListView, SummaryRefreshView
 from chats.api.views.usage import UsageView
 
@@ -58,6 +62,11 @@ urlpatterns = [
         CONVERSATION + "messages/<int:message_id>/edit/",
         MessageEditView.as_view(),
         name="message-edit",
+    ),
+    path(
+        CONVERSATION + "messages/<int:message_id>/versions/",
+        MessageVersionsView.as_view(),
+        name="message-versions",
     ),
     path(
         CONVERSATION + "messages/<int:message_id>/context/",

@@ -1,4 +1,9 @@
-"""Chat commands answered without the model (``/memories``: the user's saved facts).
+"""Chat commands answered without the model (``/memories``: the user's saved facts; ``/help``:
+the commands themselves).
+
+:data:`COMMANDS` is the one list of commands: what answers each, and the usage and description
+people read. The chat page offers the commands as the user types from :func:`command_catalog`
+(given to the page by the server), and ``/help`` answers from the same list.
 
 A message whose first word names a command is answered here and stored nowhere: the sender
 gets the answer as a ``command`` event (:func:`command_event`) that names the message's
@@ -10,6 +15,7 @@ with :func:`command_name`, :func:`command_answer` and that event.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from memory.selectors import facts_page
@@ -67,8 +73,45 @@ def memories_command(tenant_id: int, user: Any, text: str) -> str:
     return "\n".join(lines)
 
 
-#: Command name (the first word of the message, without its slash) -> its answer.
-COMMANDS: dict[str, Callable[[int, Any, str], str]] = {"memories": memories_command}
+@dataclass(frozen=True)
+class Command:
+    """A chat command: its ``name`` (the message's first word, without the slash), how it is
+    written (``usage``), what it does (``description``) and what answers it."""
+
+    name: str
+    usage: str
+    description: str
+    answer: Callable[[int, Any, str], str]
+
+
+def help_command(tenant_id: int, user: Any, text: str) -> str:
+    """``/help``: every command, with its usage and what it does (the model is not asked)."""
+    lines = ["Commands (answered here, without the model, and not stored):"]
+    lines += [f"{command.usage}: {command.description}" for command in COMMANDS.values()]
+    return "\n".join(lines)
+
+
+#: Command name -> the command, in the order people are shown them.
+COMMANDS: dict[str, Command] = {
+    command.name: command
+    for command in (
+        Command(
+            "memories",
+            "/memories [page]",
+            f"list what the assistant remembers about you, {PAGE_SIZE} a page",
+            memories_command,
+        ),
+        Command("help", "/help", "list these commands", help_command),
+    )
+}
+
+
+def command_catalog() -> list[dict[str, str]]:
+    """The commands as the chat page offers them while the user types: name, usage and
+    description of each, in :data:`COMMANDS`' order."""
+    return [
+        {"name": c.name, "usage": c.usage, "description": c.description} for c in COMMANDS.values()
+    ]
 
 
 def command_name(content: str) -> str | None:
@@ -84,7 +127,7 @@ def command_name(content: str) -> str | None:
 def command_answer(name: str, tenant_id: int, user: Any, content: str) -> str:
     """The answer of command ``name`` (see :func:`command_name`) to ``user``'s ``content``;
     raises :class:`CommandError` when it cannot be answered as asked."""
-    return COMMANDS[name](tenant_id, user, content)
+    return COMMANDS[name].answer(tenant_id, user, content)
 
 
 def command_event(name: str, text: str, client_id: str | None) -> dict[str, Any]:

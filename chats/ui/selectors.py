@@ -16,6 +16,7 @@ from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.policies import policy_for
 from chatplatform.selectors import administered_tenant_ids
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.selectors import revision_counts
 from chats.services.conversations import conversation_may_delete
 
 CONVERSATIONS_LISTED = 50
@@ -108,6 +109,9 @@ class ChatMessage:
 
     message: Message
     author: str
+    #: How many versions the message has: 1, or more when it was edited or regenerated (its
+    #: earlier versions are kept as revisions, which the page lets the reader step through).
+    versions: int = 1
 
     @property
     def is_assistant(self) -> bool:
@@ -129,7 +133,8 @@ def message_window(
     limit: int = MESSAGES_PER_PAGE,
 ) -> MessageWindow:
     """A page of messages in order: the newest (default), those before ``before_seq``, or
-    those around ``around_seq`` (summary links). Two bounded queries at most."""
+    those around ``around_seq`` (summary links), with how many versions each has. Three
+    bounded queries at most."""
     bot_name = policy_for(conversation).bot_name
     with tenant_scope(conversation.tenant_id):
         base = Message.objects.filter(conversation_id=conversation.pk).select_related("author")
@@ -141,12 +146,13 @@ def message_window(
             if before_seq is not None:
                 newest = newest.filter(seq__lt=before_seq)
             rows = list(newest[:limit])[::-1]
+        revised = revision_counts([m.pk for m in rows])
     first = rows[0].seq if rows else None
     last = rows[-1].seq if rows else None
     earlier = first if first is not None and first > 1 else None
     later = last if last is not None and last < conversation.last_seq else None
     return MessageWindow(
-        messages=[ChatMessage(m, _author(m, bot_name)) for m in rows],
+        messages=[ChatMessage(m, _author(m, bot_name), 1 + revised.get(m.pk, 0)) for m in rows],
         earlier_before_seq=earlier,
         later_after_seq=later,
     )

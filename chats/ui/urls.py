@@ -55,6 +55,16 @@ urlpatterns = [
         views.message_image,
         name="message_image",
     ),
+    path(
+        "chats/<int:conversation_id>/message-fit/",
+        views.message_fit_view,
+        name="message_fit",
+    ),
+    path(
+        "chats/<int:conversation_id>/messages/<int:message_id>/versions/",
+        views.message_versions_view,
+        name="message_versions",
+    ),
     path("memories/", views.memory_list, name="memory_list"),
     path("memories/add/", views.memory_add, name="memory_add"),
     path("memories/<int:fact_id>/edit/", views.memory_edit, name="memory_edit"),

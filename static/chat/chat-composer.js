@@ -1,4 +1,6 @@
-/* The composer's image and its error line. An image is chosen with the Image button or pasted
+/* The composer: its image, its error line, the commands offered as the user types one
+ * (command-menu.js) and whether the message will fit the next turn whole (message-fit.js).
+ * An image is chosen with the Image button or pasted
  * into the message box; it is checked here (type, size, and that the browser can show it; the
  * server checks again by the file's own header), shown as a removable chip with a thumbnail,
  * and sent with the text as base64 inside the socket's message frame (chat.js), so it is
@@ -19,6 +21,9 @@
     var chip = document.getElementById("attachment-chip");
     var image = null;   // {media_type, data (base64), previewUrl (data: URL), name, size}
     var reading = null; // the file being read; a later choice replaces it
+    // Made before chat.js listens for Enter: Enter that takes a command does not send.
+    var menu = window.ChatCommandMenu(config.commands, input);
+    var fit = window.ChatMessageFit(config, form, input);
 
     function showError(text) {
       composerError.textContent = text;
@@ -139,7 +144,12 @@
       image: function () { return image; },
       // Whether a chosen image is still being read (sending now would leave it out).
       busy: function () { return reading !== null; },
-      clear: clear,
+      // The message was sent: the composer starts afresh.
+      clear: function () {
+        clear();
+        menu.close();
+        fit.reset();
+      },
     };
   };
 })();

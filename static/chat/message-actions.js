@@ -3,7 +3,8 @@
  * Frames out: {"type":"regenerate","message_id"} and {"type":"edit","message_id","content"}.
  * Events in (handle() takes them before chat.js): message_edited, reply_superseded, and an
  * error naming the action. The new reply then streams as any reply (chat.js: reply, delta,
- * done), in the same bubble, with Stop available. */
+ * done), in the same bubble, with Stop available. The version replaced is kept: each change
+ * adds one to the message's versions (data-versions; message-versions.js steps through them). */
 (function () {
   "use strict";
 
@@ -83,7 +84,13 @@
       view.setState(reply, "regenerating…");
     }
 
+    // One more version of `item` (the one replaced is kept as a revision).
+    function addVersion(item) {
+      if (item) item.dataset.versions = String((Number(item.dataset.versions) || 1) + 1);
+    }
+
     function edit(item) {
+      if (window.ChatMessageVersions) window.ChatMessageVersions.reset(item);
       editing = item;
       update();
       var body = item.querySelector(".msg-body");
@@ -176,12 +183,15 @@
         if (editing === item) close();
         view.setBody(item, data.content || "");
         markEdited(item, data.edited_at);
+        addVersion(item);
         var reply = byId(data.reply_id);
+        addVersion(reply);
         if (reply) view.setState(reply, "writing a new reply…");
         return true;
       }
       if (data.type === "reply_superseded") {
         var superseded = byId(data.message_id);
+        addVersion(superseded);
         if (superseded) view.setState(superseded, "regenerating…");
         return true;
       }

@@ -46,6 +46,11 @@
     root.dataset.turn = meter.turn.user_message_id;
     body.appendChild(el("p", "meter-sub",
       meter.model + " · " + meter.strategy.replace(/_/g, " ") + " · counted with " + meter.counter));
+    // A message cut to fit is said first, not only among what was left out.
+    meter.truncated.filter(function (cut) { return cut.kind === "new_message"; }).forEach(function (cut) {
+      body.appendChild(el("p", "meter-cut", "Your message was cut to " + fmt(cut.kept_tokens) + " of " +
+        fmt(cut.original_tokens) + " tokens to fit this chat's policy; its middle was left out."));
+    });
 
     var total = Math.max(meter.window_tokens, 1);
     var bar = el("div", "meter-bar");

@@ -70,6 +70,7 @@ OBJECT_ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("turn-record", "get", "conversations/{c}/messages/{m}/context/", None),
     ("message-regenerate", "post", "conversations/{c}/messages/{m}/regenerate/", None),
     ("message-edit", "post", "conversations/{c}/messages/{m}/edit/", {"content": "taken"}),
+    ("message-versions", "get", "conversations/{c}/messages/{m}/versions/", None),
     ("context-preview", "get", "conversations/{c}/context/", None),
     ("summaries", "get", "conversations/{c}/summaries/", None),
     ("summaries-refresh", "post", "conversations/{c}/summaries/refresh/", None),

@@ -129,6 +129,7 @@ HTTP_CASES: dict[str, list[Case]] = {
     "api:message-image": [Case(kwargs=conv_image), Case(kwargs=own_conv_their_image)],
     "api:turn-record": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
     "api:message-regenerate": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
+    "api:message-versions": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
     "api:message-edit": [
         Case(kwargs=conv_msg, body={"post": const({"content": "taken"})}),
         Case(kwargs=own_conv_their_msg, body={"post": const({"content": "taken"})}),
@@ -192,6 +193,8 @@ HTTP_CASES: dict[str, list[Case]] = {
     ],
     "chats_ui:conversation_summaries": [Case(kwargs=conv)],
     "chats_ui:message_image": [Case(kwargs=conv_image), Case(kwargs=own_conv_their_image)],
+    "chats_ui:message_fit": [Case(kwargs=conv, body={"post": const({"text": "their draft"})})],
+    "chats_ui:message_versions": [Case(kwargs=conv_msg), Case(kwargs=own_conv_their_msg)],
     "chats_ui:memory_list": [Case()],
     "chats_ui:memory_add": [Case(body={"post": const({"text": "mine"})})],
     "chats_ui:memory_edit": [Case(kwargs=fact, body={"post": const({"text": "taken"})})],

@@ -65,9 +65,10 @@ Idempotent by `client_id` or the `Idempotency-Key` header: a retried request ret
 message (and its reply) with `duplicate: true` and status 200, and creates nothing new.
 Messages per minute are limited by the tenant's policy (429 `rate_limited`).
 
-A chat command (`/memories [page]`: the sender's saved facts, ten a page) is answered at once,
-without the model, and stores nothing: 200 with `{type: "command", command, text, client_id}`,
-or one `command` event; a page that does not exist is 400 `invalid_page`.
+A chat command (`/memories [page]`: the sender's saved facts, ten a page; `/help`: the
+commands) is answered at once, without the model, and stores nothing: 200 with
+`{type: "command", command, text, client_id}`, or one `command` event; a page that does not
+exist is 400 `invalid_page`.
 """
 
 

@@ -1,5 +1,6 @@
 """Regenerating the last reply and editing-and-resending the last user message: the REST
-adapters of :mod:`chats.replies.revise` (the WebSocket's ``regenerate`` and ``edit`` frames)."""
+adapters of :mod:`chats.replies.revise` (the WebSocket's ``regenerate`` and ``edit`` frames);
+and reading a message's versions, the earlier ones kept as revisions."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -22,6 +24,7 @@ from chats.api.views.base import TenantAPIView
 from chats.api.views.messages import SEND_TIMEOUT_SECONDS, TAG, RateLimited, exchange, rejected
 from chats.replies.intake import SendRateLimited
 from chats.replies.revise import Resent, exchange_edit, exchange_regenerate
+from chats.selectors import message_versions
 from chats.services.messages import MessageRejected
 from chats.services.revisions import RevisionRefused
 
@@ -119,3 +122,41 @@ class MessageEditView(RevisionView):
                 content=content,
             ),
         )
+
+
+class MessageVersionSerializer(serializers.Serializer):
+    number = serializers.IntegerField(help_text="1 for the first version written.")
+    content = serializers.CharField()
+    status = serializers.CharField()
+    written_at = serializers.DateTimeField()
+    current = serializers.BooleanField(help_text="The version the conversation shows now.")
+    replaced = serializers.CharField(
+        help_text="How an earlier version was replaced: `edited`, `regenerated` or `resent` "
+        "(its message was edited); empty for the current one."
+    )
+    replaced_at = serializers.DateTimeField(allow_null=True)
+
+
+class MessageVersionListSerializer(serializers.Serializer):
+    versions = MessageVersionSerializer(many=True)
+
+
+class MessageVersionsView(TenantAPIView):
+    @extend_schema(
+        tags=TAG,
+        operation_id="messages_versions",
+        summary="Every version of a message: the earlier ones (edited or regenerated), then "
+        "the current",
+        description="Earlier versions are read-only and never sent to the model again.",
+        responses={
+            200: MessageVersionListSerializer,
+            404: error_response(404, "No such message, or another conversation's or tenant's."),
+        },
+    )
+    def get(self, request: Request, conversation_id: int, message_id: int) -> Response:
+        versions = message_versions(
+            self.principal.user, conversation_id, message_id, tenant_id=self.principal.tenant_id
+        )
+        if versions is None:
+            raise NotFound("No such message.")
+        return Response({"versions": [v.as_dict() for v in versions]})

@@ -1,6 +1,7 @@
 """Views of the web UI: thin adapters over the services and selectors."""
 
 from .attachments import message_image
+from .composer import message_fit_view, message_versions_view
 from .conversation_actions import (
     conversation_archive_view,
     conversation_delete_view,
@@ -36,7 +37,9 @@ __all__ = [
     "memory_edit",
     "memory_history",
     "memory_list",
+    "message_fit_view",
     "message_image",
+    "message_versions_view",
     "participant_add_view",
     "tenant_switch",
     "turn_meter",

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from chatplatform.policies import policy_for
 from chats.images import ALLOWED_TYPES, MAX_IMAGE_BYTES
+from chats.replies.commands import command_catalog
 from chats.services import max_message_chars, participant_add
 from chats.services.conversations import ConversationRejected, conversation_create
 from chats.ui.forms import ConversationCreateForm, ParticipantAddForm, member_label
@@ -107,6 +108,9 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpRespo
         "maxAttachmentBytes": MAX_IMAGE_BYTES,
         "attachmentTypes": list(ALLOWED_TYPES),
         "isLatestWindow": window.later_after_seq is None,
+        "commands": command_catalog(),
+        "messageFitUrl": reverse("chats_ui:message_fit", args=[conversation.pk]),
+        "versionsUrl": _message_url_template(conversation.pk, "chats_ui:message_versions"),
     }
     return page(
         request,
@@ -127,7 +131,12 @@ def _image_url_template(conversation_id: int) -> str:
     """The URL of a message's image with ``{id}`` for the message id: the page shows the
     images of messages that arrive on the socket (whose events carry no URL: API clients
     use the same socket)."""
-    url = reverse("chats_ui:message_image", args=[conversation_id, 1])
+    return _message_url_template(conversation_id, "chats_ui:message_image")
+
+
+def _message_url_template(conversation_id: int, name: str) -> str:
+    """The URL named ``name`` of a message of the conversation, ``{id}`` for its id."""
+    url = reverse(name, args=[conversation_id, 1])
     return url.replace("/messages/1/", "/messages/{id}/")
 
 
