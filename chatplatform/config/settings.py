@@ -294,6 +294,9 @@ if REDIS_URL:
 # Limits for end-user input.
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=64 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
+#: Largest request body outside the API (bytes), refused with 413 by the ASGI server before it
+#: is read (chatplatform/config/body_limits.py); the API's is API_MAX_BODY_BYTES.
+REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=8 * 1024 * 1024)
 
 # Production hardening: on whenever DEBUG is off (check --deploy prints no warning).
 if not DEBUG:
@@ -318,8 +321,9 @@ LOGGING = {
 # --- REST API (chats.api; its framework and schema settings: chatplatform/config/rest_api.py) -
 REST_FRAMEWORK = rest_framework_settings(env)
 SPECTACULAR_SETTINGS = API_SCHEMA_SETTINGS
-#: Largest request body the API reads (bytes); larger ones get 413. The default leaves room
-#: for a message with an image (at most 5 MB, about 6.7 MB as base64) and its text.
+#: Largest request body the API reads (bytes); larger ones get 413, before they are read
+#: (chatplatform/config/body_limits.py). The default leaves room for a message with an image
+#: (at most 5 MB, about 6.7 MB as base64) and its longest text.
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=8 * 1024 * 1024)
 #: How long a JSON message request waits for its reply before answering 202 (seconds).
 API_REPLY_WAIT_SECONDS = env.float("API_REPLY_WAIT_SECONDS", default=90.0)

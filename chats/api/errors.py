@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -75,6 +76,10 @@ def _code_of(exc: exceptions.APIException) -> str:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF's ``EXCEPTION_HANDLER``: every failure as the one error format."""
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own body limit, should a body reach it: the request is too large, not a
+        # server error.
+        exc = RequestTooLarge("The request body is too large.")
     response = drf_exception_handler(exc, context)
     if response is None:
         logger.exception("unexpected error in the API", exc_info=exc)
