@@ -139,13 +139,23 @@ def authenticate_api_key_limited(raw_key: str, client_address: str | None) -> Ke
     return principal
 
 
+#: Set on a log-in request refused because its client address failed with too many usernames
+#: (``chatplatform.login_limits``): the lockout page says so instead of naming one account.
+ADDRESS_LOCKED = "address_login_locked"
+
+
 def lockout_response(
     request: HttpRequest, original_response: Any = None, credentials: Any = None
 ) -> HttpResponse:
     """The page of a locked-out log-in (django-axes' ``AXES_LOCKOUT_CALLABLE``): 429, with
-    how long the lock lasts."""
+    why and how long the lock lasts."""
     minutes = max(1, math.ceil(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
-    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}
+    context = {
+        "failure_limit": settings.AXES_FAILURE_LIMIT,
+        "minutes": minutes,
+        "address_locked": getattr(request, ADDRESS_LOCKED, False),
+        "username_limit": settings.LOGIN_ADDRESS_USERNAME_LIMIT,
+    }
     response = render(request, "registration/locked_out.html", context, status=429)
     response["Retry-After"] = str(minutes * 60)
     return response

@@ -344,8 +344,11 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+# The database handler, plus a lock per client address that failed with more than
+# LOGIN_ADDRESS_USERNAME_LIMIT usernames within the lockout period (password spraying).
+AXES_HANDLER = "chatplatform.login_limits.AddressLimitedDatabaseHandler"
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+LOGIN_ADDRESS_USERNAME_LIMIT = env.int("LOGIN_ADDRESS_USERNAME_LIMIT", default=10)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
