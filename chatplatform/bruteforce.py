@@ -18,7 +18,9 @@ lists in ``FORWARDED_ALLOW_IPS``, so a client cannot choose its own address.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import logging
 import math
 import time
 from collections.abc import Mapping
@@ -28,13 +30,22 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatplatform.apikeys import KeyPrincipal, authenticate_api_key
 
 #: What the cache's ``incr`` raises on a value that is not a number: TypeError from the local
 #: cache, ResponseError from Redis.
 NOT_A_COUNTER: tuple[type[Exception], ...] = (TypeError, ResponseError)
+
+#: What the cache raises when its server (Redis) cannot be reached. The API's counters (failed
+#: key look-ups, request throttles) then let requests through, logged, rather than failing
+#: every request: what they guard still works, and API keys are long random secrets.
+CACHE_UNAVAILABLE: tuple[type[Exception], ...] = (RedisConnectionError, RedisTimeoutError)
+
+logger = logging.getLogger(__name__)
 
 UNKNOWN_CLIENT = "unknown"
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -130,12 +141,17 @@ def authenticate_api_key_limited(raw_key: str, client_address: str | None) -> Ke
     address has used up its failures for the period."""
     limit, period = failure_rate()
     key = _counter_key(client_address)
-    failures = cache.get(key)
+    try:
+        failures = cache.get(key)
+    except CACHE_UNAVAILABLE:
+        logger.warning("cache unavailable: API-key look-ups are not counted")
+        return authenticate_api_key(raw_key)
     if isinstance(failures, int) and failures >= limit:
         raise ApiKeyLookupsThrottled(_retry_after(key, period))
     principal = authenticate_api_key(raw_key)
     if principal is None:
-        _count_failure(key, period)
+        with contextlib.suppress(*CACHE_UNAVAILABLE):
+            _count_failure(key, period)
     return principal
 
 
