@@ -18,7 +18,9 @@ lists in ``FORWARDED_ALLOW_IPS``, so a client cannot choose its own address.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import logging
 import math
 import time
 from collections.abc import Mapping
@@ -28,13 +30,22 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatplatform.apikeys import KeyPrincipal, authenticate_api_key
 
 #: What the cache's ``incr`` raises on a value that is not a number: TypeError from the local
 #: cache, ResponseError from Redis.
 NOT_A_COUNTER: tuple[type[Exception], ...] = (TypeError, ResponseError)
+
+#: What the cache raises when its server (Redis) cannot be reached. The API's counters (failed
+#: key look-ups, request throttles) then let requests through, logged, rather than failing
+#: every request: what they guard still works, and API keys are long random secrets.
+CACHE_UNAVAILABLE: tuple[type[Exception], ...] = (RedisConnectionError, RedisTimeoutError)
+
+logger = logging.getLogger(__name__)
 
 UNKNOWN_CLIENT = "unknown"
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -130,22 +141,37 @@ def authenticate_api_key_limited(raw_key: str, client_address: str | None) -> Ke
     address has used up its failures for the period."""
     limit, period = failure_rate()
     key = _counter_key(client_address)
-    failures = cache.get(key)
+    try:
+        failures = cache.get(key)
+    except CACHE_UNAVAILABLE:
+        logger.warning("cache unavailable: API-key look-ups are not counted")
+        return authenticate_api_key(raw_key)
     if isinstance(failures, int) and failures >= limit:
         raise ApiKeyLookupsThrottled(_retry_after(key, period))
     principal = authenticate_api_key(raw_key)
     if principal is None:
-        _count_failure(key, period)
+        with contextlib.suppress(*CACHE_UNAVAILABLE):
+            _count_failure(key, period)
     return principal
+
+
+#: Set on a log-in request refused because its client address failed with too many usernames
+#: (``chatplatform.login_limits``): the lockout page says so instead of naming one account.
+ADDRESS_LOCKED = "address_login_locked"
 
 
 def lockout_response(
     request: HttpRequest, original_response: Any = None, credentials: Any = None
 ) -> HttpResponse:
     """The page of a locked-out log-in (django-axes' ``AXES_LOCKOUT_CALLABLE``): 429, with
-    how long the lock lasts."""
+    why and how long the lock lasts."""
     minutes = max(1, math.ceil(settings.AXES_COOLOFF_TIME.total_seconds() / 60))
-    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "minutes": minutes}
+    context = {
+        "failure_limit": settings.AXES_FAILURE_LIMIT,
+        "minutes": minutes,
+        "address_locked": getattr(request, ADDRESS_LOCKED, False),
+        "username_limit": settings.LOGIN_ADDRESS_USERNAME_LIMIT,
+    }
     response = render(request, "registration/locked_out.html", context, status=429)
     response["Retry-After"] = str(minutes * 60)
     return response

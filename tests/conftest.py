@@ -30,6 +30,7 @@ PROCESS_TESTS = (
     "tests/replies/test_live_server.py",
     "tests/deploy/test_production_start.py",
     "tests/deploy/test_fresh_clone.py",
+    "tests/security/test_body_limits.py",
 )
 
 

@@ -15,6 +15,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from chatplatform.config.body_limits import BodyLimitMiddleware  # noqa: E402
 from chatplatform.config.routing import websocket_urlpatterns  # noqa: E402
 from chatplatform.config.startup import require_secret_key, require_static_manifest  # noqa: E402
 from chatplatform.core.tokens import get_counter  # noqa: E402
@@ -58,7 +59,7 @@ gc.freeze()
 application = ProtocolTypeRouter(
     {
         "lifespan": lifespan,
-        "http": django_asgi_app,
+        "http": BodyLimitMiddleware(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

@@ -294,6 +294,9 @@ if REDIS_URL:
 # Limits for end-user input.
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=64 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
+#: Largest request body outside the API (bytes), refused with 413 by the ASGI server before it
+#: is read (chatplatform/config/body_limits.py); the API's is API_MAX_BODY_BYTES.
+REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=8 * 1024 * 1024)
 
 # Production hardening: on whenever DEBUG is off (check --deploy prints no warning).
 if not DEBUG:
@@ -318,8 +321,9 @@ LOGGING = {
 # --- REST API (chats.api; its framework and schema settings: chatplatform/config/rest_api.py) -
 REST_FRAMEWORK = rest_framework_settings(env)
 SPECTACULAR_SETTINGS = API_SCHEMA_SETTINGS
-#: Largest request body the API reads (bytes); larger ones get 413. The default leaves room
-#: for a message with an image (at most 5 MB, about 6.7 MB as base64) and its text.
+#: Largest request body the API reads (bytes); larger ones get 413, before they are read
+#: (chatplatform/config/body_limits.py). The default leaves room for a message with an image
+#: (at most 5 MB, about 6.7 MB as base64) and its longest text.
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=8 * 1024 * 1024)
 #: How long a JSON message request waits for its reply before answering 202 (seconds).
 API_REPLY_WAIT_SECONDS = env.float("API_REPLY_WAIT_SECONDS", default=90.0)
@@ -340,8 +344,11 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+# The database handler, plus a lock per client address that failed with more than
+# LOGIN_ADDRESS_USERNAME_LIMIT usernames within the lockout period (password spraying).
+AXES_HANDLER = "chatplatform.login_limits.AddressLimitedDatabaseHandler"
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+LOGIN_ADDRESS_USERNAME_LIMIT = env.int("LOGIN_ADDRESS_USERNAME_LIMIT", default=10)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True

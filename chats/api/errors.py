@@ -13,11 +13,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
+
+from chatplatform.bruteforce import CACHE_UNAVAILABLE
 
 logger = logging.getLogger("chats.api")
 
@@ -42,6 +45,25 @@ class ApiError(exceptions.APIException):
 class RequestTooLarge(ApiError):
     def __init__(self, message: str) -> None:
         super().__init__(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, "too_large", message)
+
+
+#: Seconds a client is told to wait (``Retry-After``) when a service the request needs is down.
+RETRY_AFTER_UNAVAILABLE_SECONDS = 10
+
+
+class ServiceUnavailable(ApiError):
+    """503: a service the request needs (Redis: reply coordination, the channel layer) cannot
+    be reached. Nothing was stored, or what was stored is answered when the client sends it
+    again with the same ``client_id``."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            "The service is briefly unavailable; nothing was lost. Try again in a few seconds "
+            "(a message sent again with the same client_id or Idempotency-Key is not "
+            "stored twice).",
+        )
 
 
 def error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -75,6 +97,13 @@ def _code_of(exc: exceptions.APIException) -> str:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF's ``EXCEPTION_HANDLER``: every failure as the one error format."""
+    if isinstance(exc, RequestDataTooBig):
+        # Django's own body limit, should a body reach it: the request is too large, not a
+        # server error.
+        exc = RequestTooLarge("The request body is too large.")
+    if isinstance(exc, CACHE_UNAVAILABLE):
+        logger.warning("a service the API needs is unavailable: %s", exc)
+        exc = ServiceUnavailable()
     response = drf_exception_handler(exc, context)
     if response is None:
         logger.exception("unexpected error in the API", exc_info=exc)
@@ -90,6 +119,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             if response.status_code == status.HTTP_404_NOT_FOUND
             else exceptions.PermissionDenied()
         )
+    if isinstance(exc, ServiceUnavailable):
+        response["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE_SECONDS)
     if isinstance(exc, ApiError):
         response.data = error_body(exc.error_code, exc.message, exc.fields)
     elif isinstance(exc, exceptions.ValidationError):

@@ -1,9 +1,12 @@
 """A JSON parser that refuses bodies larger than ``API_MAX_BODY_BYTES`` with 413, and
 malformed or too deeply nested ones with 400.
 
-DRF reads request bodies from the stream, past Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE``
-check, so the API enforces its own limit: the declared ``Content-Length`` first (see the base
-view), then the bytes actually read (chunked bodies have no length)."""
+The API has its own limit, not Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (form data, 2 MB by
+default, which a message with a 5 MB image as base64 passes): the ASGI server refuses a larger
+body before reading it (``chatplatform.config.body_limits``), the base view checks the declared
+``Content-Length``, and this parser the bytes it reads. The parser reads the request as a
+stream: DRF gives its own ``JSONParser`` (and subclasses) ``request.body``, which is held to
+Django's form-data limit and raised an unhandled error for any larger message."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from typing import Any
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import JSONRenderer
 
 from chats.api.errors import RequestTooLarge
 
@@ -27,8 +31,11 @@ def too_large(limit: int) -> RequestTooLarge:
     return RequestTooLarge(f"The request body is larger than {limit:,} bytes.")
 
 
-class LimitedJSONParser(JSONParser):
+class LimitedJSONParser(BaseParser):
     """JSON bodies of at most ``API_MAX_BODY_BYTES`` bytes (413 otherwise)."""
+
+    media_type = "application/json"
+    renderer_class = JSONRenderer
 
     def parse(
         self,

@@ -44,9 +44,13 @@ ERROR_DESCRIPTIONS = {
     413: "The request body or the message is too large.",
     415: "The body is not JSON.",
     429: "Too many requests (Retry-After tells when to retry).",
+    503: "A service the request needs is briefly unreachable; nothing was stored (Retry-After "
+    "tells when to retry; a message sent again with the same client_id is stored once).",
 }
 COMMON_ERRORS = (400, 401, 403, 404, 406, 429)
 BODY_ERRORS = (413, 415)
+#: Writes may need Redis (reply coordination, the channel layer); reads never do.
+WRITE_ERRORS = (503,)
 
 
 def error_response(status_code: int, description: str | None = None) -> OpenApiResponse:
@@ -62,7 +66,7 @@ class ApiAutoSchema(AutoSchema):
         responses: dict[str, Any] = super()._get_response_bodies(direction)
         codes = list(COMMON_ERRORS)
         if self.method in ("POST", "PUT", "PATCH"):
-            codes += BODY_ERRORS
+            codes += BODY_ERRORS + WRITE_ERRORS
         for code in codes:
             if str(code) not in responses:
                 responses[str(code)] = self._get_response_for_code(

@@ -10,14 +10,17 @@ history and a burst got through far beyond the rate."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from chatplatform.bruteforce import NOT_A_COUNTER
+from chatplatform.bruteforce import CACHE_UNAVAILABLE, NOT_A_COUNTER
 from chats.api.principal import ApiPrincipal
+
+logger = logging.getLogger(__name__)
 
 
 class _PrincipalThrottle(SimpleRateThrottle):
@@ -31,19 +34,28 @@ class _PrincipalThrottle(SimpleRateThrottle):
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
+        try:
+            return self._count(self.key)
+        except CACHE_UNAVAILABLE:
+            # Counting needs the cache; without it requests are let through (logged) rather
+            # than failed: reads from the database still work while Redis is down.
+            logger.warning("cache unavailable: API requests are not throttled")
+            return True
+
+    def _count(self, key: str) -> bool:
         self.now = self.timer()
         count = None
         for _attempt in range(3):
             # The window starts with its first request and ends when the counter expires.
-            if self.cache.add(self.key, 0, self.duration):
-                self.cache.set(f"{self.key}:start", self.now, self.duration)
+            if self.cache.add(key, 0, self.duration):
+                self.cache.set(f"{key}:start", self.now, self.duration)
             try:
-                count = self.cache.incr(self.key)
+                count = self.cache.incr(key)
                 break
             except ValueError:  # expired between add and incr: start a new window
                 continue
             except NOT_A_COUNTER:  # a value of another format (DRF's history list): replace it
-                self.cache.delete(self.key)
+                self.cache.delete(key)
         return count is not None and count <= self.num_requests
 
     def wait(self) -> float:

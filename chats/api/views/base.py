@@ -87,6 +87,11 @@ class TenantAPIView(GenericAPIView):
         if not isinstance(data, dict):
             raise serializers.ValidationError({"non_field_errors": ["Send a JSON object."]})
         serializer = serializer_class(data=data, partial=partial)
+        # A field the endpoint does not take is refused, not ignored: a misspelt field name
+        # would otherwise be dropped without a word (and a large one read for nothing).
+        unknown = sorted(set(data) - set(serializer.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
         serializer.is_valid(raise_exception=True)
         return dict(serializer.validated_data)
 

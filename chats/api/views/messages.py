@@ -63,7 +63,9 @@ A retried request gets `ack` with `duplicate: true` and `reply_state`.
 
 Idempotent by `client_id` or the `Idempotency-Key` header: a retried request returns the first
 message (and its reply) with `duplicate: true` and status 200, and creates nothing new.
-Messages per minute are limited by the tenant's policy (429 `rate_limited`).
+Messages per minute are limited by the tenant's policy (429 `rate_limited`). While the
+reply service (Redis) is unreachable a send answers 503 `service_unavailable` with
+`Retry-After` and stores nothing; send it again later with the same `client_id`.
 
 A chat command (`/memories [page]`: the sender's saved facts, ten a page; `/help`: the
 commands) is answered at once, without the model, and stores nothing: 200 with
