@@ -87,14 +87,17 @@ def test_api_honours_its_schema(settings_override, tenant_a, member_a, admin_a, 
     results = list(schema.get_all_operations())
     operations = [result.ok() for result in results if isinstance(result, Ok)]
     assert len(operations) == len(results)
-    assert len(operations) == 28
+    assert len(operations) == 29
     for operation in operations:
         if operation.method.upper() == "DELETE" or operation.path.endswith("/leave/"):
             continue  # deleting or leaving the fixtures would turn every later call into a 404
         fixed = {
             name: value for name, value in real_ids.items() if name in operation.path_parameters
         }
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        modes = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE]
+        if operation.path.rstrip("/") in ("", API):
+            modes = [GenerationMode.POSITIVE]  # the root takes no input that could be invalid
+        for mode in modes:
             strategy = operation.as_strategy(generation_mode=mode, path_parameters=fixed or None)
             _run(strategy, headers)
 
