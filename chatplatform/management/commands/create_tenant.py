@@ -55,10 +55,11 @@ class Command(BaseCommand):
         policy = tenant.active_policy.name if tenant.active_policy else "none"
         hours = settings.PASSWORD_RESET_TIMEOUT // 3600
         account = "new user" if done.admin_created else "existing user"
+        optional = " (optional: they have one)" if admin.has_usable_password() else ""
         lines = [
             f'Tenant "{tenant.name}" ({tenant.slug}) created; active policy: {policy}.',
             f"Admin: {admin.get_username()} ({account}), also of the admin site /admin/.",
-            f"Set a password (the link works once, for {hours} hours):",
+            f"Set a password{optional}; the link works once, for {hours} hours:",
             done.set_password_link,
         ]
         if done.api_key is not None:
