@@ -29,6 +29,8 @@ PROCESS_TESTS = (
     "tests/api/test_live_sse.py",
     "tests/replies/test_live_server.py",
     "tests/deploy/test_production_start.py",
+    "tests/deploy/test_production_walkthrough.py",
+    "tests/deploy/test_bench_chat_start.py",
     "tests/deploy/test_fresh_clone.py",
     "tests/security/test_body_limits.py",
 )

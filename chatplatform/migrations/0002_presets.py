@@ -41,7 +41,8 @@ def forwards(apps, schema_editor):
             defaults=dict(
                 provider=provider, model=model, context_window=window,
                 max_output_tokens=max_out, tokenizer=tokenizer, supports_vision=vision,
-                base_url="http://localhost:11434/v1" if provider == "openai" else "",
+                # Empty: the operator's endpoint (OPENAI_BASE_URL), like every shared profile.
+                base_url="",
                 price_input_per_mtok=Decimal(p_in), price_output_per_mtok=Decimal(p_out),
                 price_cache_read_per_mtok=Decimal(p_cr), price_cache_write_per_mtok=Decimal(p_cw),
             ),

@@ -9,7 +9,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -86,14 +86,17 @@ def reply_to(tenant_id: int, user_message_id: int) -> Message | None:
         )
 
 
-def turn_record_for(conversation: Conversation, user_message_id: int) -> TurnRecord | None:
-    """The current record of the turn that answered ``user_message_id`` in this conversation
-    (a regenerated or edited reply's earlier records are superseded)."""
+def turn_record_for(conversation: Conversation, message_id: int) -> TurnRecord | None:
+    """The current record of the turn of ``message_id`` in this conversation: the turn that
+    answered it (a user message) or produced it (a reply). A regenerated or edited reply's
+    earlier records are superseded."""
     with tenant_scope(conversation.tenant_id):
         return (
             TurnRecord.objects.current()
             .select_related("model_profile", "policy")
-            .filter(conversation_id=conversation.pk, user_message_id=user_message_id)
+            .filter(conversation_id=conversation.pk)
+            .filter(Q(user_message_id=message_id) | Q(assistant_message_id=message_id))
+            .order_by("-created_at", "-pk")
             .first()
         )
 

@@ -27,6 +27,7 @@ from chats.api.views.revisions import (
     MessageRegenerateView,
     MessageVersionsView,
 )
+from chats.api.views.root import ApiRootView
 from chats.api.views.summaries import SummaryListView, SummaryRefreshView
 from chats.api.views.usage import UsageView
 
@@ -35,6 +36,7 @@ app_name = "api"
 CONVERSATION = "conversations/<int:conversation_id>/"
 
 urlpatterns = [
+    path("", ApiRootView.as_view(), name="root"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("me/", MeView.as_view(), name="me"),

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.models import ContextPolicy, ModelProfile
+from chatplatform.models.conversations import Message, Role, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
+from chats.services import message_create
 from tests.api.conftest import API, error_of
 from tests.api.helpers import add_message, add_turn
 
@@ -93,6 +95,41 @@ def test_turn_record_of_a_past_turn(client_a, conversation_a, member_a):
     plain = add_message(conversation_a, member_a, "never answered")
     missing = f"{API}/conversations/{conversation_a.pk}/messages/{plain.pk}/context/"
     error_of(client_a.get(missing), 404, "not_found")
+
+
+def answered(record: TurnRecord, text: str = "the answer") -> Message:
+    """Give ``record``'s turn its reply, as the reply pipeline does at the turn's end."""
+    conversation = record.conversation
+    reply, _ = message_create(
+        conversation=conversation,
+        role=Role.ASSISTANT,
+        content=text,
+        answers=record.user_message,
+        validate=False,
+    )
+    with tenant_scope(conversation.tenant_id):
+        TurnRecord.objects.filter(pk=record.pk).update(assistant_message=reply)
+    return reply
+
+
+def test_the_replys_id_finds_the_same_turn_record(client_a, conversation_a, member_a):
+    record = add_turn(conversation_a, member_a, estimated=321)
+    reply = answered(record)
+    messages = f"{API}/conversations/{conversation_a.pk}/messages"
+    by_question = client_a.get(f"{messages}/{record.user_message_id}/context/")
+    by_reply = client_a.get(f"{messages}/{reply.pk}/context/")
+    assert by_question.status_code == by_reply.status_code == 200
+    assert by_reply.json() == by_question.json()
+    assert by_reply.json()["id"] == record.pk
+
+
+def test_another_tenants_reply_finds_no_turn_record(
+    client_a, conversation_a, conversation_b, member_b
+):
+    reply = answered(add_turn(conversation_b, member_b))
+    for conversation in (conversation_b, conversation_a):
+        url = f"{API}/conversations/{conversation.pk}/messages/{reply.pk}/context/"
+        error_of(client_a.get(url), 404, "not_found")
 
 
 def test_another_tenants_context_is_404(client_a, conversation_a, conversation_b, member_b):

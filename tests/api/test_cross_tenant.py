@@ -88,7 +88,7 @@ LIST_ENDPOINTS = [
     "policy",
     "model-profiles",
 ]
-NOT_TENANT_DATA = ["schema", "docs", "not-found"]
+NOT_TENANT_DATA = ["root", "schema", "docs", "not-found"]
 
 
 def call(client, method: str, template: str, body: Any, world: World):

@@ -94,7 +94,10 @@ def test_api_honours_its_schema(settings_override, tenant_a, member_a, admin_a, 
         fixed = {
             name: value for name, value in real_ids.items() if name in operation.path_parameters
         }
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        modes = [GenerationMode.POSITIVE, GenerationMode.NEGATIVE]
+        if operation.path.rstrip("/") in ("", API):
+            modes = [GenerationMode.POSITIVE]  # the root takes no input that could be invalid
+        for mode in modes:
             strategy = operation.as_strategy(generation_mode=mode, path_parameters=fixed or None)
             _run(strategy, headers)
 

@@ -100,6 +100,7 @@ HTTP_CASES: dict[str, list[Case]] = {
         Case(public=True, kwargs=const({"token": "nosuch-invitation"}), note="token is the key")
     ],
     # --- the REST API --------------------------------------------------------------------
+    "api:root": PUBLIC,
     "api:schema": PUBLIC,
     "api:docs": PUBLIC,
     "api:me": [Case()],

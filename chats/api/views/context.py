@@ -58,7 +58,7 @@ class TurnRecordView(TenantAPIView):
     @extend_schema(
         tags=TAG,
         operation_id="context_turn_record",
-        summary="The stored record of the turn that answered a user message",
+        summary="The stored record of a turn, by its user message or its reply",
         responses=TurnRecordSerializer,
     )
     def get(self, request: Request, conversation_id: int, message_id: int) -> Response:

@@ -10,6 +10,7 @@ which measures the platform's overhead at that throughput."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import os
 import secrets
@@ -81,6 +82,21 @@ def _stop(servers: list[subprocess.Popen[bytes]]) -> None:
             server.wait(timeout=10)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def _healthy(port: int) -> bool:
+    """Whether a server on ``port`` answers its health check: the application loaded (its
+    start-up checks passed) and reached the database. A listening socket is not enough: the
+    servers' sockets listen before the application is imported, and stay open while it
+    fails. The header is a TLS proxy's, so that production settings do not redirect."""
+    probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        probe.request("GET", "/healthz", headers={"X-Forwarded-Proto": "https"})
+        return probe.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        probe.close()
 
 
 def free_port() -> int:
@@ -221,6 +237,10 @@ class Command(BaseCommand):
         env = {**os.environ, "LOG_LEVEL": "WARNING"}
         # A server the benchmark owns needs a key even where the command-line does not.
         env.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
+        # Its clients load no page, so its servers serve static files as they are: with
+        # DEBUG off they would otherwise refuse to start until collectstatic had written its
+        # manifest, which a checkout that only runs the benchmark never did.
+        env["STATIC_MANIFEST"] = "0"
         common = [
             sys.executable,
             "-m",
@@ -252,13 +272,17 @@ class Command(BaseCommand):
         else:
             address = ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
             servers.append(subprocess.Popen([*common, *address], cwd=ROOT, env=env))  # noqa: S603
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    return servers
-            except OSError:
-                time.sleep(0.2)
+            exited = [server.returncode for server in servers if server.poll() is not None]
+            if exited:
+                _stop(servers)
+                raise CommandError(
+                    f"the ASGI server exited with status {exited[0]} (its output is above)"
+                )
+            if _healthy(port):
+                return servers
+            time.sleep(0.2)
         _stop(servers)
         raise CommandError("the ASGI server did not start")
 
