@@ -121,6 +121,7 @@ def policy_form_data(tenant: Tenant | None, **changes: Any) -> dict[str, Any]:
         "model_profile": offline_profile().pk,
         **POLICY_DEFAULTS,
         "safety_margin_percent": 2,
+        "oversized_message": "cut",
         "budget_unit": "tokens",
         "min_recent_messages": 20,
         "recent_message_cap": 100,

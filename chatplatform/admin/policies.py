@@ -44,7 +44,12 @@ POLICY_FIELDSETS: Any = (
         {
             "description": "The whole request (prompt + reply) must fit the model's window. "
             "The prompt budget is max context tokens minus the reply reserve.",
-            "fields": ("max_context_tokens", "reserved_response_tokens", "safety_margin_percent"),
+            "fields": (
+                "max_context_tokens",
+                "reserved_response_tokens",
+                "safety_margin_percent",
+                "oversized_message",
+            ),
         },
     ),
     (

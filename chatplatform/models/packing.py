@@ -66,4 +66,5 @@ def packing_policy_for(
         history_trim_percent=policy.history_trim_percent,
         turn_retrieval_percent=policy.turn_retrieval_percent,
         cache_min_tokens=profile.cache_min_tokens if profile.provider == "anthropic" else 0,
+        oversized_message=policy.oversized_message,  # type: ignore[arg-type]
     )

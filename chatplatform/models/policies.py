@@ -138,6 +138,19 @@ class ContextPolicy(models.Model):
         maximum=500,
         help_text="This many latest messages are always sent word for word when they fit.",
     )
+    oversized_message = models.CharField(
+        "a message longer than the prompt allows",
+        max_length=8,
+        choices=[
+            ("cut", "Cut it, keeping its beginning and end (the turn stays within the limit)"),
+            ("whole", "Send it whole when the model's window holds it (that turn costs more)"),
+        ],
+        default="cut",
+        help_text="What happens to a new message that does not fit what the other parts of "
+        "the prompt leave: cut in the middle with a visible marker, or sent whole by letting "
+        "that one turn grow past max context tokens, up to the model's window. The chat page "
+        "tells the writer which before they send.",
+    )
     recent_message_cap = _positive(
         100,
         minimum=1,

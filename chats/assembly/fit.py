@@ -29,6 +29,9 @@ class MessageFit:
     ``exact``: the counter is the model's tokenizer (else the counts are estimates).
     ``policy_limit`` and ``model_window``: the policy's prompt limit and the model's context
     window, so the page can say whether a larger policy limit would hold the message.
+    ``beyond_policy``: the message is larger than the policy's room and goes whole because
+    the policy sends oversized messages whole and the model's window holds it (``room`` is
+    still the policy's own).
     """
 
     tokens: int
@@ -39,6 +42,7 @@ class MessageFit:
     exact: bool
     policy_limit: int
     model_window: int
+    beyond_policy: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,13 +75,18 @@ def message_fit(conversation: Conversation, *, text: str, author: Any) -> Messag
     else:
         tokens, kept = cut.original_tokens, cut.kept_tokens
         prefix = used - kept - 1  # the cut also spends a token on its marker
+    room = budget - prefix
+    if prompt.widened_by:
+        # The room the policy itself leaves: the raise was made in real tokens.
+        room -= int(prompt.widened_by / prompt.margin_ratio)
     return MessageFit(
         tokens=tokens,
-        room=max(0, budget - prefix),
+        room=max(0, room),
         kept=kept,
         fits=cut is None,
         counter=turn.counter.name,
         exact=turn.counter.exact,
         policy_limit=turn.policy.max_context_tokens,
         model_window=turn.profile.context_window,
+        beyond_policy=prompt.widened_by > 0,
     )

@@ -34,6 +34,8 @@ def breakdown(turn: TurnContext) -> dict[str, Any]:
         "included": [[i.kind, i.id, i.tokens] for i in prompt.included],
         "excluded": [[e.kind, e.id, e.tokens, e.reason] for e in prompt.excluded],
         "truncated": [[t.kind, t.id, t.original_tokens, t.kept_tokens] for t in prompt.truncated],
+        # Tokens the turn went past the policy's limit to send an oversized message whole.
+        "widened_by": prompt.widened_by,
         # Retrieval by meaning: "on", "off", or "unavailable" (asked for, full-text only).
         "dense_retrieval": turn.dense,
     }
@@ -57,6 +59,7 @@ def turn_record_build(
         sections={
             "sections": data["sections"],
             "truncated": data["truncated"],
+            "widened_by": data["widened_by"],
             "margin_ratio": data["margin_ratio"],
             "dense_retrieval": data["dense_retrieval"],
         },

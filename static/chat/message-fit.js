@@ -59,6 +59,12 @@
         }
         return show("cut", text);
       }
+      if (fit.beyond_policy) {
+        return show("whole", "This message is " + about + fmt(fit.tokens) + " tokens, more than " +
+          "this chat's policy leaves for it (" + fmt(fit.room) + "): it will be sent whole, " +
+          "because the policy allows a longer turn when the model's window (" +
+          fmt(fit.model_window) + " tokens) holds it. This turn costs more than usual.");
+      }
       if (fit.tokens >= NEAR * fit.room) {
         return show("fits", "This message is " + about + fmt(fit.tokens) + " tokens: it fits this " +
           "chat's policy whole (up to " + fmt(fit.room) + ").");

@@ -100,3 +100,25 @@ def test_the_endpoint_answers_participants_only(
     assert client.post(missing, {"text": "hi"}).status_code == 404
     client.force_login(member_b)
     assert client.post(url, {"text": "hi"}).status_code == 404
+
+
+def test_a_policy_that_sends_long_messages_whole_says_so_and_the_turn_sends_it_whole(
+    conversation, tenant_a, member_a
+):
+    factories.make_policy(tenant_a, activate=True, oversized_message="whole", **SMALL_POLICY)
+    text = long_paste()
+
+    fit = message_fit(conversation, text=text, author=member_a)
+
+    message, _ = message_create(
+        conversation=conversation, role="user", content=text, author=member_a
+    )
+    turn = assemble_turn(conversation, message)
+    assert not turn.prompt.new_message_truncated
+    assert turn.prompt.widened_by > 0
+    assert fit.fits is True and fit.beyond_policy is True
+    assert fit.kept == fit.tokens == turn.counter.count(text)
+    assert fit.room < fit.tokens  # the policy's own room did not hold it
+    # within the model's window, never past it
+    window = turn.profile.context_window - turn.policy.reserved_response_tokens
+    assert turn.prompt.prompt_tokens * turn.prompt.margin_ratio <= window

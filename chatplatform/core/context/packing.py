@@ -5,7 +5,8 @@ Order of claims (all in counted tokens, see :mod:`chatplatform.core.context.budg
 1. framing (reply primer, system and new-message overheads);
 2. the system prompt, capped by its budget (tail cut with a marker when longer);
 3. the new message, which takes what it needs of the rest; one larger than that is cut
-   head-and-tail with a visible marker, never sent whole and never dropped;
+   head-and-tail with a visible marker, never dropped (a policy that sends oversized
+   messages ``whole`` raises its limit for that turn instead, within the model's window);
 4. the last ``min_recent_messages`` (whole tool-group units, newest first) if they fit;
 5. user facts, then what the policy's strategy adds (:mod:`.strategies`): summaries (not in
    ``sliding_window``), then retrieved messages (only in ``hybrid``), each within its cap
@@ -36,6 +37,8 @@ the common case is a handful of C-level passes over columns (see
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .budget import check_policy, plan_budget, section_cap, system_cap
@@ -86,9 +89,35 @@ def assemble(
 ) -> AssembledPrompt:
     """Build the prompt for ``inputs.new_message`` under ``policy``, counted with ``counter``.
 
+    A new message cut to fit under a policy that sends oversized messages ``whole`` is
+    assembled again with the prompt limit raised by what was cut (in real tokens, within the
+    model's window), so the message goes whole and every other section keeps what it had;
+    ``widened_by`` reports the raise. Beyond the model's window it is cut all the same.
+
     Raises :class:`~chatplatform.core.context.budget.PolicyError` for an invalid policy and
     ``ValueError`` when the new message is an assistant turn.
     """
+    prompt = _assemble(policy, inputs, counter)
+    cut = next((t for t in prompt.truncated if t.kind == "new_message"), None)
+    if cut is None or policy.oversized_message != "whole":
+        return prompt
+    ceiling = policy.context_window
+    missing = math.ceil((cut.original_tokens - cut.kept_tokens + WIDEN_SLACK) * prompt.margin_ratio)
+    raised = min(ceiling, policy.max_context_tokens + missing)
+    if raised <= policy.max_context_tokens:
+        return prompt
+    wider = _assemble(replace(policy, max_context_tokens=raised), inputs, counter)
+    return replace(wider, widened_by=raised - policy.max_context_tokens)
+
+
+#: Counted tokens added to what a cut removed when the limit is raised to send the message
+#: whole: the cut's marker and the joins around it tokenize a little differently.
+WIDEN_SLACK = 16
+
+
+def _assemble(
+    policy: PackingPolicy, inputs: AssemblyInputs, counter: TokenCounter
+) -> AssembledPrompt:
     check_policy(policy, exact=counter.exact, counter_overhead=counter.message_overhead)
     if inputs.new_message.role == "assistant":
         raise ValueError("the new message must be a user or tool turn")

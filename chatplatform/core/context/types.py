@@ -28,6 +28,8 @@ STRATEGIES: tuple[Strategy, ...] = (
     "server_compaction",
 )
 BUDGET_UNITS: tuple[BudgetUnit, ...] = ("tokens", "percent")
+OversizedMessage = Literal["cut", "whole"]
+OVERSIZED_MESSAGE_RULES: tuple[OversizedMessage, ...] = ("cut", "whole")
 SUMMARY_KINDS: tuple[SummaryKind, ...] = ("rolling", "recent", "long", "carried", "compaction")
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
 #: Summary kinds that change rarely: they sit in the cacheable (stable) prefix of ``system``.
@@ -86,6 +88,11 @@ class PackingPolicy:
     #: The model's minimum cacheable prompt: a new window never starts so small that the
     #: prompt up to its end is shorter (0: no minimum).
     cache_min_tokens: int = 0
+    #: A new message larger than the prompt budget leaves room for: ``cut`` (head and tail
+    #: kept, a visible marker between) or ``whole`` (the prompt grows past
+    #: ``max_context_tokens`` just enough to send it whole, while the model's window holds it;
+    #: cut only beyond that).
+    oversized_message: OversizedMessage = "cut"
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +297,9 @@ class AssembledPrompt:
     window_kept: bool = False
     #: The ids of the retrieved messages in the cached window (chronological).
     recalled_ids: tuple[ItemId, ...] = ()
+    #: Tokens the prompt was allowed past the policy's ``max_context_tokens`` to send an
+    #: oversized new message whole (``oversized_message == "whole"``); 0 otherwise.
+    widened_by: int = 0
 
     @property
     def summary_ids(self) -> list[ItemId]:
