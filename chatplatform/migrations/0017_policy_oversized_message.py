@@ -4,15 +4,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('chatplatform', '0016_shared_profiles_use_operator_endpoint'),
+        ("chatplatform", "0016_shared_profiles_use_operator_endpoint"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='contextpolicy',
-            name='oversized_message',
-            field=models.CharField(choices=[('cut', 'Cut it, keeping its beginning and end (the turn stays within the limit)'), ('whole', "Send it whole when the model's window holds it (that turn costs more)")], default='cut', help_text="What happens to a new message that does not fit what the other parts of the prompt leave: cut in the middle with a visible marker, or sent whole by letting that one turn grow past max context tokens, up to the model's window. The chat page tells the writer which before they send.", max_length=8, verbose_name='a message longer than the prompt allows'),
+            model_name="contextpolicy",
+            name="oversized_message",
+            field=models.CharField(
+                choices=[
+                    (
+                        "cut",
+                        "Cut it, keeping its beginning and end (the turn stays within the limit)",
+                    ),
+                    (
+                        "whole",
+                        "Send it whole when the model's window holds it (that turn costs more)",
+                    ),
+                ],
+                default="cut",
+                help_text="What happens to a new message that does not fit what the other parts of the prompt leave: cut in the middle with a visible marker, or sent whole by letting that one turn grow past max context tokens, up to the model's window. The chat page tells the writer which before they send.",
+                max_length=8,
+                verbose_name="a message longer than the prompt allows",
+            ),
         ),
     ]
