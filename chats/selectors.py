@@ -61,3 +61,14 @@ def message_with_image(conversation: Conversation, message_id: Any) -> Message |
             .exclude(attachment__isnull=True)
             .first()
         )
+
+
+def message_by_client_id(conversation: Conversation, author: Any, client_id: str) -> Message | None:
+    """``author``'s message sent with ``client_id`` in ``conversation``, or None. Client ids
+    belong to their sender: another member's message with the same id is not this one."""
+    with tenant_scope(conversation.tenant_id):
+        return Message.objects.filter(
+            conversation_id=conversation.pk,
+            author_id=getattr(author, "pk", None),
+            client_id=client_id,
+        ).first()
