@@ -174,9 +174,12 @@ def _is_author(message: Message, user: Any) -> bool:
 
 def _is_tenant_admin(conversation: Conversation, user: Any) -> bool:
     """Whether ``user`` administers the conversation's tenant."""
-    return Membership.objects.filter(
-        tenant_id=conversation.tenant_id, user_id=getattr(user, "pk", None), role=MemberRole.ADMIN
-    ).exists()
+    user_id = getattr(user, "pk", None)
+    return user_id is not None and (
+        Membership.objects.filter(
+            tenant_id=conversation.tenant_id, user_id=user_id, role=MemberRole.ADMIN
+        ).exists()
+    )
 
 
 def _must_exist(conversation: Conversation, message_id: Any, role: str) -> None:
