@@ -12,9 +12,9 @@ socket joins for that, checks a grant, and tells the sockets when something chan
 - Events: revoking, changing or deleting a key, removing or changing a membership or a
   participant, saving a user (deactivation, a new password), deactivating a tenant send
   ``access.changed`` to the groups of the user, the key or the tenant once the change is
-  committed; every socket in them checks its
-  grant at once and closes (4401 or 4403) when it no longer holds. Logging out names the
-  ended session (by digest), and the sockets it opened close without a query.
+  committed; every socket in them checks its grant at once and closes (4401 or 4403) when it
+  no longer holds. Logging out names the ended session (by digest), and the sockets it
+  opened close without a query.
 - A safety net: channel-layer delivery is at most once, so a socket also checks its grant
   before it handles a frame or passes on an event once its last check is older than
   ``WS_AUTH_RECHECK_SECONDS``. A check is two or three indexed queries, measured at 1.5 to
