@@ -4,9 +4,10 @@ In: ``{"type": "message", "client_id", "content", "image"}`` (``image`` optional
 ``{"media_type", "data"}``, base64), ``{"type": "stop"}``,
 ``{"type": "resume", "message_id", "last_seq"}``, ``{"type": "regenerate", "message_id"}``
 (the last reply) and ``{"type": "edit", "message_id", "content"}`` (the caller's last message,
-answered again: :mod:`chats.replies.revise`). Out: ``ack``, ``message``, ``reply``,
-``delta`` (with sequence numbers), ``done``, ``error`` (code and human message; with
-``action`` for a refused regenerate or edit), ``resync``, ``command`` (a command's answer,
+answered again: :mod:`chats.replies.revise`). Out: ``ack``, ``message`` (another socket's
+new message: its ``client_id`` on its author's sockets only, null on the others'),
+``reply``, ``delta`` (with sequence numbers), ``done``, ``error`` (code and human message;
+with ``action`` for a refused regenerate or edit), ``resync``, ``command`` (a command's answer,
 with the ``client_id`` of the message that asked), ``message_edited`` and
 ``reply_superseded`` (to every socket of the conversation, before the new reply streams).
 Authentication: the browser session, or an API key sent as the subprotocol ``apikey.<key>``
@@ -38,15 +39,15 @@ from chats.images import MAX_IMAGE_BASE64_CHARS
 from chats.replies import commands
 from chats.replies.coordination import coordination
 from chats.replies.db import db
-from chats.replies.events import conversation_group, received_events
+from chats.replies.events import as_seen_by, conversation_group, received_events
 from chats.replies.intake import SendRateLimited, reply_snapshot, user_message_send
 from chats.replies.revise import exchange_edit, exchange_regenerate
 from chats.selectors import MAX_ID, conversation_for_member
 from chats.services.messages import MessageRejected
 from chats.services.revisions import RevisionRefused
 from chats.socket_access import (
-    CLOSE_ACCESS_ENDED,
     CLOSE_CREDENTIALS_ENDED,
+    GRANT_ENDED,
     SocketGrant,
     grant_refusal,
 )
@@ -59,16 +60,6 @@ PROTOCOL = "chatplatform.v1"
 CLOSE_NOT_FOUND = 4404
 #: A frame's text: an image's base64 (the largest one accepted) beside 1 MiB for the rest.
 MAX_FRAME_CHARS = 1024 * 1024 + MAX_IMAGE_BASE64_CHARS
-
-
-#: Why a socket whose grant ended is closed: its close code -> the error frame sent first.
-ENDED = {
-    CLOSE_CREDENTIALS_ENDED: (
-        "credentials_ended",
-        "The key or session that opened this socket is no longer valid.",
-    ),
-    CLOSE_ACCESS_ENDED: ("access_ended", "You no longer have access to this conversation."),
-}
 
 
 class ConversationConsumer(AsyncJsonWebsocketConsumer):
@@ -171,7 +162,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
 
     async def _end(self, close_code: int) -> None:
         """Close the socket for good: nothing it sends is handled, nothing is sent to it."""
-        code, text = ENDED[close_code]
+        code, text = GRANT_ENDED[close_code]
         self.conversation = None
         await self._leave_groups()
         await self._error(code, text)
@@ -327,7 +318,7 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 continue
             if kind in ("done", "error") and isinstance(event.get("message_id"), int):
                 self._delivered.pop(event["message_id"], None)
-            await self.send_json(event)
+            await self.send_json(as_seen_by(event, self.user.pk))
 
     chat_events = chat_event
 

@@ -153,3 +153,14 @@ def message_versions(
         )
     )
     return versions
+
+
+def message_by_client_id(conversation: Conversation, author: Any, client_id: str) -> Message | None:
+    """``author``'s message sent with ``client_id`` in ``conversation``, or None. Client ids
+    belong to their sender: another member's message with the same id is not this one."""
+    with tenant_scope(conversation.tenant_id):
+        return Message.objects.filter(
+            conversation_id=conversation.pk,
+            author_id=getattr(author, "pk", None),
+            client_id=client_id,
+        ).first()

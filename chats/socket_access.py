@@ -1,4 +1,6 @@
 """How long a conversation socket may stay open: while the credential that opened it holds.
+The same holds for a reply's event stream (the REST API's server-sent events,
+:mod:`chats.api.streaming`): it listens to the same groups and ends the same way.
 
 A socket is opened with a credential (the browser session, or a tenant API key) and stays open
 only while that credential and what it granted still hold: the key is not revoked and still
@@ -8,10 +10,11 @@ it; a new password invalidates it), the user is active, a member of the conversa
 socket joins for that, checks a grant, and tells the sockets when something changed:
 
 - Events: revoking, changing or deleting a key, removing or changing a membership or a
-  participant, saving a user (deactivation, a new password) send ``access.changed`` to the
-  groups of the user or the key once the change is committed; every socket in them checks its
-  grant at once and closes (4401 or 4403) when it no longer holds. Logging out names the
-  ended session (by digest), and the sockets it opened close without a query.
+  participant, saving a user (deactivation, a new password), deactivating a tenant send
+  ``access.changed`` to the groups of the user, the key or the tenant once the change is
+  committed; every socket in them checks its grant at once and closes (4401 or 4403) when it
+  no longer holds. Logging out names the ended session (by digest), and the sockets it
+  opened close without a query.
 - A safety net: channel-layer delivery is at most once, so a socket also checks its grant
   before it handles a frame or passes on an event once its last check is older than
   ``WS_AUTH_RECHECK_SECONDS``. A check is two or three indexed queries, measured at 1.5 to
@@ -46,7 +49,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
-from chatplatform.models import ApiKey, Membership
+from chatplatform.models import ApiKey, Membership, Tenant
 from chatplatform.models.conversations import Participant
 from chatplatform.tenancy.scoping import tenant_scope
 
@@ -60,6 +63,16 @@ CLOSE_CREDENTIALS_ENDED = 4401
 CLOSE_ACCESS_ENDED = 4403
 #: The channel-layer message type (handled by the consumer's ``access_changed``).
 ACCESS_CHANGED = "access.changed"
+
+#: Why a grant ended: its close code -> the ``error`` event's code and message, sent last on
+#: a socket or an event stream.
+GRANT_ENDED = {
+    CLOSE_CREDENTIALS_ENDED: (
+        "credentials_ended",
+        "The key or session that opened this connection is no longer valid.",
+    ),
+    CLOSE_ACCESS_ENDED: ("access_ended", "You no longer have access to this conversation."),
+}
 
 
 @dataclass(frozen=True)
@@ -75,7 +88,7 @@ class SocketGrant:
 
     def groups(self) -> list[str]:
         """The channel-layer groups that hear when this grant may have ended."""
-        groups = [user_group(self.user_id)]
+        groups = [user_group(self.user_id), tenant_group(self.tenant_id)]
         if self.key_id is not None:
             groups.append(key_group(self.key_id))
         return groups
@@ -91,6 +104,10 @@ def user_group(user_id: int) -> str:
 
 def key_group(key_id: int) -> str:
     return f"access.k{key_id}"
+
+
+def tenant_group(tenant_id: int) -> str:
+    return f"access.t{tenant_id}"
 
 
 def session_digest(session_key: str) -> str:
@@ -190,6 +207,13 @@ def _key_saved(sender: Any, instance: ApiKey, created: bool, **kwargs: Any) -> N
 @receiver(post_delete, sender=ApiKey, dispatch_uid="socket_access_key_deleted")
 def _key_deleted(sender: Any, instance: ApiKey, **kwargs: Any) -> None:
     announce_on_commit([key_group(instance.pk)])
+
+
+@receiver(post_save, sender=Tenant, dispatch_uid="socket_access_tenant_saved")
+def _tenant_saved(sender: Any, instance: Tenant, created: bool, **kwargs: Any) -> None:
+    # A deactivated tenant's sockets and event streams end as soon as the change commits.
+    if not created and not instance.is_active:
+        announce_on_commit([tenant_group(instance.pk)])
 
 
 @receiver(post_save, sender=Membership, dispatch_uid="socket_access_membership_saved")

@@ -27,6 +27,7 @@ if os.environ.get("CI"):
 PROCESS_TESTS = (
     "tests/jobs/test_worker.py",
     "tests/api/test_live_sse.py",
+    "tests/security/test_stream_credentials.py",
     "tests/replies/test_live_server.py",
     "tests/deploy/test_production_start.py",
     "tests/deploy/test_production_walkthrough.py",

@@ -3,6 +3,11 @@
 The raw token is returned once by :func:`invitation_create` (for the link the admin copies and
 the e-mail) and never stored: the table keeps its SHA-256. A token is single-use: acceptance
 locks the invitation's row, so two acceptances of one link cannot both succeed.
+
+An invitation with an e-mail address is for that address only: an existing account accepts it
+only when its own address is the same (compared without regard to case); a new account made
+from it gets that address. An invitation without an address is a link: whoever holds it may
+accept it, once.
 """
 
 from __future__ import annotations
@@ -32,9 +37,14 @@ class InvitationNotAllowed(PermissionError):
     """The inviter does not administer the tenant."""
 
 
+#: Why an invitation cannot be used by this account: it was sent to another e-mail address.
+OTHER_ADDRESS = "other_address"
+
+
 class InvitationUnusable(Exception):
-    """The link cannot be used; ``reason`` is an :class:`InvitationStatus` value, or
-    ``"unknown"`` for a token that names no invitation."""
+    """The link cannot be used; ``reason`` is an :class:`InvitationStatus` value,
+    ``"unknown"`` for a token that names no invitation, or :data:`OTHER_ADDRESS` for an
+    account whose e-mail address is not the one invited."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -117,11 +127,25 @@ def invitation_usable(raw_token: str) -> Invitation:
     return invitation
 
 
+def same_address(first: str, second: str) -> bool:
+    """Whether two e-mail addresses are the same, whatever their case."""
+    return bool(first.strip()) and first.strip().casefold() == second.strip().casefold()
+
+
+def invitation_for(invitation: Invitation, user: Any) -> bool:
+    """Whether ``user`` may accept ``invitation``: any account for a link, only the account
+    with the invited address for an e-mail invitation."""
+    return not invitation.email or same_address(invitation.email, user.email or "")
+
+
 def invitation_accept(*, raw_token: str, user: Any) -> Membership:
     """``user`` joins the invitation's tenant with its role (a member's role is never
-    lowered); the invitation is used up. InvitationUnusable when it cannot be used."""
+    lowered); the invitation is used up. InvitationUnusable when it cannot be used, also
+    (:data:`OTHER_ADDRESS`) when it was sent to an address that is not ``user``'s."""
     with transaction.atomic():
         invitation = invitation_usable(raw_token)
+        if not invitation_for(invitation, user):
+            raise InvitationUnusable(OTHER_ADDRESS)
         with tenant_scope(invitation.tenant_id):
             # Locked and re-read: of two acceptances of one link, the second sees it used.
             invitation = Invitation.objects.select_for_update().get(pk=invitation.pk)

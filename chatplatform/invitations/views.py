@@ -4,7 +4,9 @@ An anonymous visitor chooses a username (an e-mail address when the invitation h
 a password checked by the site's password validators; they get an account and the invited
 role in the tenant, are logged in and land in their chats. A logged-in user confirms to join.
 Links that cannot be used get a page that says why (an unknown link and another tenant's are
-the same thing: the token names no invitation). Every client may open or submit these pages
+the same thing: the token names no invitation). An invitation sent to an e-mail address is
+accepted only by an account with that address (a new account gets it); a link invitation
+(no address) by whoever holds it. Every client may open or submit these pages
 ``INVITATION_CLIENT_LIMIT`` times an hour (then a 429 page), so links cannot be guessed.
 """
 
@@ -26,13 +28,17 @@ from chatplatform.middleware import SESSION_TENANT_KEY
 from chatplatform.models import Invitation
 
 from .services import (
+    OTHER_ADDRESS,
     InvitationUnusable,
     invitation_accept,
     invitation_accept_new_user,
+    invitation_for,
     invitation_usable,
 )
 
 HOUR = 3600
+#: The page's status for each reason a link cannot be used (else 410: it was, once).
+UNUSABLE_STATUS = {"unknown": 404, OTHER_ADDRESS: 403}
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
@@ -72,12 +78,17 @@ def invitation_accept_view(request: HttpRequest, token: str) -> HttpResponse:
             return _existing_user(request, token, invitation)
         return _new_user(request, token, invitation)
     except InvitationUnusable as unusable:
-        status = 404 if unusable.reason == "unknown" else 410
+        status = UNUSABLE_STATUS.get(unusable.reason, 410)
         context = {"reason": unusable.reason}
         return render(request, "registration/invitation_unusable.html", context, status=status)
 
 
 def _existing_user(request: HttpRequest, token: str, invitation: Invitation) -> HttpResponse:
+    if not invitation_for(invitation, request.user):
+        # Someone else's invitation: the page names the address invited (the link holder
+        # may have an account with it) and joins nothing; the service refuses it as well.
+        context = {"reason": OTHER_ADDRESS, "invited": invitation.email}
+        return render(request, "registration/invitation_unusable.html", context, status=403)
     if request.method == "POST":
         membership = invitation_accept(raw_token=token, user=request.user)
         return _to_chats(request, membership.tenant_id)

@@ -116,7 +116,8 @@ class Message(TenantOwnedModel):
 
     ``token_count`` is computed once at save time by the counter named in ``token_counter``;
     NULL for legacy rows (estimated on the fly at assembly and backfilled later).
-    ``client_id`` makes sends idempotent; ``answers`` links an assistant reply to the user
+    ``client_id`` makes its author's sends idempotent (each sender has their own client ids,
+    shown to no one else); ``answers`` links an assistant reply to the user
     message it answers, and the database allows at most one reply per user message.
     """
 
@@ -168,10 +169,11 @@ class Message(TenantOwnedModel):
                 include=["token_count", "role"],
                 name="message_unique_seq",
             ),
+            # A client id is the sender's: another member's message never answers for it.
             models.UniqueConstraint(
-                fields=["tenant", "conversation", "client_id"],
+                fields=["tenant", "conversation", "author", "client_id"],
                 condition=Q(client_id__isnull=False),
-                name="message_unique_client_id",
+                name="message_unique_author_client_id",
             ),
             models.UniqueConstraint(
                 fields=["tenant", "answers"],

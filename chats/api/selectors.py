@@ -71,11 +71,6 @@ def message_in(conversation: Conversation, message_id: int) -> Message | None:
         )
 
 
-def message_by_client_id(conversation: Conversation, client_id: str) -> Message | None:
-    with tenant_scope(conversation.tenant_id):
-        return Message.objects.filter(conversation_id=conversation.pk, client_id=client_id).first()
-
-
 def reply_to(tenant_id: int, user_message_id: int) -> Message | None:
     """The assistant reply answering ``user_message_id`` (any status), or None."""
     with tenant_scope(tenant_id):

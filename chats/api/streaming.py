@@ -18,11 +18,18 @@ stream is one ``command`` event, ``{command, text, client_id}`` (:func:`command_
 The stream ends after ``done`` or ``error``; a reply that does not end within
 ``API_STREAM_TIMEOUT_SECONDS`` ends it with ``error`` code ``reply_timeout`` (the reply goes on
 and is stored). Idle streams get a comment line every ``API_STREAM_KEEPALIVE_SECONDS``.
+
+A stream lives only as long as the credential that opened it, as a WebSocket does
+(:mod:`chats.socket_access`): it hears the same ``access.changed`` signal (a key revoked, a
+log-out, a membership or participant removed, a user or tenant deactivated), checks its grant
+at once, and, besides, every ``WS_AUTH_RECHECK_SECONDS``; when the grant no longer holds it ends
+with ``error`` code ``credentials_ended`` or ``access_ended`` (the reply goes on and is stored).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
@@ -31,10 +38,23 @@ from channels.layers import get_channel_layer
 from chatplatform.models.conversations import Status
 from chats.api.renderers import sse_frame
 from chats.replies.coordination import coordination
+from chats.replies.db import db
 from chats.replies.events import conversation_group, received_events
 from chats.replies.intake import Sent
+from chats.socket_access import (
+    ACCESS_CHANGED,
+    CLOSE_CREDENTIALS_ENDED,
+    GRANT_ENDED,
+    SocketGrant,
+    grant_refusal,
+)
+
+logger = logging.getLogger(__name__)
 
 KEEPALIVE = b": keepalive\n\n"
+#: The shortest interval between two checks of a stream's grant when nothing told it to
+#: (seconds): the stream waits for its events in between.
+MIN_RECHECK_SECONDS = 0.5
 ENDED = frozenset({Status.COMPLETE, Status.INCOMPLETE})
 
 
@@ -45,16 +65,20 @@ async def reply_events(
     conversation_id: int,
     timeout: float,
     keepalive: float,
+    grant: SocketGrant,
+    recheck: float,
 ) -> AsyncGenerator[bytes, None]:
     """The event stream of sending a message with ``send`` (the send service with the
-    request's arguments) and of its reply (see the module). The send's errors are raised
-    before the first event."""
+    request's arguments) and of its reply (see the module), for as long as ``grant`` (the
+    request's credential) holds, checked when told and every ``recheck`` seconds. The send's
+    errors are raised before the first event."""
     layer = get_channel_layer()
     if layer is None:  # pragma: no cover - a channel layer is always configured
         raise RuntimeError("no channel layer is configured")
-    group = conversation_group(tenant_id, conversation_id)
+    groups = [conversation_group(tenant_id, conversation_id), *grant.groups()]
     channel = await layer.new_channel("api-sse.")
-    await layer.group_add(group, channel)
+    for group in groups:
+        await layer.group_add(group, channel)
     try:
         sent = await send()
         message = sent.message
@@ -77,15 +101,31 @@ async def reply_events(
                     )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        recheck = max(recheck, MIN_RECHECK_SECONDS)
+        next_check = loop.time() + recheck
         while True:
-            remaining = deadline - loop.time()
+            now = loop.time()
+            remaining = deadline - now
             if remaining <= 0:
                 yield sse_frame("error", _timeout_event(reply_id))
                 return
+            if now >= next_check:
+                next_check = now + recheck
+                if (refusal := await _refusal(grant)) is not None:
+                    yield sse_frame("error", _ended_event(refusal, reply_id))
+                    return
+            wait = min(remaining, keepalive, max(next_check - now, 0.0))
             try:
-                received = await asyncio.wait_for(layer.receive(channel), min(remaining, keepalive))
+                received = await asyncio.wait_for(layer.receive(channel), wait)
             except TimeoutError:
-                yield KEEPALIVE
+                if loop.time() < next_check:
+                    yield KEEPALIVE
+                continue
+            if isinstance(received, dict) and received.get("type") == ACCESS_CHANGED:
+                next_check = loop.time() + recheck
+                if (refusal := await _refusal(grant, received)) is not None:
+                    yield sse_frame("error", _ended_event(refusal, reply_id))
+                    return
                 continue
             for event, _origin in received_events(received):
                 kind = event.get("type")
@@ -105,7 +145,22 @@ async def reply_events(
                     yield sse_frame(str(kind), event)
                     return
     finally:
-        await layer.group_discard(group, channel)
+        for group in groups:
+            await layer.group_discard(group, channel)
+
+
+async def _refusal(grant: SocketGrant, changed: dict[str, Any] | None = None) -> int | None:
+    """None while ``grant`` holds, else the close code saying why it does not; ``changed``:
+    the ``access.changed`` message that asked (one naming an ended session answers by
+    itself). An outage of the database revokes nothing: the stream goes on."""
+    ended = changed.get("session") if changed is not None else None
+    if ended is not None:
+        return CLOSE_CREDENTIALS_ENDED if ended == grant.session_digest else None
+    try:
+        return await db(grant_refusal)(grant)
+    except Exception:
+        logger.warning("checking the grant of an event stream failed", exc_info=True)
+        return None
 
 
 async def command_events(event: dict[str, Any]) -> AsyncGenerator[bytes, None]:
@@ -121,6 +176,19 @@ def _done_from(snapshot: dict[str, Any]) -> dict[str, Any]:
         "last_seq": None,
         "usage": None,
         "replayed": True,
+    }
+
+
+def _ended_event(close_code: int, reply_id: int | None) -> dict[str, Any]:
+    code, text = GRANT_ENDED[close_code]
+    return {
+        "type": "error",
+        "code": code,
+        "message": f"{text} The reply goes on and is stored for whoever may still read it.",
+        "message_id": reply_id,
+        "status": Status.STREAMING,
+        "partial": True,
+        "retryable": False,
     }
 
 

@@ -131,8 +131,16 @@ def broadcast_on_commit(tenant_id: int, conversation_id: int, event: dict[str, A
     transaction.on_commit(lambda: async_to_sync(broadcast)(tenant_id, conversation_id, event))
 
 
+#: The key of a ``message`` event that names its author's id for the sockets' consumer, which
+#: removes it (and the client id, for every socket but the author's) before sending it on.
+SENDER = "sender_id"
+
+
 def message_event(message: Any, author_label: str = "") -> dict[str, Any]:
+    """The ``message`` event of a new message, as it travels to the conversation's sockets
+    (each socket gets it :func:`as_seen_by` its user)."""
     return {
+        SENDER: message.author_id,
         "type": "message",
         "message_id": message.pk,
         "seq": message.seq,
@@ -144,6 +152,18 @@ def message_event(message: Any, author_label: str = "") -> dict[str, Any]:
         "created_at": message.created_at.isoformat() if message.created_at else None,
         "image": image_summary(message),
     }
+
+
+def as_seen_by(event: dict[str, Any], user_id: Any) -> dict[str, Any]:
+    """``event`` as the socket of ``user_id`` gets it: a message's client id is its author's
+    alone (another member could otherwise send with it, and get the author's message back as
+    a duplicate, or take the id the author sends next), so every other socket gets null."""
+    if SENDER not in event:
+        return event
+    seen = {name: value for name, value in event.items() if name != SENDER}
+    if event[SENDER] is None or event[SENDER] != user_id:
+        seen["client_id"] = None
+    return seen
 
 
 def image_summary(message: Any) -> dict[str, Any] | None:

@@ -36,11 +36,16 @@ class Resent:
     runner: asyncio.Task[Any]
 
 
-async def exchange_regenerate(*, conversation: Conversation, user: Any, reply_id: Any) -> Resent:
-    """Write a new reply to the last user message in place of ``reply_id``. Raises
-    SendRateLimited or ``RevisionRefused`` (nothing changed)."""
+async def exchange_regenerate(
+    *, conversation: Conversation, user: Any, reply_id: Any, admin: bool = False
+) -> Resent:
+    """Write a new reply to the last user message in place of ``reply_id`` (its author's or a
+    tenant admin's request: ``admin`` as for ``reply_regenerate``). Raises SendRateLimited or
+    ``RevisionRefused`` (nothing changed)."""
     await _count(conversation, user)
-    revised = await db(reply_regenerate)(conversation=conversation, user=user, reply_id=reply_id)
+    revised = await db(reply_regenerate)(
+        conversation=conversation, user=user, reply_id=reply_id, admin=admin
+    )
     event = {
         "type": "reply_superseded",
         "message_id": revised.reply.pk,

@@ -18,6 +18,7 @@ from chatplatform.models.conversations import Conversation, Message, Role, Statu
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageInfo
+from chats.selectors import message_by_client_id
 from chats.services.hot_writes import hot_writes
 
 
@@ -76,11 +77,12 @@ def message_create(
 ) -> tuple[Message, bool]:
     """Store a message; return ``(message, created)``.
 
-    Idempotent: a second call with the same ``client_id`` (or, for a reply, the same
-    ``answers``) returns the first message and ``created=False``; the database's unique
-    constraints decide, so concurrent duplicates also yield one row. The sequence number is
-    allocated under a row lock on the conversation. The token count is computed here, once,
-    with the counter of the conversation's policy model, and stored with the counter's name.
+    Idempotent: a second call by the same ``author`` with the same ``client_id`` (or, for a
+    reply, the same ``answers``) returns the first message and ``created=False``; the
+    database's unique constraints decide, so concurrent duplicates also yield one row. The
+    sequence number is allocated under a row lock on the conversation. The token count is
+    computed here, once, with the counter of the conversation's policy model, and stored with
+    the counter's name.
 
     ``in_caller_transaction``: the caller's open transaction holds the insert, with no
     savepoint of its own; a duplicate then raises IntegrityError (and leaves the caller's
@@ -120,7 +122,7 @@ def message_create(
                 fields, tokens_added, timezone.now(), attachment=attachment
             )
         except IntegrityError:
-            existing = _existing(conversation, client_id, answers)
+            existing = _existing(conversation, author, client_id, answers)
             if existing is None:
                 raise
             return existing, False
@@ -170,10 +172,12 @@ def _attachment_fields(image: tuple[bytes, ImageInfo] | None) -> dict[str, Any]:
 
 
 def _existing(
-    conversation: Conversation, client_id: str | None, answers: Message | None
+    conversation: Conversation, author: Any, client_id: str | None, answers: Message | None
 ) -> Message | None:
+    """The message a duplicate insert ran into: the same author's with this client id (a
+    client id is its sender's own), or the reply to ``answers``."""
     if client_id is not None:
-        found = Message.objects.filter(conversation=conversation, client_id=client_id).first()
+        found = message_by_client_id(conversation, author, client_id)
         if found is not None:
             return found
     if answers is not None:

@@ -13,8 +13,9 @@ row. The reply row is reused: it is marked failed, which is how the reply queue
 reply's turn record stays, marked superseded: the usage reports count what it was billed, and
 the message's turn record becomes the new reply's.
 
-Rules: only the conversation's last user message and its reply; only the author edits; never
-while the reply is being written. Another tenant's or conversation's message is "not found",
+Rules: only the conversation's last user message and its reply; only the author edits; only
+the author of the message answered or a tenant admin regenerates its reply; never while the
+reply is being written. Another tenant's or conversation's message is "not found",
 as a missing one.
 """
 
@@ -29,6 +30,8 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
+from chatplatform.models import Membership
+from chatplatform.models import Role as MemberRole
 from chatplatform.models.conversations import (
     Conversation,
     Message,
@@ -70,9 +73,13 @@ class Revised:
     reply: Message
 
 
-def reply_regenerate(*, conversation: Conversation, user: Any, reply_id: Any) -> Revised:
+def reply_regenerate(
+    *, conversation: Conversation, user: Any, reply_id: Any, admin: bool = False
+) -> Revised:
     """Supersede the reply ``reply_id`` (the conversation's last) so that a new reply to the
-    same user message is written. Raises :class:`RevisionRefused`."""
+    same user message is written: only by the author of that message or a tenant admin
+    (``admin``: the caller's credential says so, e.g. an admin API key; else the user's
+    membership decides). Raises :class:`RevisionRefused`."""
     with tenant_scope(conversation.tenant_id):
         _must_exist(conversation, reply_id, Role.ASSISTANT)
     with tenant_scope(conversation.tenant_id), transaction.atomic():
@@ -80,6 +87,12 @@ def reply_regenerate(*, conversation: Conversation, user: Any, reply_id: Any) ->
         if reply is None or row_id(reply_id) != reply.pk:
             _refuse_other(conversation, reply_id, Role.ASSISTANT, "reply")
         assert reply is not None
+        if not (_is_author(user_message, user) or admin or _is_tenant_admin(conversation, user)):
+            raise RevisionRefused(
+                "forbidden",
+                "Only the author of the message answered or a tenant admin can regenerate "
+                "its reply.",
+            )
         _supersede(conversation, reply, RevisionReason.REGENERATED, user)
     return Revised(user_message, reply)
 
@@ -98,7 +111,7 @@ def user_message_edit(
         user_message, reply = _last_exchange(conversation)
         if row_id(message_id) != user_message.pk:
             _refuse_other(conversation, message_id, Role.USER, "message")
-        if user_message.author_id != getattr(user, "pk", None):
+        if not _is_author(user_message, user):
             raise RevisionRefused("forbidden", "Only the author of a message can edit it.")
         if reply is None:
             raise RevisionRefused("busy", "The reply to this message has not started yet.")
@@ -153,6 +166,20 @@ def _last_exchange(conversation: Conversation) -> tuple[Message, Message | None]
             "busy", "A reply is being written: stop it or wait for it to finish first."
         )
     return user_message, reply
+
+
+def _is_author(message: Message, user: Any) -> bool:
+    return user is not None and message.author_id == getattr(user, "pk", None)
+
+
+def _is_tenant_admin(conversation: Conversation, user: Any) -> bool:
+    """Whether ``user`` administers the conversation's tenant."""
+    user_id = getattr(user, "pk", None)
+    return user_id is not None and (
+        Membership.objects.filter(
+            tenant_id=conversation.tenant_id, user_id=user_id, role=MemberRole.ADMIN
+        ).exists()
+    )
 
 
 def _must_exist(conversation: Conversation, message_id: Any, role: str) -> None:

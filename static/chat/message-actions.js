@@ -1,5 +1,6 @@
-/* Regenerate and edit-and-resend in the chat view: a "Regenerate" button on the last reply and
- * an "Edit" button on the last user message (the viewer's own), shown while no reply streams.
+/* Regenerate and edit-and-resend in the chat view: a "Regenerate" button on the last reply (to
+ * the viewer's own message, or any for a tenant admin: the list's data-regenerates-any) and an
+ * "Edit" button on the last user message (the viewer's own), shown while no reply streams.
  * Frames out: {"type":"regenerate","message_id"} and {"type":"edit","message_id","content"}.
  * Events in (handle() takes them before chat.js): message_edited, reply_superseded, and an
  * error naming the action. The new reply then streams as any reply (chat.js: reply, delta,
@@ -68,8 +69,10 @@
       });
       if (!exchange) return;
       var open = idle && !editing;
-      setActions(exchange.reply, open ? ["regenerate"] : []);
-      setActions(exchange.question, open && exchange.question.hasAttribute("data-mine") ? ["edit"] : []);
+      var mine = exchange.question.hasAttribute("data-mine");
+      var regenerates = mine || list.hasAttribute("data-regenerates-any");
+      setActions(exchange.reply, open && regenerates ? ["regenerate"] : []);
+      setActions(exchange.question, open && mine ? ["edit"] : []);
     }
 
     function notConnected(item) {

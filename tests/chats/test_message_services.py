@@ -96,7 +96,11 @@ def test_concurrent_duplicates_yield_one_row(tenant_a, member_a):
     def send() -> None:
         try:
             message, _ = message_create(
-                conversation=conversation, role="user", content="dup", client_id="same"
+                conversation=conversation,
+                role="user",
+                content="dup",
+                author=member_a,
+                client_id="same",
             )
             results.append(message.pk)
         except BaseException as exc:  # pragma: no cover - reported below

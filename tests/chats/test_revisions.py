@@ -107,7 +107,9 @@ def test_only_the_last_exchange_changes(conversation, member_a):
     assert revisions(first_reply) == [] and fresh(first_question).edited_at is None
 
 
-def test_only_the_author_edits_but_any_member_regenerates(conversation, member_a, tenant_a):
+def test_only_the_author_edits_and_the_author_or_an_admin_regenerates(
+    conversation, member_a, tenant_a, admin_a
+):
     other = make_member(tenant_a, username="other-member")
     participant_add(conversation=conversation, user=other)
     question, reply = exchange(conversation, member_a)
@@ -117,8 +119,13 @@ def test_only_the_author_edits_but_any_member_regenerates(conversation, member_a
         )
     assert refused.value.code == "forbidden"
     assert fresh(question).content == question.content
-    reply_regenerate(conversation=conversation, user=other, reply_id=reply.pk)
-    assert revisions(reply)[0].revised_by == other
+    with pytest.raises(RevisionRefused) as refused:
+        reply_regenerate(conversation=conversation, user=other, reply_id=reply.pk)
+    assert refused.value.code == "forbidden"
+    assert revisions(reply) == [] and fresh(reply).status == reply.status
+    participant_add(conversation=conversation, user=admin_a)
+    reply_regenerate(conversation=conversation, user=admin_a, reply_id=reply.pk)
+    assert revisions(reply)[0].revised_by == admin_a
 
 
 def test_not_while_the_reply_is_streaming(conversation, member_a):

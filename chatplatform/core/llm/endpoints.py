@@ -9,7 +9,9 @@ operator's policy allows it:
 - it uses https, unless the operator allows http;
 - every address its host resolves to is a public unicast address, unless the operator allows
   private networks (loopback, private, link-local such as 169.254.169.254, carrier-grade NAT,
-  reserved, multicast and unspecified addresses are refused).
+  reserved, multicast and unspecified addresses are refused). An IPv6 address of a transition
+  mechanism (6to4, Teredo, NAT64, IPv4-mapped or -compatible) is judged by the IPv4 address
+  it carries: ``2002:7f00:1::`` reaches 127.0.0.1 and is refused as loopback.
 
 The check runs when the profile is saved and again before every call (a DNS answer can
 change). Pure: no Django; the operator's values come in as an :class:`EndpointPolicy`.
@@ -91,11 +93,61 @@ def check_url(url: str, policy: EndpointPolicy) -> tuple[str, int]:
     return host, port or (443 if scheme == "https" else 80)
 
 
+#: NAT64's well-known prefix (RFC 6052): the IPv4 address is the last 32 bits.
+NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")
+#: NAT64's local-use prefix (RFC 8215), which a network may use at any of RFC 6052's lengths.
+NAT64_LOCAL_USE = ipaddress.IPv6Network("64:ff9b:1::/48")
+#: IPv4-compatible addresses (deprecated, RFC 4291): the IPv4 address is the last 32 bits.
+IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def _ipv4_at(value: int, *spans: tuple[int, int]) -> ipaddress.IPv4Address:
+    """The IPv4 address made of the bits of the 128-bit ``value`` at ``spans`` (first bit,
+    length; bit 0 is the most significant), in order."""
+    bits = 0
+    for first, length in spans:
+        bits = (bits << length) | ((value >> (128 - first - length)) & ((1 << length) - 1))
+    return ipaddress.IPv4Address(bits)
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 transition address carries, which is where its packets
+    end up: IPv4-mapped (``::ffff:0:0/96``) and IPv4-compatible (``::/96``), 6to4
+    (``2002::/16``), Teredo (``2001::/32``: its server and its client, whose address is
+    stored inverted), NAT64 (``64:ff9b::/96``; ``64:ff9b:1::/48`` read at every prefix length
+    RFC 6052 allows there). None for any other address."""
+    value = int(ip)
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    if ip.teredo is not None:
+        return list(ip.teredo)
+    if ip in NAT64_WELL_KNOWN or ip in IPV4_COMPATIBLE:
+        return [_ipv4_at(value, (96, 32))]
+    if ip in NAT64_LOCAL_USE:
+        return [
+            _ipv4_at(value, (48, 16), (72, 16)),  # a /48 prefix (bits 64-71 are zero)
+            _ipv4_at(value, (56, 8), (72, 24)),  # /56
+            _ipv4_at(value, (72, 32)),  # /64
+            _ipv4_at(value, (96, 32)),  # /96
+        ]
+    return []
+
+
 def address_refused(address: str) -> bool:
-    """Whether ``address`` is anything but a public unicast address."""
+    """Whether ``address`` is anything but a public unicast address. An IPv6 transition
+    address is judged by the IPv4 addresses it carries (:func:`embedded_ipv4`): every one
+    must be public, so ``2002:7f00:1::`` (6to4 of 127.0.0.1) is loopback, as it is."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        carried = embedded_ipv4(ip)
+        if carried:
+            return any(_refused(v4) for v4 in carried)
+    return _refused(ip)
+
+
+def _refused(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return (
         not ip.is_global
         or ip.is_private

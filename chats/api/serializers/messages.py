@@ -55,6 +55,10 @@ class MessageSerializer(serializers.ModelSerializer):
         help_text="For assistant replies: the user message answered.",
     )
     image = serializers.SerializerMethodField(help_text="The attached image, or null.")
+    client_id = serializers.SerializerMethodField(
+        help_text="The client id its sender sent it with: shown only to that sender (null on "
+        "other members' messages)."
+    )
 
     class Meta:
         model = Message
@@ -77,6 +81,14 @@ class MessageSerializer(serializers.ModelSerializer):
             "created_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_client_id(self, message: Message) -> str | None:
+        """A client id is its sender's: the viewer (``context["viewer"]``, the caller) sees
+        it on their own messages only, so no one can reuse or squat another's ids."""
+        viewer = self.context.get("viewer")
+        mine = viewer is not None and message.author_id == getattr(viewer, "pk", None)
+        return message.client_id if mine else None
 
     @extend_schema_field(MessageImageSerializer(allow_null=True))
     def get_image(self, message: Message) -> dict[str, Any] | None:

@@ -44,8 +44,9 @@ from chats.api.views.base import TenantAPIView, valid_id
 from chats.image_files import image_response
 from chats.replies import commands
 from chats.replies.intake import SendRateLimited, Sent, user_message_send
-from chats.selectors import message_with_image
+from chats.selectors import message_by_client_id, message_with_image
 from chats.services.messages import MessageRejected
+from chats.socket_access import SocketGrant
 
 TAG = ["messages"]
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -106,10 +107,14 @@ def rejected(exc: MessageRejected) -> ApiError:
     return ApiError(status.HTTP_400_BAD_REQUEST, exc.code, exc.message, {field: [exc.message]})
 
 
-def exchange(message: Message, reply: Message | None, *, duplicate: bool) -> dict[str, Any]:
+def exchange(
+    message: Message, reply: Message | None, *, duplicate: bool, viewer: Any
+) -> dict[str, Any]:
+    """A message and its reply as ``viewer`` (the caller) sees them."""
+    context = {"viewer": viewer}
     return {
-        "message": MessageSerializer(message).data,
-        "reply": MessageSerializer(reply).data if reply is not None else None,
+        "message": MessageSerializer(message, context=context).data,
+        "reply": MessageSerializer(reply, context=context).data if reply is not None else None,
         "duplicate": duplicate,
     }
 
@@ -132,7 +137,8 @@ class MessageListView(TenantAPIView):
     def get(self, request: Request, conversation_id: int) -> Response:
         conversation = self.conversation(conversation_id)
         page = self.paginate_queryset(selectors.messages_of(conversation))
-        return self.get_paginated_response(MessageSerializer(page, many=True).data)
+        context = {"viewer": self.principal.user}
+        return self.get_paginated_response(MessageSerializer(page, many=True, context=context).data)
 
     @extend_schema(
         tags=TAG,
@@ -172,8 +178,12 @@ class MessageListView(TenantAPIView):
         client_id = self._client_id(data.get("client_id"))
         if command := commands.command_name(data["content"]):
             return self._command(conversation, command, data["content"], client_id)
-        # A retried request is not counted against the message rate.
-        earlier = selectors.message_by_client_id(conversation, client_id) if client_id else None
+        # A retried request (the caller's own client id) is not counted against the rate.
+        earlier = (
+            message_by_client_id(conversation, self.principal.user, client_id)
+            if client_id
+            else None
+        )
         send = functools.partial(
             user_message_send,
             conversation=conversation,
@@ -190,6 +200,7 @@ class MessageListView(TenantAPIView):
                     send,
                     tenant_id=conversation.tenant_id,
                     conversation_id=conversation.pk,
+                    grant=self._grant(conversation),
                     **self._stream_timing(),
                 )
                 return self._stream(events)
@@ -247,13 +258,27 @@ class MessageListView(TenantAPIView):
             code = status.HTTP_202_ACCEPTED
         else:
             code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        return Response(exchange(message, reply, duplicate=not created), status=code)
+        exchanged = exchange(message, reply, duplicate=not created, viewer=self.principal.user)
+        return Response(exchanged, status=code)
+
+    def _grant(self, conversation: Conversation) -> SocketGrant:
+        """What opened this request's event stream: it ends when that credential does."""
+        principal = self.principal
+        session = getattr(self.request._request, "session", None)
+        return SocketGrant(
+            tenant_id=conversation.tenant_id,
+            conversation_id=conversation.pk,
+            user_id=principal.user.pk,
+            key_id=principal.key.pk if principal.key is not None else None,
+            session_key=getattr(session, "session_key", None) if principal.key is None else None,
+        )
 
     @staticmethod
     def _stream_timing() -> dict[str, float]:
         return {
             "timeout": float(settings.API_STREAM_TIMEOUT_SECONDS),
             "keepalive": float(settings.API_STREAM_KEEPALIVE_SECONDS),
+            "recheck": float(settings.WS_AUTH_RECHECK_SECONDS),
         }
 
     def _stream(self, events: AsyncGenerator[bytes, None]) -> StreamingHttpResponse:
@@ -295,7 +320,7 @@ class MessageDetailView(TenantAPIView):
         message = selectors.message_in(conversation, message_id) if valid_id(message_id) else None
         if message is None:
             raise NotFound("No such message.")
-        return Response(MessageSerializer(message).data)
+        return Response(MessageSerializer(message, context={"viewer": self.principal.user}).data)
 
 
 class MessageImageView(TenantAPIView):

@@ -42,7 +42,11 @@ RESPONSES = {
         MessageExchangeSerializer,
         description="The new reply is still being written: fetch it later by id.",
     ),
-    403: error_response(403, "Another member's message: only its author can edit it."),
+    403: error_response(
+        403,
+        "Another member's message: only its author edits it; only its author or a tenant "
+        "admin regenerates its reply.",
+    ),
     404: error_response(404, "No such message, or another conversation's or tenant's: alike."),
     409: error_response(
         409, "`not_last`: only the last exchange changes; `busy`: its reply is being written."
@@ -79,7 +83,8 @@ class RevisionView(TenantAPIView):
         except concurrent.futures.TimeoutError:
             reply = selectors.reply_to(tenant_id, message.pk)
         code = status.HTTP_200_OK if is_final(reply) else status.HTTP_202_ACCEPTED
-        return Response(exchange(message, reply, duplicate=False), status=code)
+        exchanged = exchange(message, reply, duplicate=False, viewer=self.principal.user)
+        return Response(exchanged, status=code)
 
 
 class MessageRegenerateView(RevisionView):
@@ -96,7 +101,10 @@ class MessageRegenerateView(RevisionView):
         return self._answer(
             request,
             lambda: exchange_regenerate(
-                conversation=conversation, user=self.principal.user, reply_id=message_id
+                conversation=conversation,
+                user=self.principal.user,
+                reply_id=message_id,
+                admin=self.principal.is_admin,
             ),
         )
 

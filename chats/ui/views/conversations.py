@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from chatplatform.policies import policy_for
+from chatplatform.selectors import administered_tenant_ids
 from chats.images import ALLOWED_TYPES, MAX_IMAGE_BYTES
 from chats.replies.commands import command_catalog
 from chats.services import max_message_chars, participant_add
@@ -122,6 +123,8 @@ def conversation_detail(request: HttpRequest, conversation_id: int) -> HttpRespo
             "member_form": ParticipantAddForm(tenant=tenant_of(request), current=participants),
             "chat_config": chat_config,
             "header": conversation_header(conversation, request.user),
+            # A tenant admin may regenerate any member's reply; others only their own.
+            "regenerates_any": conversation.tenant_id in administered_tenant_ids(request.user),
             **sidebar(request, current=conversation),
         },
     )
