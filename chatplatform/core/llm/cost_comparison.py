@@ -111,6 +111,11 @@ class CostComparison:
         )
         return round(100.0 * self.cache_read_tokens / base, 1) if base else 0.0
 
+    @property
+    def simulated_note(self) -> str:
+        """What to say of simulated cache figures (empty for a provider's own)."""
+        return SIMULATED_NOTE if self.simulated else ""
+
     def difference_text(self) -> str:
         """The difference in a few words, for a table cell: ``$0.0042 saved``,
         ``$0.0042 more``, ``no difference``."""
@@ -195,5 +200,5 @@ class CostComparison:
             "simulated": self.simulated,
             "headline": self.headline(),
             "tokens_line": self.tokens_line(),
-            "simulated_note": SIMULATED_NOTE if self.simulated else "",
+            "simulated_note": self.simulated_note,
         }
