@@ -18,32 +18,34 @@ from django.core.cache import cache
 
 from chatplatform.core.llm.prompt_cache import TTL_SECONDS, PromptCache
 from chatplatform.models import ModelProfile
+from chatplatform.models.conversations import Conversation
 from chats.assembly.request import ANTHROPIC_CACHE
 
 logger = logging.getLogger(__name__)
 
 
-def _key(tenant_id: int, conversation_id: int) -> str:
-    return f"prompt-cache:{tenant_id}:{conversation_id}"
+def _key(conversation: Conversation) -> str:
+    # The creation time too: a database that hands out an id again never meets stale entries.
+    created = int(conversation.created_at.timestamp() * 1_000_000)
+    return f"prompt-cache:{conversation.tenant_id}:{conversation.pk}:{created}"
 
 
 @dataclass
 class ConversationCache:
-    """One conversation's simulated cache as loaded for a turn; :meth:`keep` stores what the
-    turn changed."""
+    """One conversation's simulated cache as loaded for a turn (``cache`` None: the provider's
+    cache is not modelled); :meth:`keep` stores what the turn changed."""
 
-    tenant_id: int
-    conversation_id: int
-    cache: PromptCache = field(default_factory=PromptCache)
+    key: str
+    cache: PromptCache | None = None
     loaded: dict[str, float] = field(default_factory=dict)
 
     def keep(self) -> None:
         """Store the entries when the turn changed them (a reply that read or wrote)."""
-        if self.cache.entries == self.loaded:
+        if self.cache is None or self.cache.entries == self.loaded:
             return
         try:
             cache.set(
-                _key(self.tenant_id, self.conversation_id),
+                self.key,
                 dict(self.cache.entries),
                 timeout=int(max(TTL_SECONDS.values())),
             )
@@ -52,20 +54,19 @@ class ConversationCache:
         self.loaded = dict(self.cache.entries)
 
 
-def conversation_cache(
-    tenant_id: int, conversation_id: int, profile: ModelProfile
-) -> ConversationCache:
-    """The conversation's simulated cache, with ``profile``'s minimum cacheable length (an
-    empty one for a provider whose cache is not modelled: nothing is read for it)."""
+def conversation_cache(conversation: Conversation, profile: ModelProfile) -> ConversationCache:
+    """The conversation's simulated cache, with ``profile``'s minimum cacheable length (none
+    for a provider whose cache is not modelled: an OpenAI-compatible server caches prefixes
+    by itself, without breakpoints or a price for writing)."""
     if profile.provider not in ANTHROPIC_CACHE:
-        return ConversationCache(tenant_id, conversation_id)
+        return ConversationCache(_key(conversation))
     minimum = profile.cache_min_tokens
     try:
-        stored = cache.get(_key(tenant_id, conversation_id))
+        stored = cache.get(_key(conversation))
     except Exception:
         logger.warning("could not read the simulated prompt cache", exc_info=True)
         stored = None
     entries = {str(k): float(v) for k, v in stored.items()} if isinstance(stored, dict) else {}
     return ConversationCache(
-        tenant_id, conversation_id, PromptCache(min_tokens=minimum, entries=dict(entries)), entries
+        _key(conversation), PromptCache(min_tokens=minimum, entries=dict(entries)), entries
     )

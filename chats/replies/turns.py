@@ -252,7 +252,7 @@ def prepare_turn(
         hypothetical_tokens=turn.hypothetical_tokens,
         conversation=conversation,
         full_history=full_history,
-        simulated_cache=conversation_cache(tenant_id, conversation.pk, profile),
+        simulated_cache=conversation_cache(conversation, profile),
         counter=turn.counter,
     )
 
@@ -425,9 +425,10 @@ def finish_turn(
 def unreported_prompt_usage(prepared: PreparedTurn) -> Usage:
     """The prompt of a reply whose provider reported no usage before it was cut off: the
     prompt's estimated tokens, split as the provider's cache would have billed them (on the
-    conversation's simulated cache), no output."""
+    conversation's simulated cache; all of it uncached where that cache is not modelled),
+    no output."""
     simulated, counter = prepared.simulated_cache, prepared.counter
-    if simulated is None or counter is None:
+    if simulated is None or simulated.cache is None or counter is None:
         return Usage(input_tokens=prepared.estimated_prompt_tokens)
     return simulated_prompt_usage(
         prepared.request,

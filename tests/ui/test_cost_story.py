@@ -56,7 +56,7 @@ def test_a_dearer_turn_tells_the_same_story_on_the_meter_the_admin_and_the_api(
 ):
     record = billed_turn(conversation_a, member_a, cost="0.012", full_cost="0.0078")
     with all_tenants():
-        assert record.model_profile.provider == "offline"
+        assert record.model_profile is not None and record.model_profile.provider == "offline"
 
     client.force_login(member_a)
     cost = meter_of(client, conversation_a)["cost"]
