@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 def _key(conversation: Conversation) -> str:
     # The creation time too: a database that hands out an id again never meets stale entries.
     created = int(conversation.created_at.timestamp() * 1_000_000)
-    return f"prompt-cache:{conversation.tenant_id}:{conversation.pk}:{created}"
+    return f"prompt-cache:t{conversation.tenant_id}:c{conversation.pk}:{created}"
 
 
 @dataclass
