@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce
 
 from chatplatform.models import Membership, Role, Tenant
@@ -67,4 +67,6 @@ def turn_usage_sums() -> dict[str, Any]:
         "hypothetical": Sum("hypothetical_tokens"),
         "cost": Sum("cost_usd"),
         "full_cost": Sum("full_history_cost_usd"),
+        # Turns whose cache figures are the offline provider's simulation.
+        "simulated": Count("pk", filter=Q(model_profile__provider="offline")),
     }

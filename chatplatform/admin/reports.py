@@ -14,6 +14,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from chatplatform.core.llm.cost_comparison import CostComparison
 from chatplatform.models import ApiKey, ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.selectors import turn_usage_sums
@@ -36,24 +37,41 @@ class DayUsage:
     cost_usd: Decimal = Decimal(0)
     #: What the same turns would have cost sending the whole history with prompt caching.
     full_history_cost_usd: Decimal = Decimal(0)
+    #: Turns answered by the offline provider (their cache figures are simulated).
+    simulated_turns: int = 0
+
+    @property
+    def comparison(self) -> CostComparison:
+        """The bill against the whole history with caching, as every surface tells it."""
+        return CostComparison(
+            billed_usd=self.cost_usd,
+            whole_history_usd=self.full_history_cost_usd,
+            prompt_tokens=self.prompt_tokens,
+            whole_history_tokens=self.hypothetical_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            turns=self.turns,
+            simulated=self.simulated_turns > 0,
+        )
 
     @property
     def saved_tokens(self) -> int:
-        return max(0, self.hypothetical_tokens - self.prompt_tokens)
+        return self.comparison.saved_tokens
 
     @property
     def saved_usd(self) -> Decimal:
-        """Billed less than the whole history with caching (negative: more)."""
-        return self.full_history_cost_usd - self.cost_usd
+        """Billed less than the whole history with caching (zero when it cost more)."""
+        return self.comparison.saved_usd
+
+    @property
+    def extra_usd(self) -> Decimal:
+        """Billed more than the whole history with caching (zero when it saved)."""
+        return self.comparison.extra_usd
 
     @property
     def cache_read_percent(self) -> float:
         """Share of the prompt tokens read from the provider's cache."""
-        return (
-            round(100.0 * self.cache_read_tokens / self.prompt_tokens, 1)
-            if self.prompt_tokens
-            else 0.0
-        )
+        return self.comparison.cache_read_percent
 
     def add(self, row: dict[str, Any]) -> None:
         """Add one grouped row of turn records (see :func:`_grouped`)."""
@@ -65,6 +83,7 @@ class DayUsage:
         self.hypothetical_tokens += int(row["hypothetical"] or 0)
         self.cost_usd += row["cost"] or Decimal(0)
         self.full_history_cost_usd += row["full_cost"] or Decimal(0)
+        self.simulated_turns += int(row.get("simulated") or 0)
 
 
 @dataclass

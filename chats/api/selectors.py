@@ -13,6 +13,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from chatplatform.core.llm.cost_comparison import CostComparison
 from chatplatform.models import ContextPolicy, Membership, ModelProfile
 from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
 from chatplatform.selectors import turn_usage_sums
@@ -143,17 +144,22 @@ class UsageRow:
     hypothetical_tokens: int
     cost_usd: Decimal
     full_history_cost_usd: Decimal
+    #: Turns answered by the offline provider (their cache figures are simulated).
+    simulated_turns: int = 0
 
     @property
-    def savings_tokens(self) -> int:
-        """Prompt tokens saved against sending the whole history every turn."""
-        return self.hypothetical_tokens - self.prompt_tokens
-
-    @property
-    def savings_usd(self) -> Decimal:
-        """What the turns cost less than sending the whole history with prompt caching
-        (negative: more)."""
-        return self.full_history_cost_usd - self.cost_usd
+    def comparison(self) -> CostComparison:
+        """The bill against the whole history with caching, as every surface tells it."""
+        return CostComparison(
+            billed_usd=self.cost_usd,
+            whole_history_usd=self.full_history_cost_usd,
+            prompt_tokens=self.prompt_tokens,
+            whole_history_tokens=self.hypothetical_tokens,
+            cache_read_tokens=self.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens,
+            turns=self.turns,
+            simulated=self.simulated_turns > 0,
+        )
 
 
 def usage_by_day_and_model(
@@ -193,6 +199,7 @@ def usage_by_day_and_model(
             hypothetical_tokens=int(row["hypothetical"] or 0),
             cost_usd=Decimal(row["cost"] or 0),
             full_history_cost_usd=Decimal(row["full_cost"] or 0),
+            simulated_turns=int(row["simulated"] or 0),
         )
         for row in rows
     ]

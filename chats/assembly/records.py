@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from chatplatform.core.llm.cost_comparison import CostComparison
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import TurnContext
@@ -116,3 +117,21 @@ def turn_record_retire(user_message: Message) -> None:
     earlier = TurnRecord.objects.current().filter(user_message=user_message)
     earlier.filter(BILLED).update(superseded_at=timezone.now())
     earlier.exclude(BILLED).delete()
+
+
+def turn_cost_comparison(record: TurnRecord) -> CostComparison:
+    """The turn's bill against the whole history with caching; the prompt's tokens against
+    the whole history's, both counted by the same counter (the estimate). The offline
+    provider's cache figures are its simulation, and said so. (``model_profile`` is read:
+    select it with the record.)"""
+    profile = record.model_profile
+    return CostComparison(
+        billed_usd=record.cost_usd,
+        whole_history_usd=record.full_history_cost_usd,
+        prompt_tokens=record.prompt_tokens_estimated,
+        whole_history_tokens=int(record.hypothetical_tokens),
+        cache_read_tokens=record.cache_read_tokens,
+        cache_write_tokens=record.cache_write_tokens,
+        simulated=profile is not None and profile.provider == "offline",
+        billed_prompt_tokens=int(record.prompt_tokens_reported or 0),
+    )

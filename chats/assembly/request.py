@@ -43,6 +43,11 @@ EXCERPT_CHARS = 80
 MAX_NAMED_MESSAGES = 10
 
 
+#: Providers whose requests are laid out for Anthropic's prompt cache (one block per turn,
+#: breakpoints): Anthropic's, and the offline provider, which bills as that cache would.
+ANTHROPIC_CACHE = ("anthropic", "offline")
+
+
 def _context_report(turn: TurnContext) -> ContextReport:
     """What the prompt holds, from the assembled prompt itself (the items it included and
     excluded, as the turn record stores them), with messages named by their seq."""
@@ -129,7 +134,9 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
     one content block per turn with breakpoints at the end of the history and on the new
     message (:func:`message_breakpoints`); the turn's tail after them."""
     prompt = turn.prompt
-    per_block = turn.profile.provider == "anthropic" and len(prompt.blocks) == len(prompt.messages)
+    per_block = turn.profile.provider in ANTHROPIC_CACHE and len(prompt.blocks) == len(
+        prompt.messages
+    )
     messages: list[LlmMessage] = []
     for i, m in enumerate(prompt.messages):
         role: Any = m["role"]
@@ -243,7 +250,7 @@ def full_history_usage_for(
     was before this turn)."""
     warm = still_cached(conversation.window_sent_at, now)
     previous = conversation.window_full_tokens if warm else None
-    anthropic = turn.profile.provider == "anthropic"
+    anthropic = turn.profile.provider in ANTHROPIC_CACHE
     return full_history_usage(
         turn.hypothetical_tokens,
         previous or None,

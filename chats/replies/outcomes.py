@@ -36,16 +36,26 @@ def elapsed_ms(start: float, end: float | None) -> int | None:
 
 
 async def stopped(
-    prepared: turns.PreparedTurn, content: str, seq: int, started: float, first: float | None
+    prepared: turns.PreparedTurn,
+    content: str,
+    seq: int,
+    started: float,
+    first: float | None,
+    usage: Any = None,
 ) -> dict[str, Any]:
+    """A reply the user stopped: incomplete, the text kept, and its prompt billed (the
+    provider started answering it): the usage reported before the stop, else the prompt as
+    the provider's cache would have billed it."""
     summary = await db(turns.finish_turn)(
         prepared,
         content=content,
         status=Status.INCOMPLETE,
+        usage=usage,
         error_code="stopped",
         error_message="Stopped by the user.",
         ttft_ms=elapsed_ms(started, first),
         duration_ms=elapsed_ms(started, time.monotonic()),
+        prompt_sent=True,
     )
     event = {
         "type": "done",
@@ -106,15 +116,28 @@ async def cut_short(
 
 
 async def failed(
-    prepared: turns.PreparedTurn, partial: str, exc: ProviderError, *, seq: int = 0
+    prepared: turns.PreparedTurn,
+    partial: str,
+    exc: ProviderError,
+    *,
+    seq: int = 0,
+    usage: Any = None,
 ) -> dict[str, Any]:
+    """A reply the provider failed. Once it had started answering (text or a usage report
+    came), the prompt was billed and is recorded as such."""
     partial = partial or getattr(exc, "partial_text", "") or ""
     status = Status.INCOMPLETE if partial else Status.FAILED
     code = getattr(exc, "code", "") or "provider_error"
     message = human_error(exc, bool(partial))
     logger.warning("reply %s %s: %s", prepared.assistant_message_id, status, exc)
     await db(turns.finish_turn)(
-        prepared, content=partial, status=status, error_code=code[:40], error_message=message
+        prepared,
+        content=partial,
+        status=status,
+        usage=usage,
+        error_code=code[:40],
+        error_message=message,
+        prompt_sent=bool(partial),
     )
     event = {
         "type": "error",

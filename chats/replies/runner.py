@@ -75,14 +75,17 @@ def default_provider(prepared: turns.PreparedTurn) -> Provider:
     Raises :class:`EndpointRefused` for a tenant's endpoint the operator does not allow
     (checked at every call: a DNS answer can change since the profile was saved)."""
     access = provider_access(prepared.profile)
+    # The offline provider bills the prompt from the conversation's simulated cache.
+    simulated = prepared.simulated_cache.cache if prepared.simulated_cache is not None else None
     if access is None:
-        return build_provider_or_offline("offline")
+        return build_provider_or_offline("offline", prompt_cache=simulated)
     access.check()
     return build_provider_or_offline(
         access.provider,
         api_key=access.api_key,
         base_url=access.base_url,
         timeout=settings.LLM_TIMEOUT_SECONDS,
+        prompt_cache=simulated,
     )
 
 
@@ -359,7 +362,9 @@ async def _stream(
                         await hub.refresh(*lock)
                     if await hub.take_stop(tenant_id, conversation_id):
                         seq = await deltas.flush()
-                        return await stopped(prepared, "".join(parts), seq, started, first_token)
+                        return await stopped(
+                            prepared, "".join(parts), seq, started, first_token, usage
+                        )
             elif isinstance(event, Usage):
                 usage = event
             elif isinstance(event, Compaction | ContextEdited):
@@ -377,7 +382,7 @@ async def _stream(
         raise
     except ProviderError as exc:
         seq = await deltas.flush()
-        return await failed(prepared, "".join(parts), exc, seq=seq)
+        return await failed(prepared, "".join(parts), exc, seq=seq, usage=usage)
     finally:
         await deltas.flush()  # no sending task outlives the reply, whatever ended it
         aclose = getattr(events, "aclose", None)

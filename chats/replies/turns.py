@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -12,8 +13,11 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from chatplatform.core.llm.base import ChatRequest
+from chatplatform.core.llm.base import ChatRequest, Usage
+from chatplatform.core.llm.cache_simulation import simulated_prompt_usage
+from chatplatform.core.llm.cost_comparison import CostComparison
 from chatplatform.core.llm.prompt_cache import CacheUsage
+from chatplatform.core.tokens import TokenCounter
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Conversation, Message, Role, Status
 from chatplatform.policies import policy_for
@@ -24,6 +28,7 @@ from chats.assembly.request import attached_image, chat_request, full_history_us
 from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
 from chats.replies.provider_context import NOTHING_MANAGED, ProviderManaged, provider_context_record
+from chats.replies.simulated_cache import ConversationCache, conversation_cache
 from chats.replies.titles import name_after_first_exchange
 from chats.retrieval.tasks import schedule_embedding
 from chats.services.conversations import conversation_window_advance
@@ -63,6 +68,11 @@ class PreparedTurn:
     conversation: Conversation
     #: How the provider would have billed this turn's prompt sending the whole history.
     full_history: CacheUsage = field(default_factory=lambda: CacheUsage(0, 0, 0))
+    #: The conversation's simulated prompt cache: the offline provider bills from it, and so
+    #: does a reply cut off before its provider reported usage.
+    simulated_cache: ConversationCache | None = None
+    #: The counter the prompt was counted with (its blocks are counted again to simulate).
+    counter: TokenCounter | None = None
 
 
 def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
@@ -242,6 +252,8 @@ def prepare_turn(
         hypothetical_tokens=turn.hypothetical_tokens,
         conversation=conversation,
         full_history=full_history,
+        simulated_cache=conversation_cache(conversation, profile),
+        counter=turn.counter,
     )
 
 
@@ -309,9 +321,17 @@ def finish_turn(
     ttft_ms: int | None = None,
     duration_ms: int | None = None,
     managed: ProviderManaged = NOTHING_MANAGED,
+    prompt_sent: bool = False,
 ) -> dict[str, Any]:
     """Store the reply, its usage and cost and what the provider's context management did (one
-    transaction); schedule follow-up work after commit. Returns the usage summary for clients."""
+    transaction); schedule follow-up work after commit. Returns the usage summary for clients.
+
+    ``prompt_sent``: the provider started answering (a reply stopped or cut off midway), so
+    its prompt was billed: without a usage report, the prompt is recorded as the provider's
+    cache would have billed it (:func:`unreported_prompt_usage`)."""
+    reported = usage is not None
+    if usage is None and prompt_sent:
+        usage = unreported_prompt_usage(prepared)
     fields: dict[str, Any] = {
         "assistant_message_id": prepared.assistant_message_id,
         "time_to_first_token_ms": ttft_ms,
@@ -346,9 +366,11 @@ def finish_turn(
                 cache_write_tokens=prepared.full_history.written,
             ).quantize(COST_QUANTUM),
         )
+        if not reported:  # billed as the provider would have, but it said nothing
+            fields["prompt_tokens_reported"] = None
     fields["cost_usd"] += managed.compaction_cost(prepared)  # billed apart from the reply
     conversation = prepared.conversation
-    calibrate = usage is not None and profile.provider != "offline" and not managed.compacted
+    calibrate = reported and profile.provider != "offline" and not managed.compacted
     # The write is atomic by itself; the calibration joins it in a transaction.
     atomic = transaction.atomic() if calibrate or managed else contextlib.nullcontext()
     with tenant_scope(prepared.tenant_id), atomic:
@@ -374,6 +396,8 @@ def finish_turn(
                 profile.pk, prepared.estimated_prompt_tokens, fields["prompt_tokens_reported"]
             )
         transaction.on_commit(lambda: after_reply(conversation))
+    if prepared.simulated_cache is not None:
+        prepared.simulated_cache.keep()  # what this turn's prompt read and wrote
     summary: dict[str, Any] = {"prompt_tokens_estimated": prepared.estimated_prompt_tokens}
     if recorded:
         summary.update(
@@ -384,8 +408,35 @@ def finish_turn(
             hypothetical_tokens=prepared.hypothetical_tokens,
             cost_usd=str(fields["cost_usd"]),
             full_history_cost_usd=str(fields["full_history_cost_usd"]),
+            cost=CostComparison(
+                billed_usd=fields["cost_usd"],
+                whole_history_usd=fields["full_history_cost_usd"],
+                prompt_tokens=prepared.estimated_prompt_tokens,
+                whole_history_tokens=prepared.hypothetical_tokens,
+                cache_read_tokens=fields["cache_read_tokens"],
+                cache_write_tokens=fields["cache_write_tokens"],
+                simulated=profile.provider == "offline",
+                billed_prompt_tokens=fields["prompt_tokens_reported"] or 0,
+            ).as_dict(),
         )
     return summary
+
+
+def unreported_prompt_usage(prepared: PreparedTurn) -> Usage:
+    """The prompt of a reply whose provider reported no usage before it was cut off: the
+    prompt's estimated tokens, split as the provider's cache would have billed them (on the
+    conversation's simulated cache; all of it uncached where that cache is not modelled),
+    no output."""
+    simulated, counter = prepared.simulated_cache, prepared.counter
+    if simulated is None or simulated.cache is None or counter is None:
+        return Usage(input_tokens=prepared.estimated_prompt_tokens)
+    return simulated_prompt_usage(
+        prepared.request,
+        simulated.cache,
+        time.time(),
+        counter.count,
+        prepared.estimated_prompt_tokens,
+    )
 
 
 def after_reply(conversation: Conversation) -> None:

@@ -1,5 +1,7 @@
 """The context meter: how one turn's window was split, what was left out and why, and what
-it saved against sending the whole history. Built from the stored per-turn record."""
+it cost against sending the whole history with prompt caching (the bill first, tokens
+second, in :mod:`chatplatform.core.llm.cost_comparison`'s words). Built from the stored
+per-turn record."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any
 
 from chatplatform.core.llm.context_report import exclusion_label
 from chatplatform.models.conversations import TurnRecord
+from chats.assembly.records import turn_cost_comparison
 
 #: Prompt sections in the order the meter draws them; the new message and the provider's
 #: framing are shown as part of the history segment's neighbours.
@@ -56,6 +59,7 @@ def meter_payload(record: TurnRecord) -> dict[str, Any]:
         cache_read_percent=_percent(
             record.cache_read_tokens, int(record.prompt_tokens_reported or 0)
         ),
+        cost=turn_cost_comparison(record).as_dict(),
         provider_context=provider_context_lines(record.provider_context),
     )
     if record.strategy == "server_compaction":

@@ -1,5 +1,5 @@
 /* The context meter: how the last turn's window was split, what was left out and why, and
- * the tokens saved against sending the whole history. Reads the stored per-turn record
+ * what the turn cost against sending the whole history with prompt caching (tokens second). Reads the stored per-turn record
  * (GET <meterUrl>?message=<id>, JSON). Everything is built with textContent. */
 (function () {
   "use strict";
@@ -91,29 +91,29 @@
     });
     body.appendChild(legend);
 
-    var saved = el("p", "meter-saved");
-    saved.appendChild(el("strong", null, fmt(meter.saved_tokens) + " tokens saved"));
-    saved.appendChild(document.createTextNode(
-      " (" + meter.saved_percent + "%): the prompt took " + fmt(meter.prompt_tokens_estimated) +
-      " tokens; sending the whole history would have taken " + fmt(meter.hypothetical_tokens) + "."));
-    body.appendChild(saved);
+    // The bill first, against the whole history sent with caching; tokens second. The
+    // sentences are the server's (chatplatform/core/llm/cost_comparison.py), so the meter,
+    // the admin's usage pages and the API say the same thing.
+    var cost = meter.cost;
+    if (cost) {
+      var bill = el("p", "meter-bill meter-bill-" + cost.outcome);
+      bill.appendChild(el("strong", null, cost.headline));
+      body.appendChild(bill);
+      body.appendChild(el("p", "meter-saved", cost.tokens_line));
+      if (cost.simulated) {
+        body.appendChild(el("p", "meter-simulated muted", cost.simulated_note));
+      }
+    }
 
     var usage = "Provider-reported prompt " +
       (meter.prompt_tokens_reported === null ? "—" : fmt(meter.prompt_tokens_reported)) +
       " · reply " + fmt(meter.completion_tokens);
     if (meter.cache_read_tokens || meter.cache_write_tokens) {
-      usage += " · cache read " + fmt(meter.cache_read_tokens) + ", written " + fmt(meter.cache_write_tokens);
+      usage += " · cache read " + fmt(meter.cache_read_tokens) + ", written " +
+        fmt(meter.cache_write_tokens) + (cost && cost.simulated ? " (simulated)" : "") +
+        " · " + meter.cache_read_percent + "% of the prompt read from cache";
     }
-    usage += " · $" + meter.cost_usd;
     body.appendChild(el("p", "meter-usage muted", usage));
-    if (meter.full_history_cost_usd !== undefined && meter.prompt_tokens_reported !== null) {
-      var bill = el("p", "meter-bill");
-      bill.appendChild(el("strong", null, "Billed $" + meter.cost_usd));
-      bill.appendChild(document.createTextNode(
-        "; the whole history, sent with prompt caching, would have cost $" +
-        meter.full_history_cost_usd + " · " + meter.cache_read_percent + "% of the prompt read from cache."));
-      body.appendChild(bill);
-    }
     (meter.provider_context || []).forEach(function (line) {
       body.appendChild(el("p", "meter-provider muted", line));
     });

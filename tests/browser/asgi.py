@@ -43,7 +43,8 @@ def provider_factory(prepared: PreparedTurn) -> Provider:
     if prepared.provider_name != "offline":
         return runner.default_provider(prepared)
     delay = float(os.environ.get(DELAY_VARIABLE, "0") or 0)
-    return ControllableOfflineProvider(delay=delay)
+    simulated = prepared.simulated_cache.cache if prepared.simulated_cache is not None else None
+    return ControllableOfflineProvider(delay=delay, prompt_cache=simulated)
 
 
 def install() -> None:

@@ -60,7 +60,7 @@ def test_log_in_start_a_conversation_and_see_the_reply_stream_in(page, tenant_a,
     page.wait_for_selector("#meter[data-turn] .meter-bar .seg")
     meter = page.inner_text("#meter")
     assert "System prompt" in meter and "Reply reserve" in meter
-    assert "tokens saved" in meter and "Left out" in meter
+    assert "the whole history would have taken" in meter and "Left out" in meter
 
     # Shift+Enter is a new line, not a send.
     page.fill("#composer-input", "first line")

@@ -284,8 +284,11 @@ async def test_consumer_stopping_early_releases_the_stream(
     provider = anthropic_provider()
     fake_anthropic.script(b.Reply(text="one two three four", delay=0.01))
     stream = provider.stream(turn("hi"))
+    prompt = await anext(stream)  # the prompt's usage, reported as the reply starts
     first = await anext(stream)
     await stream.aclose()  # type: ignore[attr-defined]
 
+    assert isinstance(prompt, Usage) and prompt.total_input_tokens > 0
+    assert prompt.output_tokens <= 1
     assert first == TextDelta("one ")
     assert text_of(await collect(provider.stream(turn("again")))) == "Hello from the fake model."

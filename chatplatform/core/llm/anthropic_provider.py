@@ -159,6 +159,9 @@ class _StreamState:
         kind = event.type
         if kind == "message_start":
             self._record_usage(event.message.usage)
+            # The prompt is billed from here on: reported now, so that a reply stopped
+            # before the end still records what its prompt cost.
+            return [self.usage()]
         elif kind == "content_block_start" and event.content_block.type == "compaction":
             block = event.content_block
             self.compacting = {

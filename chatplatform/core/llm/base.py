@@ -2,7 +2,10 @@
 
 A reply is requested with a :class:`ChatRequest` and consumed as an async iterator of
 :data:`StreamEvent`: zero or more :class:`TextDelta` / :class:`ToolCall`, then one
-:class:`Usage` and finally one :class:`Done`. A stream that ends without ``Done`` raised a
+:class:`Usage` and finally one :class:`Done`. A provider may report usage earlier too (the
+prompt's, as the reply starts, as Anthropic's ``message_start`` does): the last
+:class:`Usage` is the call's, and one that came before a stop is what the stopped call
+billed. A stream that ends without ``Done`` raised a
 :class:`~chatplatform.core.llm.errors.ProviderError`; a provider never ends silently on failure.
 """
 

@@ -8,13 +8,22 @@ can be used and tested with no key and no network.
 A summarisation request (one that carries a :class:`SummaryTask`) is answered with what the
 summarizer asks for: an extractive summary of the conversation as a JSON object, made of the
 messages' own sentences, with no description of the context around it.
+
+Its usage is what the model it is priced like would report: given the conversation's
+simulated prompt cache (a :class:`~.prompt_cache.PromptCache` passed in, kept by the caller
+between turns), the prompt's tokens are split into cache reads, cache writes and uncached
+input as that model's cache would bill them (:mod:`.cache_simulation`). Like a real stream,
+the prompt's usage comes first, before the text, so a reply stopped midway still shows
+what its prompt was billed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from itertools import pairwise
 
 from chatplatform.core.tokens.base import TokenCounter
@@ -29,7 +38,9 @@ from .base import (
     Usage,
     message_text,
 )
+from .cache_simulation import simulated_prompt_usage
 from .context_report import ContextReport, ContextSection, PromptSummary, exclusion_label
+from .prompt_cache import PromptCache
 from .summary_request import extractive_summary
 
 OFFLINE_LABEL = "[offline provider]"
@@ -44,31 +55,53 @@ class OfflineProvider(Provider):
 
     Usage is computed with ``counter`` (input: system plus messages with per-message overhead;
     output: the reply); the input is the request's ``context_report.prompt_tokens`` when the
-    platform counted the prompt with the same counter. Never fails, never calls tools.
+    platform counted the prompt with the same counter. With ``prompt_cache`` (the
+    conversation's simulated cache, updated in place) the input is split into cache reads
+    and writes as the priced model's cache would bill this request at ``clock()`` (seconds);
+    without it, all of it is uncached. Never fails, never calls tools.
     """
 
     name = "offline"
     offline = True
 
-    def __init__(self, counter: TokenCounter | None = None, *, delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        counter: TokenCounter | None = None,
+        *,
+        delay: float = 0.0,
+        prompt_cache: PromptCache | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if counter is None:
             counter = BpeCounter("o200k_base")
         self.counter = counter
         self.delay = delay
+        self.prompt_cache = prompt_cache
+        self.clock = clock
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         reply = render_reply(request, self.counter)
+        # The prompt is billed once the reply starts, whatever becomes of the reply.
+        prompt = self.prompt_usage(request)
+        yield prompt
         for word in _WORD.findall(reply):
             if self.delay:
                 await asyncio.sleep(self.delay)
             # Without a delay the words come at once, like a reply that is already complete:
             # yielding to the event loop per word would make a busy server's loop the pace.
             yield TextDelta(word)
-        usage = Usage(
-            input_tokens=self.input_tokens(request), output_tokens=self.counter.count(reply)
-        )
+        usage = replace(prompt, output_tokens=self.counter.count(reply))
         yield usage
         yield Done("end_turn", usage)
+
+    def prompt_usage(self, request: ChatRequest) -> Usage:
+        """The prompt's tokens as the priced model would bill them (no output yet)."""
+        total = self.input_tokens(request)
+        if self.prompt_cache is None or request.summary_task is not None:
+            return Usage(input_tokens=total)
+        return simulated_prompt_usage(
+            request, self.prompt_cache, self.clock(), self.counter.count, total
+        )
 
     def input_tokens(self, request: ChatRequest) -> int:
         report = request.context_report

@@ -11,6 +11,7 @@ from .anthropic_provider import AnthropicProvider
 from .base import Provider
 from .offline_provider import OfflineProvider
 from .openai_provider import OpenAICompatibleProvider
+from .prompt_cache import PromptCache
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +30,14 @@ def build_provider(
     base_url: str | None = None,
     timeout: float = 60.0,
     counter: TokenCounter | None = None,
+    prompt_cache: PromptCache | None = None,
     **options: Any,
 ) -> Provider:
     """Build the provider called ``provider_name``; ``timeout`` is seconds per HTTP request.
 
     ``options`` go to the provider's constructor (``retry_policy``, ``sleep``, ``delay``...).
-    ``counter`` is only used by the offline provider (default: ``o200k_base``). Raises
+    ``counter`` and ``prompt_cache`` (the conversation's simulated prompt cache) are only used
+    by the offline provider (default: ``o200k_base``, no cache reads). Raises
     :class:`UnknownProvider` for an unknown name and ``ValueError`` for anthropic without key.
     """
     if provider_name == "anthropic":
@@ -46,7 +49,7 @@ def build_provider(
             api_key=api_key, base_url=base_url, timeout=timeout, **options
         )
     if provider_name == "offline":
-        return OfflineProvider(counter, **options)
+        return OfflineProvider(counter, prompt_cache=prompt_cache, **options)
     raise UnknownProvider(f"unknown provider {provider_name!r}; expected one of {PROVIDER_NAMES}")
 
 
@@ -57,6 +60,7 @@ def build_provider_or_offline(
     base_url: str | None = None,
     timeout: float = 60.0,
     counter: TokenCounter | None = None,
+    prompt_cache: PromptCache | None = None,
     **options: Any,
 ) -> Provider:
     """Like :func:`build_provider`, but falls back to the offline provider when the configured
@@ -67,12 +71,13 @@ def build_provider_or_offline(
     nothing_for_openai = provider_name == "openai" and not api_key and not base_url
     if missing_anthropic_key or nothing_for_openai:
         logger.warning("no credentials for provider %r: using the offline provider", provider_name)
-        return build_provider("offline", counter=counter)
+        return build_provider("offline", counter=counter, prompt_cache=prompt_cache)
     return build_provider(
         provider_name,
         api_key=api_key,
         base_url=base_url,
         timeout=timeout,
         counter=counter,
+        prompt_cache=prompt_cache,
         **options,
     )

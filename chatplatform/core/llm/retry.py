@@ -20,7 +20,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-from .base import StreamEvent
+from .base import StreamEvent, Usage
 from .errors import ProviderError, RateLimited
 
 logger = logging.getLogger(__name__)
@@ -66,8 +66,8 @@ async def stream_with_retry(
     """Yield the events of ``attempt()``, starting it again on a retryable error.
 
     ``attempt`` opens a fresh stream on each call. A retry happens only if the failed attempt
-    yielded nothing; the last error is raised unchanged when the policy gives up, so an error
-    never turns into an empty, successful stream.
+    yielded nothing but usage; the last error is raised unchanged when the policy gives up,
+    so an error never turns into an empty, successful stream.
     """
     rng = rng or random.random
     retry_number = 0
@@ -77,7 +77,9 @@ async def stream_with_retry(
         try:
             try:
                 async for event in events:
-                    yielded = True
+                    # A usage report (the prompt's, at the stream's start) is not part of
+                    # the reply: an attempt that sent only that may still be retried.
+                    yielded = yielded or not isinstance(event, Usage)
                     yield event
             finally:
                 # Close the attempt's stream now (releasing its connection), not at GC time.

@@ -46,8 +46,9 @@ async def stream_with_tools(
 ) -> AsyncIterator[StreamEvent]:
     """Stream a reply, executing tool calls for at most ``max_rounds`` rounds.
 
-    Yields every :class:`TextDelta` and :class:`ToolCall` as it arrives, then one
-    :class:`Usage` and one :class:`Done` whose usage is the sum over all model calls. After
+    Yields every :class:`TextDelta` and :class:`ToolCall` as it arrives, the turn's running
+    :class:`Usage` whenever a call reports some, then one :class:`Usage` and one :class:`Done`
+    whose usage is the sum over all model calls. After
     ``max_rounds`` rounds of tools the model is called once more with ``tool_choice="none"``,
     so the turn always ends in text. Provider errors propagate (each model call is retried by
     the provider before its first token, as usual).
@@ -75,9 +76,12 @@ async def stream_with_tools(
                 if isinstance(event, Compaction):
                     compacted = event.part
                 yield event
+            elif isinstance(event, Usage):
+                # A call's usage so far (its prompt, reported as the reply starts): passed
+                # on as the turn's running total, so a reply stopped midway is billed.
+                yield total + event
             elif isinstance(event, Done):
                 done = event
-            # Per-call Usage events are summed into the final one instead.
         if done is None:  # pragma: no cover - providers raise instead of ending without Done
             raise ProviderUnavailable("stream ended without a final event")
         total = total + done.usage

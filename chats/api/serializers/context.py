@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chatplatform.models.conversations import TurnRecord
+from chats.assembly.records import turn_cost_comparison
 
 
 def _item_list(help_text: str) -> serializers.ListField:
@@ -82,6 +87,16 @@ class TurnRecordSerializer(serializers.ModelSerializer):
     )
     included = serializers.JSONField(read_only=True, help_text="[kind, id, tokens] items.")
     excluded = serializers.JSONField(read_only=True, help_text="[kind, id, tokens, reason] items.")
+    cost = serializers.SerializerMethodField(
+        help_text="The bill against the whole history sent with caching, as the chat's meter "
+        "tells it: {outcome (saved, extra, same, unbilled), billed_usd, whole_history_usd, "
+        "saved_usd, extra_usd (both never negative), headline, tokens_line, simulated "
+        "(the offline provider's cache figures), ...}."
+    )
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_cost(self, record: TurnRecord) -> dict[str, Any]:
+        return turn_cost_comparison(record).as_dict()
 
     class Meta:
         model = TurnRecord
@@ -106,6 +121,7 @@ class TurnRecordSerializer(serializers.ModelSerializer):
             "hypothetical_tokens",
             "cost_usd",
             "full_history_cost_usd",
+            "cost",
             "provider_context",
             "time_to_first_token_ms",
             "duration_ms",

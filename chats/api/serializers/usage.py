@@ -21,7 +21,9 @@ class UsageNumbersSerializer(serializers.Serializer):
     hypothetical_tokens = serializers.IntegerField(
         help_text="Prompt tokens had every turn sent the whole history."
     )
-    savings_tokens = serializers.IntegerField(help_text="hypothetical_tokens - prompt_tokens.")
+    savings_tokens = serializers.IntegerField(
+        help_text="hypothetical_tokens - prompt_tokens, or 0 when the prompts were not smaller."
+    )
     cost_usd = serializers.DecimalField(
         max_digits=16, decimal_places=6, help_text="Billed: input, cache reads and writes, output."
     )
@@ -34,10 +36,25 @@ class UsageNumbersSerializer(serializers.Serializer):
     savings_usd = serializers.DecimalField(
         max_digits=16,
         decimal_places=6,
-        help_text="full_history_cost_usd - cost_usd (negative: the policy cost more).",
+        help_text="What the turns cost less than the whole history with caching: "
+        "full_history_cost_usd - cost_usd, or 0 when they cost more (never negative).",
+    )
+    extra_cost_usd = serializers.DecimalField(
+        max_digits=16,
+        decimal_places=6,
+        help_text="What the turns cost more than the whole history with caching: "
+        "cost_usd - full_history_cost_usd, or 0 when they cost less (never negative).",
     )
     cache_read_share = serializers.FloatField(
         help_text="Share of the prompt tokens read from the provider's cache (0-1)."
+    )
+    cache_simulated = serializers.BooleanField(
+        help_text="Some turns were answered by the offline provider: their cache figures are "
+        "its simulation of the priced model's prompt cache."
+    )
+    summary = serializers.CharField(
+        help_text="The bill against the whole history with caching, in the words the chat's "
+        "meter and the admin's usage page use."
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,28 +18,47 @@ from chats.api.views.base import TenantAPIView
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
-NUMBERS = (
+#: Figures summed over rows as they are; the savings are worked out from the sums.
+SUMMED = (
     "turns",
     "prompt_tokens",
     "completion_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
     "hypothetical_tokens",
-    "savings_tokens",
     "cost_usd",
     "full_history_cost_usd",
-    "savings_usd",
+    "simulated_turns",
 )
 
 
 def _numbers(row: UsageRow) -> dict[str, Any]:
-    numbers = {name: getattr(row, name) for name in NUMBERS}
-    numbers["cache_read_share"] = _share(row.cache_read_tokens, row.prompt_tokens)
+    """A row's figures and its cost story (:class:`CostComparison`, as the meter and the
+    admin tell it): savings and extra cost are never negative."""
+    numbers = {name: getattr(row, name) for name in SUMMED if name != "simulated_turns"}
+    comparison = row.comparison
+    numbers.update(
+        savings_tokens=comparison.saved_tokens,
+        savings_usd=comparison.saved_usd,
+        extra_cost_usd=comparison.extra_usd,
+        cache_read_share=_share(row.cache_read_tokens, row.prompt_tokens),
+        cache_simulated=comparison.simulated,
+        summary=comparison.headline(),
+    )
     return numbers
 
 
 def _share(part: int, whole: int) -> float:
     return round(part / whole, 3) if whole else 0.0
+
+
+def _totals(rows: list[UsageRow]) -> UsageRow:
+    sums: dict[str, Any] = {name: 0 for name in SUMMED}
+    sums["cost_usd"] = sums["full_history_cost_usd"] = Decimal(0)
+    for row in rows:
+        for name in SUMMED:
+            sums[name] += getattr(row, name)
+    return UsageRow(day=date.min, model_profile_id=None, model_name="", model="", **sums)
 
 
 class UsageView(TenantAPIView):
@@ -69,13 +88,6 @@ class UsageView(TenantAPIView):
             until=until,
             author=None if principal.is_admin else principal.user,
         )
-        totals: dict[str, Any] = {name: 0 for name in NUMBERS}
-        for name in ("cost_usd", "full_history_cost_usd", "savings_usd"):
-            totals[name] = Decimal(0)
-        for row in rows:
-            for name in NUMBERS:
-                totals[name] += getattr(row, name)
-        totals["cache_read_share"] = _share(totals["cache_read_tokens"], totals["prompt_tokens"])
         report = {
             "since": since,
             "until": until,
@@ -90,6 +102,6 @@ class UsageView(TenantAPIView):
                 }
                 for row in rows
             ],
-            "totals": totals,
+            "totals": _numbers(_totals(rows)),
         }
         return Response(UsageReportSerializer(report).data)
