@@ -46,6 +46,7 @@ def meter_payload(record: TurnRecord) -> dict[str, Any]:
         },
         strategy=record.strategy,
         dense_retrieval=stored.get("dense_retrieval", "off"),
+        widened_by=int(stored.get("widened_by") or 0),
         counter=record.counter,
         model=record.model_profile.name if record.model_profile is not None else "",
         policy=record.policy.name if record.policy is not None else "",

@@ -51,6 +51,11 @@
       body.appendChild(el("p", "meter-cut", "Your message was cut to " + fmt(cut.kept_tokens) + " of " +
         fmt(cut.original_tokens) + " tokens to fit this chat's policy; its middle was left out."));
     });
+    if (meter.widened_by) {
+      body.appendChild(el("p", "meter-cut", "Your message was longer than this chat's policy " +
+        "leaves for it and was sent whole: this turn went " + fmt(meter.widened_by) +
+        " tokens past the policy's limit, within the model's window."));
+    }
 
     var total = Math.max(meter.window_tokens, 1);
     var bar = el("div", "meter-bar");

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from chatplatform.models.conversations import TurnRecord
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.ui.meter import meter_payload
+from tests import factories
 from tests.ui.conftest import answered_turn
 
 pytestmark = pytest.mark.django_db
@@ -54,8 +57,6 @@ def test_meter_of_a_given_turn_by_user_or_assistant_message(
 
 
 def test_excluded_items_are_grouped_by_reason(conversation_a, member_a):
-    from chatplatform.models.conversations import TurnRecord
-    from chatplatform.tenancy.scoping import tenant_scope
 
     answered_turn(conversation_a, member_a, "Hello")
     with tenant_scope(conversation_a.tenant_id):
@@ -94,3 +95,30 @@ def test_the_meter_compares_the_bill_with_the_whole_history_sent_with_caching(
     meter = meter_payload(record)
     assert meter["cost_usd"] == "0.0012" and meter["full_history_cost_usd"] == "0.0031"
     assert meter["cache_read_percent"] == 75.0
+
+
+def test_the_meter_says_a_message_went_whole_past_the_policys_limit(
+    conversation_a, member_a, tenant_a
+):
+    from chatplatform.models.conversations import TurnRecord
+    from chatplatform.tenancy.scoping import tenant_scope
+
+    factories.make_policy(
+        tenant_a,
+        activate=True,
+        strategy="sliding_window",
+        max_context_tokens=4000,
+        reserved_response_tokens=1000,
+        system_budget=300,
+        facts_budget=0,
+        summaries_budget=0,
+        retrieval_budget=0,
+        oversized_message="whole",
+    )
+    message = answered_turn(conversation_a, member_a, " ".join(["paragraph"] * 4000))
+    with tenant_scope(tenant_a):
+        record = TurnRecord.objects.get(user_message=message)
+    meter = meter_payload(record)
+    assert meter["widened_by"] > 0
+    assert not [t for t in meter["truncated"] if t["kind"] == "new_message"]
+    assert record.prompt_tokens_estimated > 4000 - 1000
