@@ -24,12 +24,12 @@ REPLY = "| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint('hello')\n```"
 def watch_errors(page: Any) -> list[str]:
     """Every response of ``page`` (and its frames, the icon included) that is an error."""
     failures: list[str] = []
-    page.on(
-        "response",
-        lambda response: (
-            response.status >= 400 and failures.append(f"{response.status} {response.url}")
-        ),
-    )
+
+    def seen(response: Any) -> None:
+        if response.status >= 400:
+            failures.append(f"{response.status} {response.url}")
+
+    page.on("response", seen)
     page.on("requestfailed", lambda request: failures.append(f"failed {request.url}"))
     return failures
 
