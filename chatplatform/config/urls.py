@@ -8,6 +8,7 @@ from chats.ui.views import home
 urlpatterns = [
     path("", home.home, name="home"),
     path("healthz", home.healthz, name="healthz"),
+    path("favicon.ico", home.favicon, name="favicon"),
     path("accounts/password_reset/", LimitedPasswordResetView.as_view(), name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("invitations/<str:token>/", invitation_accept_view, name="invitation_accept"),

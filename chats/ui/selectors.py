@@ -34,7 +34,8 @@ def conversations_of(
 ) -> list[Conversation]:
     """The user's conversations in ``tenant`` (the archived ones when ``archived``, else the
     others), most recently active first; ``query`` matches the title or any message's text.
-    Each row carries ``last_activity`` and ``last_text``."""
+    Each row carries ``last_activity``, ``last_text`` (the newest message with text: a reply
+    still streaming or failed has none yet) and ``has_messages``."""
     # PostgreSQL text cannot hold NUL (no stored text has one): it is dropped from the query.
     query = query.replace("\x00", "").strip()[:MAX_SEARCH_CHARS]
     with tenant_scope(tenant):
@@ -44,7 +45,8 @@ def conversations_of(
             Conversation.objects.filter(Exists(mine), archived_at__isnull=not archived)
             .annotate(
                 last_activity=Coalesce(Subquery(latest.values("created_at")[:1]), "created_at"),
-                last_text=Subquery(latest.values("content")[:1]),
+                last_text=Subquery(latest.exclude(content="").values("content")[:1]),
+                has_messages=Exists(latest),
             )
             .order_by("-last_activity", "-pk")
         )

@@ -2,12 +2,14 @@
  * anchor, attached image, body rendered as Markdown, notices). Knows nothing of the socket; chat.js drives it.
  * Everything is built with textContent or ChatMarkdown. A streaming reply is rendered once per
  * animation frame, and once more in full when it ends; a long user message (a paste) is shown
- * collapsed with a "Show all (N lines)" toggle. */
+ * collapsed with a "Show all (N lines)" toggle. The list keeps the newest message in view while
+ * the reader is at its end. */
 (function () {
   "use strict";
 
   var COLLAPSE_LINES = 25;
   var COLLAPSE_CHARS = 2000;
+  var FOLLOW_SLACK_PX = 48; // this close to the end still counts as reading the newest
   var texts = new WeakMap(); // message item -> its Markdown text
   var bodies = 0;
 
@@ -17,14 +19,65 @@
   window.ChatMessages = function (list, md, imageUrl, ownLabel) {
     var emptyNote = document.getElementById("no-messages");
 
-    function scrollToEnd() {
-      if (location.hash) return;
+    // Following the newest message. Only the list scrolls (the page's body hides its
+    // overflow: a scrolled document would show nothing but the background). While the reader
+    // is at the end, the list stays there as messages arrive, replies stream, code is
+    // highlighted and images load; a reader who scrolls up stays where they are until they
+    // come back to the end or send a message. A link to a message (#m-12) starts there.
+    var following = !location.hash;
+    var lastTop = list.scrollTop;
+    var stickQueued = false;
+
+    function fromEnd() { return list.scrollHeight - list.scrollTop - list.clientHeight; }
+
+    function toEnd() {
       list.scrollTop = list.scrollHeight;
-      window.scrollTo(0, document.body.scrollHeight);
+      lastTop = list.scrollTop;
+    }
+
+    // Once per frame at most, after the changes of that frame have been laid out.
+    function stick() {
+      if (!following || stickQueued) return;
+      stickQueued = true;
+      requestAnimationFrame(function () {
+        stickQueued = false;
+        if (following) toEnd();
+      });
+    }
+
+    function scrollToEnd() {
+      if (!following) return;
+      toEnd();
+      stick();
+    }
+
+    list.addEventListener("scroll", function () {
+      var top = list.scrollTop;
+      // Up and away from the end is the reader's doing (content that shrinks only brings the
+      // end closer); reaching the end again follows the newest once more.
+      if (top < lastTop && fromEnd() > FOLLOW_SLACK_PX) following = false;
+      else if (fromEnd() <= FOLLOW_SLACK_PX) following = true;
+      lastTop = top;
+    }, { passive: true });
+    new MutationObserver(stick).observe(list, { childList: true, subtree: true, characterData: true });
+    list.addEventListener("load", stick, true); // images
+    if (window.ResizeObserver) new ResizeObserver(stick).observe(list); // rotation, keyboard
+
+    // The newest message's text, for the conversation list (sidebar.js): a reply still
+    // empty leaves the previous one; an image without words is "Image".
+    function announceLatest(item, text) {
+      var last = list.lastElementChild;
+      while (last && !(last.classList.contains("msg-user") || last.classList.contains("msg-assistant"))) {
+        last = last.previousElementSibling;
+      }
+      if (last !== item) return;
+      var preview = text.trim() ? text : item.querySelector(".msg-image") ? "Image" : "";
+      if (preview) document.dispatchEvent(new CustomEvent("chat:latest", { detail: { text: preview } }));
     }
 
     function messageItem(role, author, status) {
       if (emptyNote) { emptyNote.remove(); emptyNote = null; }
+      if (status === "sending") following = true; // the viewer's own new message
       var item = document.createElement("li");
       item.className = "msg msg-" + role;
       item.dataset.status = status || "complete";
@@ -57,6 +110,7 @@
       if (item.dataset.status === "streaming") md.renderSoon(body, text);
       else md.renderInto(body, text);
       if (item.classList.contains("msg-user")) collapseLong(item, body, text);
+      announceLatest(item, text);
     }
 
     // A long user message shows its first lines and a toggle (aria-expanded) to see it all.

@@ -1,6 +1,7 @@
 /* The conversation sidebar and the chat header, kept up to date while the page is open: a
  * "conversation" event (the conversation was named after its first exchange) renames the
- * heading, the page title and the sidebar's entry; a conversation menu closes when another
+ * heading, the page title and the sidebar's entry; the entry previews the newest message
+ * (chat-messages.js reports it as "chat:latest"); a conversation menu closes when another
  * opens or on Escape. chat.js passes on the socket's events as "chat:event". */
 (function () {
   "use strict";
@@ -25,6 +26,21 @@
   document.addEventListener("chat:event", function (event) {
     var data = event.detail || {};
     if (data.type === "conversation") rename(data.conversation_id, data.title);
+  });
+
+  // The open conversation's entry previews its newest message, as the server does on the
+  // next load (90 characters). A page of earlier messages does not show the newest.
+  var PREVIEW_CHARS = 90;
+  function preview(text) {
+    if (!config.isLatestWindow) return;
+    var entry = document.querySelector('li[data-conversation-id="' + config.conversationId + '"] .conversation-preview');
+    if (!entry) return;
+    var chars = Array.from(text);
+    entry.textContent = chars.length > PREVIEW_CHARS ? chars.slice(0, PREVIEW_CHARS - 1).join("") + "…" : text;
+  }
+
+  document.addEventListener("chat:latest", function (event) {
+    if (event.detail && event.detail.text) preview(event.detail.text);
   });
 
   // One conversation menu open at a time.
@@ -52,5 +68,5 @@
   var column = current && current.closest(".sidebar");
   if (column) column.scrollTop = Math.max(0, current.offsetTop - column.clientHeight / 2);
 
-  window.ChatSidebar = { rename: rename };
+  window.ChatSidebar = { rename: rename, preview: preview };
 })();

@@ -84,6 +84,7 @@ HTTP_CASES: dict[str, list[Case]] = {
     # --- site and accounts: not tenant data, but must not leak or change A's ---------------
     "home": [Case()],
     "healthz": PUBLIC,
+    "favicon": PUBLIC,
     "login": [Case(public=True, body={"post": const({"username": f"{MARKER}-member"})})],
     "logout": PUBLIC,
     "password_change": PUBLIC,

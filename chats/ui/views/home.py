@@ -1,10 +1,12 @@
-"""Entry pages: the start page and the health check."""
+"""Entry pages: the start page, the health check and the site's icon."""
 
 from __future__ import annotations
 
 from django.contrib.auth.views import redirect_to_login
 from django.db import connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.templatetags.static import static
+from django.views.decorators.http import require_safe
 
 from chats.ui.selectors import conversations_of
 from chats.ui.views._common import current_tenant, page
@@ -25,3 +27,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return JsonResponse({"status": "ok"})
+
+
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
+    """/favicon.ico, which browsers ask for on their own: the site's icon (an SVG, which the
+    pages also link). A temporary redirect: the icon's static name changes with its content."""
+    return HttpResponseRedirect(static("favicon.svg"))
