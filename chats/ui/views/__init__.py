@@ -15,7 +15,14 @@ from .conversations import (
     conversation_new,
     participant_add_view,
 )
-from .memories import memory_add, memory_delete, memory_edit, memory_history, memory_list
+from .memories import (
+    memory_add,
+    memory_delete,
+    memory_edit,
+    memory_history,
+    memory_list,
+    memory_share,
+)
 from .meter import turn_meter
 from .summaries import conversation_summaries
 from .tenants import tenant_switch
@@ -36,6 +43,7 @@ __all__ = [
     "memory_edit",
     "memory_history",
     "memory_list",
+    "memory_share",
     "message_image",
     "participant_add_view",
     "tenant_switch",
