@@ -97,9 +97,7 @@ def test_another_participant_makes_a_conversation_shared(tenant_a, member_a, bob
 
 
 @pytest.mark.django_db
-def test_the_fact_tool_lists_only_shareable_facts_in_a_group(
-    tenant_a, member_a, bob, alices_facts
-):
+def test_the_fact_tool_lists_only_shareable_facts_in_a_group(tenant_a, member_a, bob, alices_facts):
     group = make_conversation(tenant_a, member_a, title="Team", participants=[bob])
     in_group = add_message(group, member_a, QUESTION)
     listed = execute_tool(

@@ -72,9 +72,7 @@ def test_facts_are_paginated(member_client, tenant_a, member_a):
 
 def test_a_fact_is_private_until_shared_on_the_page(member_client, tenant_a, member_a):
     member_client.post(reverse("chats_ui:memory_add"), {"text": "Allergic to penicillin"})
-    member_client.post(
-        reverse("chats_ui:memory_add"), {"text": "Likes tea", "shareable": "on"}
-    )
+    member_client.post(reverse("chats_ui:memory_add"), {"text": "Likes tea", "shareable": "on"})
     facts = {f.text: f for f in current_facts(tenant_a, member_a)}
     assert not facts["Allergic to penicillin"].shareable and facts["Likes tea"].shareable
     page = member_client.get(reverse("chats_ui:memory_list")).content.decode()
