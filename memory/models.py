@@ -25,7 +25,12 @@ class FactEnd(models.TextChoices):
 
 class UserFact(TenantOwnedModel):
     """A fact about a user. A keyed fact (``city``) has one current value; saving a new value
-    marks the old one superseded (kept as history), so memory never holds contradictions."""
+    marks the old one superseded (kept as history), so memory never holds contradictions.
+
+    A fact is private unless its owner marks it ``shareable``: a private fact never enters a
+    prompt whose reply someone else can read (a conversation with more than one participant),
+    only the owner's own one-to-one conversations; a shareable one may enter any prompt of a
+    turn its owner starts."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
@@ -39,6 +44,11 @@ class UserFact(TenantOwnedModel):
     )
     superseded_at = models.DateTimeField(null=True, blank=True)
     ended_reason = models.CharField(max_length=8, choices=FactEnd.choices, blank=True)
+    shareable = models.BooleanField(
+        default=False,
+        help_text="The fact may be used in replies the other members of a group chat read. "
+        "Off (private): it is used only in the owner's one-to-one conversations.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
 

@@ -1,5 +1,10 @@
 """Reads of user facts. Every selector takes the tenant and the user, runs in the tenant's
-scope, and raises the same not-found for a missing fact and another user's (or tenant's)."""
+scope, and raises the same not-found for a missing fact and another user's (or tenant's).
+
+Which facts a prompt may hold: a reply is read by every participant of its conversation, so
+a conversation with more than one participant (a group chat) gets only the author's
+*shareable* facts; a one-to-one conversation gets all of them (:func:`conversation_is_shared`;
+the turn's assembly reads the same rule in its one query, ``chats.assembly.selectors``)."""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.tenancy.scoping import tenant_scope
 from memory.models import UserFact
 
@@ -71,15 +77,38 @@ def facts_page(
     return found.items, found.total
 
 
-def current_facts(tenant: Any, user: Any, *, limit: int = MAX_PAGE_SIZE) -> list[UserFact]:
-    """The user's current facts, newest first (at most ``limit``)."""
+def current_facts(
+    tenant: Any, user: Any, *, limit: int = MAX_PAGE_SIZE, shareable_only: bool = False
+) -> list[UserFact]:
+    """The user's current facts, newest first (at most ``limit``); with ``shareable_only``,
+    only those their owner marked shareable."""
     tenant_id, user_id = _id(tenant), _id(user)
     with tenant_scope(tenant_id):
-        return list(
-            UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True).order_by(
-                "-created_at", "-pk"
-            )[: max(0, limit)]
-        )
+        facts = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
+        if shareable_only:
+            facts = facts.filter(shareable=True)
+        return list(facts.order_by("-created_at", "-pk")[: max(0, limit)])
+
+
+def conversation_is_shared(tenant: Any, conversation: Any) -> bool:
+    """Whether other people read the replies of ``conversation``: a group chat, or one with
+    more than one participant. A missing conversation counts as shared (the safe answer)."""
+    tenant_id, conversation_id = _id(tenant), _id(conversation)
+    with tenant_scope(tenant_id):
+        found = Conversation.objects.filter(pk=conversation_id).values_list("is_group", flat=True)
+        is_group = next(iter(found), None)
+        if is_group is None or is_group:
+            return True
+        return Participant.objects.filter(conversation_id=conversation_id).count() > 1
+
+
+def message_is_shared(tenant: Any, message: Any) -> bool:
+    """:func:`conversation_is_shared` of the conversation ``message`` belongs to."""
+    tenant_id, message_id = _id(tenant), _id(message)
+    with tenant_scope(tenant_id):
+        found = Message.objects.filter(pk=message_id).values_list("conversation_id", flat=True)
+        conversation_id = next(iter(found), None)
+    return conversation_id is None or conversation_is_shared(tenant_id, conversation_id)
 
 
 def fact_get(tenant: Any, user: Any, fact_id: Any) -> UserFact:

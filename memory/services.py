@@ -8,6 +8,8 @@
 - Text is validated: a non-empty string, no NUL, at most ``max_fact_chars`` characters;
   keys are short slugs.
 - History stays bounded: at most ``HISTORY_PER_USER`` ended facts are kept per user.
+- A fact is private unless saved or marked ``shareable`` (:func:`fact_set_shareable`); a new
+  version of a fact (an edit, a keyed replacement) keeps the setting unless told otherwise.
 
 Every write runs in one transaction holding a row lock on the user's membership, so two
 concurrent saves for the same user cannot both pass the limit; a user who is not a member of
@@ -127,9 +129,13 @@ def fact_save(
     key: Any = None,
     source: str = FactSource.USER,
     source_message: Any = None,
+    *,
+    shareable: bool | None = None,
 ) -> UserFact:
     """Save a fact about ``user``; return the current fact (see :func:`fact_save_detailed`)."""
-    return fact_save_detailed(tenant, user, text, key, source, source_message).fact
+    return fact_save_detailed(
+        tenant, user, text, key, source, source_message, shareable=shareable
+    ).fact
 
 
 def fact_save_detailed(
@@ -139,9 +145,14 @@ def fact_save_detailed(
     key: Any = None,
     source: str = FactSource.USER,
     source_message: Any = None,
+    *,
+    shareable: bool | None = None,
 ) -> SavedFact:
     """Save a fact: idempotent for an identical current fact, replacing the current value of
-    ``key``, evicting the oldest facts over the policy's limit."""
+    ``key``, evicting the oldest facts over the policy's limit.
+
+    ``shareable``: whether the fact may be used in replies others read (``None``: as the value
+    it replaces, else private); an identical current fact takes a given setting in place."""
     tenant_id, user_id = _id(tenant), _id(user)
     policy = active_policy(tenant_id)
     if not policy.facts_enabled:
@@ -163,11 +174,13 @@ def fact_save_detailed(
             if key is not None:
                 old = current.filter(key=key).first()
                 if old is not None and old.text == text:
-                    return SavedFact(fact=old, created=False)
+                    return SavedFact(fact=_with_shareable(old, shareable), created=False)
             else:
                 for existing in current.filter(key__isnull=True).order_by("-created_at")[:200]:
                     if _same_text(existing.text, text):
-                        return SavedFact(fact=existing, created=False)
+                        return SavedFact(fact=_with_shareable(existing, shareable), created=False)
+            if shareable is None:
+                shareable = old.shareable if old is not None else False
             if old is not None:
                 # Free the (tenant, user, key) slot first: the constraint allows one current.
                 UserFact.objects.filter(pk=old.pk).update(
@@ -180,6 +193,7 @@ def fact_save_detailed(
                 text=text,
                 source=source,
                 source_message_id=message_id,
+                shareable=bool(shareable),
             )
             if old is not None:
                 UserFact.objects.filter(pk=old.pk).update(superseded_by=fact)
@@ -187,6 +201,15 @@ def fact_save_detailed(
             evicted = _evict(tenant_id, user_id, policy.max_facts_per_user, now)
             _prune_history(tenant_id, user_id)
     return SavedFact(fact=fact, created=True, replaced=old, evicted=evicted)
+
+
+def _with_shareable(fact: UserFact, shareable: bool | None) -> UserFact:
+    """``fact`` with the sharing setting ``shareable`` (unchanged when ``None``), in place:
+    whom a fact may reach is a setting of the fact, not a new version of it."""
+    if shareable is not None and fact.shareable != bool(shareable):
+        UserFact.objects.filter(pk=fact.pk).update(shareable=bool(shareable))
+        fact.shareable = bool(shareable)
+    return fact
 
 
 def _evict(tenant_id: int, user_id: int, limit: int, now: Any) -> list[int]:
@@ -224,9 +247,16 @@ def _current_fact(tenant_id: int, user_id: int, fact_id: Any) -> UserFact:
 
 
 def fact_update(
-    tenant: Tenant | int, user: Any, fact_id: Any, text: Any, source: str = FactSource.USER
+    tenant: Tenant | int,
+    user: Any,
+    fact_id: Any,
+    text: Any,
+    source: str = FactSource.USER,
+    *,
+    shareable: bool | None = None,
 ) -> UserFact:
-    """Change a current fact's text: the new version supersedes the old one (history)."""
+    """Change a current fact's text: the new version supersedes the old one (history) and
+    keeps its sharing setting unless ``shareable`` says otherwise."""
     tenant_id, user_id = _id(tenant), _id(user)
     policy = active_policy(tenant_id)
     text = validate_fact_text(text, max_chars=policy.max_fact_chars)
@@ -235,7 +265,8 @@ def fact_update(
         _lock_membership(tenant_id, user_id, for_existing=True)
         old = _current_fact(tenant_id, user_id, fact_id)
         if old.text == text:
-            return old
+            with tenant_scope(tenant_id):
+                return _with_shareable(old, shareable)
         with tenant_scope(tenant_id):
             UserFact.objects.filter(pk=old.pk).update(
                 superseded_at=now, ended_reason=FactEnd.REPLACED
@@ -247,10 +278,25 @@ def fact_update(
                 text=text,
                 source=source,
                 source_message_id=old.source_message_id,
+                shareable=old.shareable if shareable is None else bool(shareable),
             )
             UserFact.objects.filter(pk=old.pk).update(superseded_by=fact)
             _prune_history(tenant_id, user_id)
     return fact
+
+
+def fact_set_shareable(tenant: Tenant | int, user: Any, fact_id: Any, shareable: Any) -> UserFact:
+    """Mark a current fact shareable (usable in replies the other members of a group chat
+    read) or private (only in the owner's one-to-one conversations). A setting, changed in
+    place: no new version."""
+    if not isinstance(shareable, bool):
+        raise FactRejected("invalid", "`shareable` must be true or false.")
+    tenant_id, user_id = _id(tenant), _id(user)
+    with transaction.atomic():
+        _lock_membership(tenant_id, user_id, for_existing=True)
+        fact = _current_fact(tenant_id, user_id, fact_id)
+        with tenant_scope(tenant_id):
+            return _with_shareable(fact, shareable)
 
 
 def fact_delete(tenant: Tenant | int, user: Any, fact_id: Any, *, forget: bool = True) -> None:

@@ -2,7 +2,9 @@
 ``get_user_facts``).
 
 Who the facts belong to comes from the turn (``tenant_id``, ``user_id``), never from the
-model's input, so a model cannot read or write another user's or tenant's facts. Inputs are
+model's input, so a model cannot read or write another user's or tenant's facts. In a turn
+of a conversation others read (``memory.selectors.conversation_is_shared``),
+``get_user_facts`` lists only the user's shareable facts, as the prompt holds only those. Inputs are
 checked against the tools' schemas (unknown properties, wrong types and lengths are rejected).
 Results are JSON-able dicts: ``{"ok": true, ...}`` or ``{"ok": false, "error": code,
 "message": ...}``.
@@ -21,7 +23,7 @@ from chatplatform.core.llm.base import ToolCall
 from chatplatform.core.llm.tools import GET_USER_FACTS, SAVE_USER_FACT
 from chatplatform.policies import active_policy
 from memory.models import FactSource
-from memory.selectors import current_facts
+from memory.selectors import current_facts, message_is_shared
 from memory.services import FactRejected, fact_save_detailed
 
 logger = logging.getLogger(__name__)
@@ -76,7 +78,7 @@ def execute_tool(
         return problem
     if name == SAVE_USER_FACT.name:
         return _save(input, tenant_id=tenant_id, user_id=user_id, message_id=message_id)
-    return _get(tenant_id=tenant_id, user_id=user_id)
+    return _get(tenant_id=tenant_id, user_id=user_id, message_id=message_id)
 
 
 def _save(
@@ -106,12 +108,13 @@ def _save(
     return result
 
 
-def _get(*, tenant_id: int, user_id: int) -> dict[str, Any]:
+def _get(*, tenant_id: int, user_id: int, message_id: int | None) -> dict[str, Any]:
     try:
         limit = active_policy(tenant_id).max_facts_per_user
     except Exception:  # no policy at all: still answer with the facts there are
         limit = 100
-    facts = current_facts(tenant_id, user_id, limit=limit)
+    shared = message_id is not None and message_is_shared(tenant_id, message_id)
+    facts = current_facts(tenant_id, user_id, limit=limit, shareable_only=shared)
     return {
         "ok": True,
         "count": len(facts),
@@ -120,6 +123,7 @@ def _get(*, tenant_id: int, user_id: int) -> dict[str, Any]:
                 "id": f.pk,
                 "text": f.text,
                 "key": f.key,
+                "shareable": f.shareable,
                 "saved_at": f.created_at.isoformat() if f.created_at else None,
             }
             for f in facts

@@ -170,27 +170,40 @@ WHERE m.tenant_id = %(tenant)s AND m.conversation_id = %(conversation)s
 #: round trip instead of two): ``seq`` holds minus the fact's rank (-1 = newest; history
 #: seqs are positive, so sorting the rows by seq puts the facts last, newest first),
 #: ``content`` its text, ``author`` its key. By the partial index ``(tenant, user,
-#: created_at)``.
+#: created_at)``. ``{private}`` keeps a private fact out of a reply others read (see
+#: :data:`_SHAREABLE_ONLY` and :data:`_PRIVATE_WHEN_ALONE`).
 _FACTS_SQL = """
 SELECT * FROM (
     SELECT id, -row_number() OVER (ORDER BY created_at DESC, id DESC), CAST(NULL AS text),
            text, key, CAST(NULL AS integer), CAST(NULL AS text), CAST(NULL AS text),
            CAST(NULL AS text), CAST(NULL AS text){names}
     FROM memory_userfact
-    WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND superseded_at IS NULL
+    WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND superseded_at IS NULL{private}
     ORDER BY created_at DESC, id DESC
     LIMIT %(facts)s
 ) f
 """
+#: A group chat: every member reads the reply, so only the facts their owner marked
+#: shareable (``memory.selectors`` states the rule).
+_SHAREABLE_ONLY = "\n      AND shareable"
+#: Any other conversation: private facts too, unless someone else takes part in it (the
+#: participant index ``(tenant, conversation, user)``; the same round trip).
+_PRIVATE_WHEN_ALONE = """
+      AND (shareable OR NOT EXISTS (
+          SELECT 1 FROM chats_participant p
+          WHERE p.tenant_id = %(tenant)s AND p.conversation_id = %(conversation)s
+            AND p.user_id <> %(user)s
+      ))"""
 
 _NAMES = ", u.username, u.first_name, u.last_name"
 _NO_NAMES = ", CAST(NULL AS text), CAST(NULL AS text), CAST(NULL AS text)"
 _JOIN = "\nLEFT JOIN auth_user u ON u.id = m.author_id"
 
 
-def _recent_sql(*, labels: bool, facts: bool) -> str:
+def _recent_sql(*, labels: bool, facts: bool, shared: bool = False) -> str:
     """The statement of :func:`recent_messages_and_facts`: history rows (with the authors'
-    names appended when ``labels``), then the facts when ``facts``."""
+    names appended when ``labels``), then the facts when ``facts`` (only shareable ones when
+    ``shared``)."""
     recent = _RECENT_SQL.format(
         names=_NAMES if labels else "",
         join=_JOIN if labels else "",
@@ -198,14 +211,19 @@ def _recent_sql(*, labels: bool, facts: bool) -> str:
     )
     if not facts:
         return recent
-    return f"{recent}UNION ALL{_FACTS_SQL.format(names=_NO_NAMES if labels else '')}"
+    facts_sql = _FACTS_SQL.format(
+        names=_NO_NAMES if labels else "",
+        private=_SHAREABLE_ONLY if shared else _PRIVATE_WHEN_ALONE,
+    )
+    return f"{recent}UNION ALL{facts_sql}"
 
 
-#: Built once: ``(labels, facts)`` -> the statement.
+#: Built once: ``(labels, facts, shared)`` -> the statement.
 RECENT_SQL = {
-    (labels, facts): _recent_sql(labels=labels, facts=facts)
+    (labels, facts, shared): _recent_sql(labels=labels, facts=facts, shared=shared)
     for labels in (False, True)
     for facts in (False, True)
+    for shared in (False, True)
 }
 
 
@@ -222,6 +240,7 @@ def recent_messages_and_facts(
     overhead: int,
     bot_name: str,
     labels: bool = True,
+    shared: bool = False,
 ) -> tuple[list[MessageItem], list[FactItem]]:
     """The turn's history candidates and the user's current facts, in ONE query.
 
@@ -236,14 +255,17 @@ def recent_messages_and_facts(
     speaker, so its read skips the users table.
 
     Facts: ``user_id``'s current facts in the tenant, newest first, at most ``max_facts``
-    (none when ``user_id`` is None or ``max_facts`` is 0).
+    (none when ``user_id`` is None or ``max_facts`` is 0). A reply others read holds only the
+    facts their owner marked shareable: in a group chat (``shared``) and in any conversation
+    someone else takes part in; private facts go only into the owner's one-to-one
+    conversations.
 
     The tenant filters are explicit because this is raw SQL."""
     with_facts = user_id is not None and max_facts > 0
     with connection.cursor() as cursor:
         execute_prepared(
             cursor,
-            RECENT_SQL[labels, with_facts],
+            RECENT_SQL[labels, with_facts, shared],
             {
                 "tenant": conversation.tenant_id,
                 "conversation": conversation.pk,

@@ -254,6 +254,8 @@ def assemble_context(
         overhead=counter.message_overhead,
         bot_name=bot_name,
         labels=conversation.is_group,
+        # A group chat's reply is read by every member: only shareable facts.
+        shared=conversation.is_group,
     )
     retrieved: list[RetrievedItem] = []
     dense = "off"

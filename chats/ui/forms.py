@@ -91,6 +91,12 @@ class ParticipantAddForm(forms.Form):
         field.queryset = tenant_members(tenant, exclude=current)
 
 
+SHAREABLE_HELP = (
+    "Off: private, used only in your one-to-one chats with the assistant. On: also used in "
+    "group chats, where every member reads the replies."
+)
+
+
 class FactForm(forms.Form):
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
     key = forms.CharField(
@@ -98,10 +104,20 @@ class FactForm(forms.Form):
         required=False,
         help_text="Optional, e.g. home_city: a keyed fact keeps one current value.",
     )
+    shareable = forms.BooleanField(
+        required=False, label="Shareable in group chats", help_text=SHAREABLE_HELP
+    )
 
 
 class FactEditForm(forms.Form):
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
+    shareable = forms.BooleanField(
+        required=False, label="Shareable in group chats", help_text=SHAREABLE_HELP
+    )
+
+
+class FactShareForm(forms.Form):
+    shareable = forms.BooleanField(required=False)
 
 
 class TenantSwitchForm(forms.Form):

@@ -69,5 +69,6 @@ urlpatterns = [
     path("memories/add/", views.memory_add, name="memory_add"),
     path("memories/<int:fact_id>/edit/", views.memory_edit, name="memory_edit"),
     path("memories/<int:fact_id>/delete/", views.memory_delete, name="memory_delete"),
+    path("memories/<int:fact_id>/share/", views.memory_share, name="memory_share"),
     path("memories/<int:fact_id>/history/", views.memory_history, name="memory_history"),
 ]

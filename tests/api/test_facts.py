@@ -137,3 +137,32 @@ def test_another_tenants_facts_are_404(client_a, admin_client_a, tenant_b, membe
         error_of(client.put(by_key, {"text": "x"}, format="json"), status)
         assert theirs.pk not in [f["id"] for f in client.get(FACTS).json()["results"]]
     assert current(tenant_b, member_b) == [(None, "B's fact")]
+
+
+def test_shareable_is_private_by_default_and_editable(client_a, tenant_a, member_a):
+    created = client_a.post(FACTS, {"text": "Allergic to penicillin"}, format="json").json()
+    assert created["shareable"] is False
+    shared = client_a.post(FACTS, {"text": "Likes tea", "shareable": True}, format="json")
+    assert shared.status_code == 201 and shared.json()["shareable"] is True
+
+    url = f"{FACTS}{created['id']}/"
+    marked = client_a.patch(url, {"shareable": True}, format="json")
+    assert marked.status_code == 200
+    assert marked.json()["id"] == created["id"] and marked.json()["shareable"] is True
+    edited = client_a.patch(url, {"text": "Allergic to aspirin"}, format="json").json()
+    assert edited["id"] != created["id"] and edited["shareable"] is True  # a new version keeps it
+    private = client_a.patch(f"{FACTS}{edited['id']}/", {"shareable": False}, format="json")
+    assert private.json()["shareable"] is False
+    listed = {f["text"]: f["shareable"] for f in client_a.get(FACTS).json()["results"]}
+    assert listed == {"Allergic to aspirin": False, "Likes tea": True}
+
+    keyed = client_a.put(
+        f"{FACTS}by-key/home_city/", {"text": "Lisbon", "shareable": True}, format="json"
+    )
+    assert keyed.status_code == 201 and keyed.json()["shareable"] is True
+    moved = client_a.put(f"{FACTS}by-key/home_city/", {"text": "Porto"}, format="json")
+    assert moved.json()["shareable"] is True  # replaces the value, keeps the setting
+
+    error_of(client_a.patch(url, {}, format="json"), 400)
+    error_of(client_a.patch(f"{FACTS}{edited['id']}/", {"shareable": "maybe"}, format="json"), 400)
+    error_of(client_a.patch(f"{FACTS}999999/", {"shareable": True}, format="json"), 404)

@@ -36,8 +36,10 @@ def talk(tenant_a, member_a):
         tenant=tenant_a, created_by=member_a, title="Plans", participants=[other]
     )
     make_message(conversation, "Where shall we meet?", author=member_a)
-    fact_save(tenant_a, member_a, "Lives in Lisbon", key="home city")
-    fact_save(tenant_a, member_a, "Prefers trains over planes")
+    fact_save(tenant_a, member_a, "Lives in Lisbon", key="home city", shareable=True)
+    fact_save(tenant_a, member_a, "Prefers trains over planes", shareable=True)
+    # A group chat's turn holds only the facts their owner shares with the group.
+    fact_save(tenant_a, member_a, "Allergic to penicillin")
     return conversation, other
 
 

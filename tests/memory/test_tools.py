@@ -62,6 +62,7 @@ def test_save_and_get(tenant_a, member_a):
                 "id": fact.pk,
                 "text": "Lives in Porto",
                 "key": "city",
+                "shareable": False,
                 "saved_at": fact.created_at.isoformat(),
             }
         ],

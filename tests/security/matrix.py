@@ -201,6 +201,7 @@ HTTP_CASES: dict[str, list[Case]] = {
     "chats_ui:memory_add": [Case(body={"post": const({"text": "mine"})})],
     "chats_ui:memory_edit": [Case(kwargs=fact, body={"post": const({"text": "taken"})})],
     "chats_ui:memory_delete": [Case(kwargs=fact)],
+    "chats_ui:memory_share": [Case(kwargs=fact, body={"post": const({"shareable": "on"})})],
     "chats_ui:memory_history": [Case(kwargs=fact)],
     # --- the admin: site views and custom views ------------------------------------------------
     "admin:index": [Case()],

@@ -93,7 +93,7 @@ def mallory_takes_over(tenant, chat: Conversation, mallory) -> None:
         assert Conversation.objects.get(pk=chat.pk).title == TITLE
     mallory.first_name, mallory.last_name = FIRST, LAST
     mallory.save(update_fields=["first_name", "last_name"])
-    fact_save(tenant, mallory, PRONOUNS, key="pronouns")
+    fact_save(tenant, mallory, PRONOUNS, key="pronouns", shareable=True)
 
 
 async def send(chat: Conversation, user, text: str) -> None:

@@ -31,8 +31,10 @@ def talk(tenant_a, member_a):
         tenant=tenant_a, created_by=member_a, title="Plans", participants=[other]
     )
     answered_turn(conversation, member_a, "Where shall we meet?")
-    fact_save(tenant_a, member_a, "Lives in Lisbon", key="home city")
-    fact_save(tenant_a, member_a, "Prefers trains over planes")
+    fact_save(tenant_a, member_a, "Lives in Lisbon", key="home city", shareable=True)
+    fact_save(tenant_a, member_a, "Prefers trains over planes", shareable=True)
+    # A group chat's turn holds only the facts their owner shares with the group.
+    fact_save(tenant_a, member_a, "Allergic to penicillin")
     return conversation, other
 
 

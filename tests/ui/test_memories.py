@@ -68,3 +68,34 @@ def test_facts_are_paginated(member_client, tenant_a, member_a):
     assert "Page 1 of 2" in first
     second = member_client.get(reverse("chats_ui:memory_list"), {"page": 2}).content.decode()
     assert "Fact number 0" in second
+
+
+def test_a_fact_is_private_until_shared_on_the_page(member_client, tenant_a, member_a):
+    member_client.post(reverse("chats_ui:memory_add"), {"text": "Allergic to penicillin"})
+    member_client.post(reverse("chats_ui:memory_add"), {"text": "Likes tea", "shareable": "on"})
+    facts = {f.text: f for f in current_facts(tenant_a, member_a)}
+    assert not facts["Allergic to penicillin"].shareable and facts["Likes tea"].shareable
+    page = member_client.get(reverse("chats_ui:memory_list")).content.decode()
+    assert "Private" in page and "Shareable in group chats" in page
+
+    secret = facts["Allergic to penicillin"]
+    url = reverse("chats_ui:memory_share", args=[secret.pk])
+    assert member_client.post(url, {"shareable": "on"}).status_code == 302
+    [now] = [f for f in current_facts(tenant_a, member_a) if f.pk == secret.pk]
+    assert now.shareable
+    member_client.post(url, {})
+    [now] = [f for f in current_facts(tenant_a, member_a) if f.pk == secret.pk]
+    assert not now.shareable
+
+    edit = reverse("chats_ui:memory_edit", args=[secret.pk])
+    member_client.post(edit, {"text": "Allergic to aspirin", "shareable": "on"})
+    [edited] = [f for f in current_facts(tenant_a, member_a) if f.text == "Allergic to aspirin"]
+    assert edited.shareable
+
+
+def test_another_users_fact_cannot_be_shared(member_client, tenant_a, admin_a):
+    theirs = fact_save(tenant_a, admin_a, "Not yours")
+    url = reverse("chats_ui:memory_share", args=[theirs.pk])
+    assert member_client.post(url, {"shareable": "on"}).status_code == 404
+    [fact] = current_facts(tenant_a, admin_a)
+    assert not fact.shareable

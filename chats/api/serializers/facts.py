@@ -10,6 +10,11 @@ from rest_framework import serializers
 from chats.api.serializers.fields import TextField
 from memory.models import UserFact
 
+SHAREABLE_HELP = (
+    "Whether the fact may be used in replies the other members of a group chat read. False "
+    "(the default): private, used only in the owner's one-to-one conversations."
+)
+
 
 class FactSerializer(serializers.ModelSerializer):
     user: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
@@ -43,8 +48,10 @@ class FactSerializer(serializers.ModelSerializer):
             "superseded_at",
             "superseded_by",
             "ended_reason",
+            "shareable",
         ]
         read_only_fields = fields
+        extra_kwargs = {"shareable": {"help_text": SHAREABLE_HELP}}
 
     @extend_schema_field(serializers.BooleanField())
     def get_current(self, fact: UserFact) -> bool:
@@ -64,10 +71,35 @@ class FactCreateSerializer(serializers.Serializer):
         max_length=200,
         help_text="A slug such as home_city: a keyed fact has one current value.",
     )
+    shareable = serializers.BooleanField(
+        required=False,
+        help_text=SHAREABLE_HELP + " Omitted: as the value it replaces, else false.",
+    )
 
 
 class FactTextSerializer(serializers.Serializer):
     text = TextField(allow_blank=True, trim_whitespace=False, max_length=100_000)
+    shareable = serializers.BooleanField(
+        required=False, help_text=SHAREABLE_HELP + " Omitted: unchanged."
+    )
+
+
+class FactChangeSerializer(serializers.Serializer):
+    text = TextField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=100_000,
+        help_text="The new text (a new version). Omitted: the text stays.",
+    )
+    shareable = serializers.BooleanField(
+        required=False, help_text=SHAREABLE_HELP + " Omitted: unchanged."
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "text" not in attrs and "shareable" not in attrs:
+            raise serializers.ValidationError("Send `text`, `shareable` or both.")
+        return attrs
 
 
 class FactOwnerQuerySerializer(serializers.Serializer):

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from chats.api import selectors
 from chats.api.errors import ApiError
 from chats.api.serializers.facts import (
+    FactChangeSerializer,
     FactCreateSerializer,
     FactListSerializer,
     FactOwnerQuerySerializer,
@@ -27,6 +28,7 @@ from memory.services import (
     FactRejected,
     fact_delete,
     fact_save_detailed,
+    fact_set_shareable,
     fact_update,
 )
 
@@ -87,7 +89,9 @@ class FactListView(FactsView):
         operation_id="facts_create",
         summary="Save a fact (identical current fact: returned, 200)",
         description="A keyed fact replaces the key's current value (kept as history); over "
-        "the policy's limit the oldest facts are evicted.",
+        "the policy's limit the oldest facts are evicted. A fact is private unless "
+        "`shareable` is true: private facts are used only in the owner's one-to-one "
+        "conversations, never in a reply other members of a group chat read.",
         parameters=OWNER,
         request=FactCreateSerializer,
         responses={
@@ -101,7 +105,12 @@ class FactListView(FactsView):
         data = self.body(FactCreateSerializer)
         try:
             saved = fact_save_detailed(
-                self.principal.tenant_id, owner, data["text"], data.get("key"), FactSource.API
+                self.principal.tenant_id,
+                owner,
+                data["text"],
+                data.get("key"),
+                FactSource.API,
+                shareable=data.get("shareable"),
             )
         except FactRejected as exc:
             raise rejected(exc) from None
@@ -123,22 +132,32 @@ class FactDetailView(FactsView):
     @extend_schema(
         tags=TAG,
         operation_id="facts_update",
-        summary="Change a current fact's text",
-        description="The new text becomes a new version (a new id) that supersedes this one; "
-        "the response is the new version.",
+        summary="Change a current fact's text or whether it is shareable",
+        description="A new text becomes a new version (a new id) that supersedes this one; "
+        "the response is the new version. `shareable` alone changes the setting in place "
+        "(same id).",
         parameters=OWNER,
-        request=FactTextSerializer,
+        request=FactChangeSerializer,
         responses=FactSerializer,
     )
     def patch(self, request: Request, fact_id: int) -> Response:
         owner = self.owner()
-        data = self.body(FactTextSerializer)
+        data = self.body(FactChangeSerializer)
         if not valid_id(fact_id):
             raise NotFound("No such fact.")
+        tenant_id = self.principal.tenant_id
         try:
-            fact = fact_update(
-                self.principal.tenant_id, owner, fact_id, data["text"], FactSource.API
-            )
+            if "text" in data:
+                fact = fact_update(
+                    tenant_id,
+                    owner,
+                    fact_id,
+                    data["text"],
+                    FactSource.API,
+                    shareable=data.get("shareable"),
+                )
+            else:
+                fact = fact_set_shareable(tenant_id, owner, fact_id, data["shareable"])
         except FactNotFound:
             raise NotFound("No such current fact.") from None
         except FactRejected as exc:
@@ -183,7 +202,12 @@ class FactByKeyView(FactsView):
         data = self.body(FactTextSerializer)
         try:
             saved = fact_save_detailed(
-                self.principal.tenant_id, owner, data["text"], key, FactSource.API
+                self.principal.tenant_id,
+                owner,
+                data["text"],
+                key,
+                FactSource.API,
+                shareable=data.get("shareable"),
             )
         except FactRejected as exc:
             raise rejected(exc) from None

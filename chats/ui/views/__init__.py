@@ -16,7 +16,14 @@ from .conversations import (
     conversation_new,
     participant_add_view,
 )
-from .memories import memory_add, memory_delete, memory_edit, memory_history, memory_list
+from .memories import (
+    memory_add,
+    memory_delete,
+    memory_edit,
+    memory_history,
+    memory_list,
+    memory_share,
+)
 from .meter import turn_meter
 from .summaries import conversation_summaries
 from .tenants import tenant_switch
@@ -37,6 +44,7 @@ __all__ = [
     "memory_edit",
     "memory_history",
     "memory_list",
+    "memory_share",
     "message_fit_view",
     "message_image",
     "message_versions_view",

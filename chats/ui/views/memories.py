@@ -1,5 +1,5 @@
-"""The memories page: the user's facts in their current tenant, with add, edit, delete and
-history. Another user's fact answers 404 exactly like a missing one."""
+"""The memories page: the user's facts in their current tenant, with add, edit, share or keep
+private, delete and history. Another user's fact answers 404 exactly like a missing one."""
 
 from __future__ import annotations
 
@@ -8,11 +8,17 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from chats.ui.forms import FactEditForm, FactForm
+from chats.ui.forms import FactEditForm, FactForm, FactShareForm
 from chats.ui.views._common import int_param, page, tenant_member_required, tenant_of
 from memory.models import FactSource, UserFact
 from memory.selectors import fact_get, fact_history, facts_list
-from memory.services import FactRejected, fact_delete, fact_save, fact_update
+from memory.services import (
+    FactRejected,
+    fact_delete,
+    fact_save,
+    fact_set_shareable,
+    fact_update,
+)
 
 ENDED_LISTED = 20
 
@@ -46,6 +52,7 @@ def memory_add(request: HttpRequest) -> HttpResponse:
             form.cleaned_data["text"],
             key=form.cleaned_data["key"] or None,
             source=FactSource.USER,
+            shareable=form.cleaned_data["shareable"],
         )
     except FactRejected as exc:
         messages.error(request, exc.message)
@@ -60,10 +67,18 @@ def memory_edit(request: HttpRequest, fact_id: int) -> HttpResponse:
     fact = _fact_or_404(request, fact_id)
     if fact.superseded_at is not None:
         raise Http404("This version is history; edit the current one.")
-    form = FactEditForm(request.POST or None, initial={"text": fact.text})
+    form = FactEditForm(
+        request.POST or None, initial={"text": fact.text, "shareable": fact.shareable}
+    )
     if request.method == "POST" and form.is_valid():
         try:
-            fact_update(tenant, request.user, fact.pk, form.cleaned_data["text"])
+            fact_update(
+                tenant,
+                request.user,
+                fact.pk,
+                form.cleaned_data["text"],
+                shareable=form.cleaned_data["shareable"],
+            )
         except UserFact.DoesNotExist:
             raise Http404("No such fact.") from None
         except FactRejected as exc:
@@ -72,6 +87,23 @@ def memory_edit(request: HttpRequest, fact_id: int) -> HttpResponse:
             messages.success(request, "Updated; the earlier text is kept in the history.")
             return redirect("chats_ui:memory_list")
     return page(request, "chats/memory_edit.html", {"fact": fact, "form": form})
+
+
+@require_POST
+@tenant_member_required
+def memory_share(request: HttpRequest, fact_id: int) -> HttpResponse:
+    """Mark a current fact shareable in group chats, or private again."""
+    form = FactShareForm(request.POST)
+    shareable = form.is_valid() and form.cleaned_data["shareable"]
+    try:
+        fact_set_shareable(tenant_of(request), request.user, fact_id, shareable)
+    except UserFact.DoesNotExist:
+        raise Http404("No such fact.") from None
+    messages.success(
+        request,
+        "Shared: group chats may use it." if shareable else "Private: only your own chats use it.",
+    )
+    return redirect("chats_ui:memory_list")
 
 
 @require_POST
