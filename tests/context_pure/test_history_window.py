@@ -156,11 +156,12 @@ def test_messages_the_trim_mark_left_out_are_not_reported_as_over_budget() -> No
     inputs = AssemblyInputs(new_message=new, recent=list(reversed(messages)))
     result = assemble(POLICY, inputs, COUNTER)
     assert not result.window_kept
-    reasons = {e.id: e.reason for e in result.excluded if e.kind == "message"}
+    reasons = {int(e.id): e.reason for e in result.excluded if e.kind == "message"}
     trimmed = sorted(i for i, r in reasons.items() if r == "window_trim")
     over = sorted(i for i, r in reasons.items() if r == "over_budget")
     assert trimmed and over
-    assert max(over) < min(trimmed) < min(i.id for i in result.included if i.kind == "message")
+    kept = min(int(i.id) for i in result.included if i.kind == "message")
+    assert max(over) < min(trimmed) < kept
     # what was trimmed is what the unused room would have held
     unused = POLICY.max_context_tokens - POLICY.reserved_response_tokens - result.prompt_tokens
     per_message = result.prompt_tokens / (len(result.included) + 2)
