@@ -55,7 +55,7 @@
           "text is left out. Shorten it, or split it into several messages, to send it whole.";
         if (fit.model_window > fit.policy_limit) {
           text += " (The model reads up to " + fmt(fit.model_window) + " tokens; this chat's policy " +
-            "limits prompts to " + fmt(fit.policy_limit) + ": an administrator can raise it.)";
+            "limits prompts to " + fmt(fit.policy_limit) + ": an administrator can raise it, or let longer messages through whole.)";
         }
         return show("cut", text);
       }
