@@ -79,6 +79,31 @@ def test_a_long_paste_is_flagged_before_sending_and_the_meter_says_first_it_was_
     if width_of(page) >= 1280:  # the meter is a side panel (a drawer on phones)
         screenshot(page, "meter-message-cut", full_page=False)
 
+
+def test_a_policy_that_sends_long_messages_whole_says_so_before_and_after_sending(
+    page, tenant_a, member_a
+):
+    make_policy(tenant_a, activate=True, oversized_message="whole", **SMALL_POLICY)
+    conversation = open_chat(page, tenant_a, member_a, "Long paste, whole")
+    page.goto(f"/chats/{conversation.pk}/")
+    page.wait_for_selector("body.chat-connected")
+    text = long_paste()
+    expected = message_fit(conversation, text=text, author=member_a)
+    assert expected.fits and expected.beyond_policy
+
+    page.fill("#composer-input", text)
+    notice = page.locator("#composer-fit[data-kind=whole]")
+    notice.wait_for()
+    said = notice.inner_text()
+    assert f"{expected.tokens:,} tokens" in said and "it will be sent whole" in said
+    assert_no_blocking_violations(page, "composer whole notice")
+
+    page.press("#composer-input", "Enter")
+    page.wait_for_selector(COMPLETE_REPLY)
+    page.wait_for_selector("#meter .meter-cut")
+    headline = page.locator("#meter .meter-cut").text_content() or ""
+    assert "was sent whole" in headline
+
     # A short message says nothing.
     page.fill("#composer-input", "A short question")
     page.wait_for_timeout(800)  # the check waits for a pause in typing
