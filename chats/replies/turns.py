@@ -234,9 +234,7 @@ def prepare_turn(
             turn.prompt.summary_ids,
         )
     profile = turn.profile
-    tools = bool(
-        turn.policy.tools_enabled and profile.supports_tools and profile.provider != "offline"
-    )
+    tools = bool(turn.policy.tools_enabled and profile.supports_tools)
     return PreparedTurn(
         tenant_id=tenant_id,
         conversation_id=conversation.pk,

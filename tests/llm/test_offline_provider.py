@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+from typing import Literal
+
 import pytest
 
 from chatplatform.core.llm import (
@@ -11,10 +15,14 @@ from chatplatform.core.llm import (
     Done,
     Message,
     TextDelta,
+    ToolCall,
+    ToolSpec,
     Usage,
 )
 from chatplatform.core.llm.context_report import LeftOut, PromptMessage, PromptSummary
 from chatplatform.core.llm.offline_provider import OFFLINE_LABEL, OfflineProvider
+from chatplatform.core.llm.tool_loop import stream_with_tools
+from chatplatform.core.llm.tools import FACT_TOOLS
 from chatplatform.core.tokens.bpe import BpeCounter
 
 from .helpers import collect, text_of
@@ -167,3 +175,63 @@ async def test_input_usage_is_the_platforms_count_when_made_with_the_same_counte
     assert isinstance(usage_same, Usage) and isinstance(usage_other, Usage)
     assert usage_same.input_tokens == 777
     assert usage_other.input_tokens != 777  # counted itself: another tokenizer's figure
+
+
+async def test_offered_the_fact_tool_it_saves_what_the_message_states(
+    counter: BpeCounter,
+) -> None:
+    """Through the same tool loop a model's calls take: it asks to save the stated fact, then
+    replies to the message, saying what was remembered."""
+    asked: list[ToolCall] = []
+
+    async def save(call: ToolCall) -> str:
+        asked.append(call)
+        return json.dumps({"ok": True, "saved": True, "fact": {"id": 1, **call.input}})
+
+    offered = replace(request("Hi! I live in Lisbon."), tools=FACT_TOOLS)
+    events = await collect(stream_with_tools(OfflineProvider(counter), offered, save))
+
+    assert asked == [
+        ToolCall(
+            "offline_fact_1",
+            "save_user_fact",
+            {"text": "The user lives in Lisbon.", "key": "home_city"},
+        )
+    ]
+    reply = text_of(events)
+    assert reply.startswith(OFFLINE_LABEL)
+    assert 'You wrote: "Hi! I live in Lisbon."' in reply
+    assert reply.endswith("Remembered: The user lives in Lisbon.")
+    done = events[-1]
+    assert isinstance(done, Done) and done.stop_reason == "end_turn"
+
+
+async def test_a_fact_that_could_not_be_saved_is_said_so(counter: BpeCounter) -> None:
+    async def refuse(call: ToolCall) -> str:
+        raise RuntimeError("User facts are turned off for this tenant.")
+
+    offered = replace(request("My name is Ana"), tools=FACT_TOOLS)
+    reply = text_of(await collect(stream_with_tools(OfflineProvider(counter), offered, refuse)))
+    assert reply.endswith("Could not remember a fact you stated; it was not saved.")
+
+
+@pytest.mark.parametrize(
+    ("text", "tools", "tool_choice"),
+    [
+        ("What is my name?", FACT_TOOLS, "auto"),  # a question states nothing
+        ("I live in Lisbon", (), "auto"),  # the tool is not offered
+        ("I live in Lisbon", FACT_TOOLS, "none"),  # tools are not allowed in this call
+    ],
+)
+async def test_without_a_stated_fact_or_the_tool_it_only_replies(
+    counter: BpeCounter,
+    text: str,
+    tools: tuple[ToolSpec, ...],
+    tool_choice: Literal["auto", "none"],
+) -> None:
+    offered = replace(request(text), tools=tools, tool_choice=tool_choice)
+    events = await collect(OfflineProvider(counter).stream(offered))
+    assert not [e for e in events if isinstance(e, ToolCall)]
+    done = events[-1]
+    assert isinstance(done, Done) and done.stop_reason == "end_turn"
+    assert "Remembered" not in text_of(events)

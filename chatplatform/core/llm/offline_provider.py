@@ -20,9 +20,10 @@ what its prompt was billed.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 
@@ -31,17 +32,22 @@ from chatplatform.core.tokens.bpe import BpeCounter
 
 from .base import (
     ChatRequest,
+    ContentPart,
     Done,
     Provider,
     StreamEvent,
     TextDelta,
+    ToolCall,
+    ToolResultPart,
     Usage,
     message_text,
 )
 from .cache_simulation import simulated_prompt_usage
 from .context_report import ContextReport, ContextSection, PromptSummary, exclusion_label
+from .offline_facts import stated_facts
 from .prompt_cache import PromptCache
 from .summary_request import extractive_summary
+from .tools import SAVE_USER_FACT
 
 OFFLINE_LABEL = "[offline provider]"
 ECHO_CHARS = 80
@@ -58,7 +64,11 @@ class OfflineProvider(Provider):
     platform counted the prompt with the same counter. With ``prompt_cache`` (the
     conversation's simulated cache, updated in place) the input is split into cache reads
     and writes as the priced model's cache would bill this request at ``clock()`` (seconds);
-    without it, all of it is uncached. Never fails, never calls tools.
+    without it, all of it is uncached. Never fails.
+
+    Offered ``save_user_fact``, it calls it, as a model would, for each fact the user's new
+    message plainly states (:mod:`.offline_facts`), and replies once the results come back,
+    saying what was remembered.
     """
 
     name = "offline"
@@ -80,7 +90,18 @@ class OfflineProvider(Provider):
         self.clock = clock
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        reply = render_reply(request, self.counter)
+        calls = fact_calls(request)
+        if calls:
+            prompt = self.prompt_usage(request)
+            yield prompt
+            for call in calls:
+                yield call
+            asked = json.dumps([call.input for call in calls], ensure_ascii=False)
+            usage = replace(prompt, output_tokens=self.counter.count(asked))
+            yield usage
+            yield Done("tool_use", usage)
+            return
+        reply = _reply_after_tools(request, self.counter)
         # The prompt is billed once the reply starts, whatever becomes of the reply.
         prompt = self.prompt_usage(request)
         yield prompt
@@ -112,6 +133,58 @@ class OfflineProvider(Provider):
         system = sum(self.counter.count(block) for block in request.system_blocks())
         history = sum(self.counter.count_message(m.role, message_text(m)) for m in request.messages)
         return system + history
+
+
+def fact_calls(request: ChatRequest) -> list[ToolCall]:
+    """The ``save_user_fact`` calls answering ``request``: one per fact its new user message
+    plainly states, when the tool is offered and the message is not a tool round's results."""
+    offered = any(tool.name == SAVE_USER_FACT.name for tool in request.tools)
+    if not offered or request.tool_choice != "auto" or request.summary_task is not None:
+        return []
+    last = request.messages[-1] if request.messages else None
+    if last is None or last.role != "user" or _tool_results(last.content):
+        return []
+    return [
+        ToolCall(f"offline_fact_{i}", SAVE_USER_FACT.name, fact.tool_input())
+        for i, fact in enumerate(stated_facts(message_text(last)), start=1)
+    ]
+
+
+def _tool_results(content: str | Sequence[ContentPart]) -> list[ToolResultPart]:
+    if isinstance(content, str):
+        return []
+    return [part for part in content if isinstance(part, ToolResultPart)]
+
+
+def _reply_after_tools(request: ChatRequest, counter: TokenCounter) -> str:
+    """The reply; after a round of fact tools, the reply to the message before the round, with
+    what was remembered (or could not be) at the end."""
+    messages = list(request.messages)
+    results: list[ToolResultPart] = []
+    while messages and messages[-1].role == "user" and _tool_results(messages[-1].content):
+        results = _tool_results(messages.pop().content) + results
+        if messages and messages[-1].role == "assistant":
+            messages.pop()  # the round's tool calls
+    if not results:
+        return render_reply(request, counter)
+    reply = render_reply(replace(request, messages=tuple(messages)), counter)
+    return reply + "\n\n" + "\n".join(_saved_lines(results))
+
+
+def _saved_lines(results: list[ToolResultPart]) -> list[str]:
+    lines = []
+    for result in results:
+        try:
+            data = json.loads(result.content)
+        except ValueError:
+            data = {}
+        fact = data.get("fact") if isinstance(data, dict) else None
+        text = fact.get("text") if isinstance(fact, dict) else None
+        if not result.is_error and isinstance(text, str):
+            lines.append(f"Remembered: {text}")
+        else:
+            lines.append("Could not remember a fact you stated; it was not saved.")
+    return lines
 
 
 def render_reply(request: ChatRequest, counter: TokenCounter) -> str:
