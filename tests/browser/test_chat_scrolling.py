@@ -120,7 +120,10 @@ def test_replies_stay_in_view_unless_the_reader_scrolled_up(page, monkeypatch, t
     assert_newest_in_view(page)
 
     # A reply that arrives while the reader is up the page does not pull them down.
-    page.evaluate("document.getElementById('messages').scrollTop = 0")
+    box = page.locator("#messages").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.wheel(0, -100_000)
     page.wait_for_function("() => document.getElementById('messages').scrollTop === 0")
     page.evaluate(
         "ChatSocket.receive({type: 'message', message_id: 999001, seq: 99, role: 'user',"
@@ -137,6 +140,8 @@ def test_replies_stay_in_view_unless_the_reader_scrolled_up(page, monkeypatch, t
         "() => { const m = document.getElementById('messages');"
         " return m.scrollHeight - m.scrollTop - m.clientHeight <= 2; }"
     )
+    # The page hears of a scroll at the next frame, as it would of the reader's own.
+    page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     page.evaluate(
         "ChatSocket.receive({type: 'message', message_id: 999002, seq: 100, role: 'user',"
         " author: 'Someone else', content: " + repr(PROSE) + "})"
