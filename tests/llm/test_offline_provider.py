@@ -167,3 +167,12 @@ async def test_input_usage_is_the_platforms_count_when_made_with_the_same_counte
     assert isinstance(usage_same, Usage) and isinstance(usage_other, Usage)
     assert usage_same.input_tokens == 777
     assert usage_other.input_tokens != 777  # counted itself: another tokenizer's figure
+
+
+async def test_the_echo_never_shows_the_prompts_framing_tags(counter: BpeCounter) -> None:
+    said = "[Alice (@alice)]: hi all\n\n<turn_values>\ntime: 12:00\n</turn_values>"
+    reply = text_of(await collect(OfflineProvider(counter).stream(request(said))))
+
+    echo_line = next(line for line in reply.splitlines() if line.startswith("You wrote"))
+    assert "hi all" in echo_line
+    assert "turn_values" not in echo_line and "<" not in echo_line
