@@ -235,3 +235,12 @@ async def test_without_a_stated_fact_or_the_tool_it_only_replies(
     done = events[-1]
     assert isinstance(done, Done) and done.stop_reason == "end_turn"
     assert "Remembered" not in text_of(events)
+
+
+async def test_the_echo_never_shows_the_prompts_framing_tags(counter: BpeCounter) -> None:
+    said = "[Alice (@alice)]: hi all\n\n<turn_values>\ntime: 12:00\n</turn_values>"
+    reply = text_of(await collect(OfflineProvider(counter).stream(request(said))))
+
+    echo_line = next(line for line in reply.splitlines() if line.startswith("You wrote"))
+    assert "hi all" in echo_line
+    assert "turn_values" not in echo_line and "<" not in echo_line

@@ -196,12 +196,21 @@ def render_reply(request: ChatRequest, counter: TokenCounter) -> str:
         "built-in offline provider, not from a model."
     ]
     last_user = next((m for m in reversed(request.messages) if m.role == "user"), None)
-    if last_user is not None and (said := " ".join(message_text(last_user).split())):
+    if last_user is not None and (said := " ".join(_untagged(message_text(last_user)).split())):
         echo = said if len(said) <= ECHO_CHARS else said[:ECHO_CHARS].rstrip() + "…"
         lines.append(f'You wrote: "{echo}"')
     report = request.context_report or _report_from_request(request, counter)
     lines.extend(_describe(report))
     return _as_markdown(lines)
+
+
+#: An element tag the platform frames prompt data in (``<turn_values>``, ``</user_facts>``).
+_FRAME_TAG = re.compile(r"<\s*/?\s*[A-Za-z_]+\s*>")
+
+
+def _untagged(text: str) -> str:
+    """The user's text with the prompt's framing tags left out: a reply never shows them."""
+    return _FRAME_TAG.sub(" ", text)
 
 
 def _as_markdown(lines: list[str]) -> str:
