@@ -14,7 +14,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from chatplatform.core.llm.cost_comparison import CostComparison
+from chatplatform.core.llm.cost_comparison import CostComparison, comparison_of
 from chatplatform.models import ApiKey, ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.selectors import turn_usage_sums
@@ -43,16 +43,7 @@ class DayUsage:
     @property
     def comparison(self) -> CostComparison:
         """The bill against the whole history with caching, as every surface tells it."""
-        return CostComparison(
-            billed_usd=self.cost_usd,
-            whole_history_usd=self.full_history_cost_usd,
-            prompt_tokens=self.prompt_tokens,
-            whole_history_tokens=self.hypothetical_tokens,
-            cache_read_tokens=self.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens,
-            turns=self.turns,
-            simulated=self.simulated_turns > 0,
-        )
+        return comparison_of(self)
 
     @property
     def saved_tokens(self) -> int:

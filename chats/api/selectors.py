@@ -13,7 +13,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from chatplatform.core.llm.cost_comparison import CostComparison
+from chatplatform.core.llm.cost_comparison import CostComparison, comparison_of
 from chatplatform.models import ContextPolicy, Membership, ModelProfile
 from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
 from chatplatform.selectors import turn_usage_sums
@@ -150,16 +150,7 @@ class UsageRow:
     @property
     def comparison(self) -> CostComparison:
         """The bill against the whole history with caching, as every surface tells it."""
-        return CostComparison(
-            billed_usd=self.cost_usd,
-            whole_history_usd=self.full_history_cost_usd,
-            prompt_tokens=self.prompt_tokens,
-            whole_history_tokens=self.hypothetical_tokens,
-            cache_read_tokens=self.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens,
-            turns=self.turns,
-            simulated=self.simulated_turns > 0,
-        )
+        return comparison_of(self)
 
 
 def usage_by_day_and_model(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Outcome = Literal["saved", "extra", "same", "unbilled"]
 
@@ -39,6 +39,48 @@ def money(amount: Decimal) -> str:
 
 def _number(n: int) -> str:
     return f"{n:,}"
+
+
+class UsageSums(Protocol):
+    """Summed usage of some turns (a day's, a policy's, the REST API's period)."""
+
+    @property
+    def turns(self) -> int: ...
+
+    @property
+    def prompt_tokens(self) -> int: ...
+
+    @property
+    def cache_read_tokens(self) -> int: ...
+
+    @property
+    def cache_write_tokens(self) -> int: ...
+
+    @property
+    def hypothetical_tokens(self) -> int: ...
+
+    @property
+    def cost_usd(self) -> Decimal: ...
+
+    @property
+    def full_history_cost_usd(self) -> Decimal: ...
+
+    @property
+    def simulated_turns(self) -> int: ...
+
+
+def comparison_of(usage: UsageSums) -> CostComparison:
+    """The bill of ``usage`` against the whole history with caching, as every surface tells it."""
+    return CostComparison(
+        billed_usd=usage.cost_usd,
+        whole_history_usd=usage.full_history_cost_usd,
+        prompt_tokens=usage.prompt_tokens,
+        whole_history_tokens=usage.hypothetical_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        turns=usage.turns,
+        simulated=usage.simulated_turns > 0,
+    )
 
 
 @dataclass(frozen=True)
