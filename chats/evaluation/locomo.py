@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from chatplatform.core.context.formatting import unframe_content
 from chatplatform.core.context.types import PackingPolicy
 
 #: Categories asked (5, adversarial, has no answer and no evidence to recall).
@@ -159,9 +160,11 @@ def normalise(text: str) -> str:
 
 
 def prompt_text(system: str, messages: Sequence[Mapping[str, str]]) -> str:
-    """The whole prompt as it would be sent, as one readable text."""
+    """The whole prompt as it would be sent, as one readable text; message contents as their
+    authors wrote them (the framing that keeps a line from passing for a speaker's label is a
+    reversible escape, :func:`unframe_content`)."""
     parts = [f"[system]\n{system}"] if system else []
-    parts += [f"[{m['role']}]\n{m['content']}" for m in messages]
+    parts += [f"[{m['role']}]\n{unframe_content(m['content'])}" for m in messages]
     return "\n\n".join(parts)
 
 

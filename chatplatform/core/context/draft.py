@@ -5,12 +5,12 @@ rendered prompt fits (see :mod:`chatplatform.core.context.packing` for the order
 from __future__ import annotations
 
 from .budget import BudgetPlan
-from .formatting import TurnText, format_turn
+from .formatting import TurnText, cut_framed, format_turn
 from .history import History
 from .layout import Rendered, render
 from .meter import Meter
 from .sections import Picked, Retrieval
-from .truncate import truncate_middle, truncate_tail
+from .truncate import truncate_tail
 from .types import AssemblyInputs, Excluded, Truncation
 
 
@@ -66,18 +66,19 @@ class Draft:
         new = self.inputs.new_message
         turn = format_turn(new, self.inputs.multi_user)
         prefix = self.meter.small(turn.prefix)
-        if limit is None:
+        framed = turn.content != new.content
+        if limit is None and not framed:
             content = self.meter.stored(
                 "new_message", new.id, new.content, new.tokens, new.counted_by
             )
         else:
-            content = self.meter.text(new.content)
+            content = self.meter.text(turn.content)  # framed: counted as it is sent
         room = self.plan.room - self.system_tokens if limit is None else limit
         if prefix + content <= room:
             self.new_turn, self.new_tokens = turn, prefix + content
             return
-        cut = truncate_middle(
-            turn.content, max(0, room - prefix - 1), self.meter.counter, total_tokens=content
+        cut = cut_framed(
+            new.content, max(0, room - prefix - 1), self.meter.counter, None if framed else content
         )
         self.new_turn = TurnText(turn.role, turn.prefix, cut.text)
         self.new_tokens = prefix + cut.tokens + 1

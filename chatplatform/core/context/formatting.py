@@ -10,6 +10,16 @@ are removed; markdown images ``![..](..)`` are defanged to ``! [..](..)`` so a c
 payload does not render as an exfiltrating image. Single-line data (a fact, a name, a
 title) is also collapsed to one line and length-limited, so one fact is exactly one ``- ``
 bullet and a name cannot add lines.
+
+Message contents in the history and the new message are *framed*, not escaped wholesale (a
+message is the user's own words, often code): :func:`frame_content` changes only what could
+pass for the platform's framing. A line whose first visible characters are ``[`` (after any
+backslashes) gets one more backslash in front, so no line of a message reads as another
+speaker's ``[Name (@user)]:`` label; a ``<`` that would open or close one of the platform's
+elements (:data:`FRAME_TAGS`) becomes ``&lt;``, so a message cannot close ``<turn_values>`` or
+open ``<user_facts>``; and ``&`` before ``lt;`` or ``amp;`` becomes ``&amp;``, so the change is
+reversible (:func:`unframe_content` gives the exact text back). A line that is exactly a cut's
+marker stays as it is (a cut message still shows where it was cut).
 """
 
 from __future__ import annotations
@@ -17,9 +27,13 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from .truncate import MARKER, SHORT_MARKER, Cut, count_text, truncate_middle
 from .types import MessageItem, SummaryItem
+
+if TYPE_CHECKING:
+    from chatplatform.core.tokens.base import TokenCounter
 
 MAX_FACT_CHARS = 300
 MAX_AUTHOR_CHARS = 80
@@ -58,6 +72,94 @@ _INVISIBLE = re.compile(
 _LINE_BREAKS = re.compile(r"\r\n|[\r\x85\u2028\u2029\v\f]")
 _WHITESPACE = re.compile(r"\s+")
 _MD_IMAGE = re.compile(r"!\[")
+#: The elements the platform frames prompt data in: no message content may open or close one.
+FRAME_TAGS = frozenset(
+    {
+        "user_facts",
+        "conversation_summary",
+        "retrieved_messages",
+        "turn_values",
+        "chat_title",
+        "username",
+        "user_full_name",
+        "user_pronouns",
+        "bot_name",
+        "user_memories",
+    }
+)
+_FRAME_TAG_NAMES = "|".join(sorted(FRAME_TAGS, key=len, reverse=True))
+#: Where a line starts for a reader: the text's start, or after any line break a model may
+#: read as one (not only ``\n``).
+_LINE_START = r"(?:\A|(?<=[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]))"
+#: What may stand before a line's first visible character: blanks and invisible characters.
+_BLANK = (
+    r"[\t \x00-\x08\x0e-\x1b\x1f\x7f\xa0\u1680\u2000-\u200f\u202a-\u202f\u205f"
+    r"\u2060-\u2064\u2066-\u2069\u3000\ufeff]"
+)
+_MARKER_PATTERN = "(?:{}|{})".format(
+    re.escape(MARKER).replace(re.escape("{n}"), r"\d+"), re.escape(SHORT_MARKER)
+)
+#: What framing changes (see the module docstring): a line whose first visible characters are
+#: backslashes and ``[`` (a cut's marker line excepted); ``<`` before a frame tag's name
+#: (blanks and ``/`` between); ``&`` before ``lt;`` or ``amp;``.
+_TO_FRAME = re.compile(
+    _LINE_START
+    + "("
+    + _BLANK
+    + r"*)(?=\\*\[)(?!"
+    + _MARKER_PATTERN
+    + r"(?:\Z|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]))"
+    + r"|<(?=(?:"
+    + _BLANK
+    + r"|\s)*/?(?:"
+    + _BLANK
+    + r"|\s)*(?:"
+    + _FRAME_TAG_NAMES
+    + r")(?![A-Za-z0-9_-]))|&(?=lt;|amp;)",
+    re.IGNORECASE,
+)
+_TO_UNFRAME = re.compile(_LINE_START + "(" + _BLANK + r"*)\\(?=\\*\[)|&(lt|amp);")
+_UNFRAMED = {"lt": "<", "amp": "&"}
+
+
+def _frame_one(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return match.group(1) + "\\"
+    return "&lt;" if match.group(0) == "<" else "&amp;"
+
+
+def _unframe_one(match: re.Match[str]) -> str:
+    if match.group(2) is not None:
+        return _UNFRAMED[match.group(2)]
+    return match.group(1)
+
+
+def frame_content(text: str) -> str:
+    """``text`` as a message's content in the prompt: unchanged unless some line could pass
+    for a speaker's label or some ``<`` for the platform's framing (module docstring)."""
+    return _TO_FRAME.sub(_frame_one, text)
+
+
+def unframe_content(text: str) -> str:
+    """The exact text :func:`frame_content` framed."""
+    return _TO_UNFRAME.sub(_unframe_one, text)
+
+
+def cut_framed(text: str, max_tokens: int, counter: TokenCounter, total_tokens: int | None) -> Cut:
+    """``text`` (a message's own words) cut to fit ``max_tokens`` once framed, head and tail
+    kept: cut, framed, recounted, and cut again by what framing added (a marker line is never
+    framed, but a kept line may be). ``total_tokens`` is the count of ``text`` if known."""
+    limit = max_tokens
+    for _ in range(4):
+        cut = truncate_middle(text, limit, counter, total_tokens=total_tokens)
+        framed = frame_content(cut.text)
+        tokens = cut.tokens if framed == cut.text else count_text(counter, framed)
+        if tokens <= max_tokens:
+            return Cut(framed, tokens, cut.original_tokens, cut.truncated)
+        limit -= tokens - max_tokens
+    return Cut("", 0, total_tokens or count_text(counter, text), True)
+
+
 _SUMMARY_LABELS = {
     "rolling": "rolling",
     "recent": "recent",
@@ -163,16 +265,53 @@ class TurnText(NamedTuple):
 
 def format_turn(item: MessageItem, multi_user: bool) -> TurnText:
     """``[Full Name (@username)] (reply to: "…"): text`` for people in multi-user
-    chats; assistant turns verbatim (role assistant); tool results as user turns."""
+    chats; assistant turns as they are (role assistant); tool results as user turns. Every
+    content is framed (:func:`frame_content`), so no message can pass for another speaker's
+    turn or close the platform's framing; labels and quotes cannot either."""
+    content = frame_content(item.content)
     if item.role == "assistant":
-        return TurnText("assistant", "", item.content)
+        return TurnText("assistant", "", content)
     if item.role == "tool":
-        return TurnText("user", TOOL_RESULT_PREFIX, item.content)
-    reply = f'(reply to: "{excerpt(item.reply_to_excerpt)}")' if item.reply_to_excerpt else ""
+        return TurnText("user", TOOL_RESULT_PREFIX, content)
+    quote = frame_content(excerpt(item.reply_to_excerpt)) if item.reply_to_excerpt else ""
+    reply = f'(reply to: "{quote}")' if quote else ""
     if multi_user:
-        head = f"[{author_label(item.author)}]" + (f" {reply}" if reply else "")
-        return TurnText("user", head + ": ", item.content)
-    return TurnText("user", reply + " " if reply else "", item.content)
+        head = f"[{frame_content(author_label(item.author))}]" + (f" {reply}" if reply else "")
+        return TurnText("user", head + ": ", content)
+    return TurnText("user", reply + " " if reply else "", content)
+
+
+_TURN_HEAD = re.compile(r'\[([^\]\n]*)\](?: \(reply to: "([^"\n]*)"\))?: ')
+_TURN_START = re.compile(r'\n\n(?=\[[^\]\n]*\](?: \(reply to: "[^"\n]*"\))?: )')
+
+
+class ParsedTurn(NamedTuple):
+    """One person's turn read back from a group chat's rendered user message."""
+
+    speaker: str
+    quote: str
+    content: str
+
+
+def parse_turns(text: str) -> list[ParsedTurn]:
+    """The turns of a rendered group-chat user message (consecutive turns joined by blank
+    lines, each ``[label] (reply to: "…"): content``), contents unframed: what a reader of the
+    prompt sees as who said what. Text before the first label is a turn with no speaker."""
+    parts = _TURN_START.split(text)
+    turns = []
+    for part in parts:
+        head = _TURN_HEAD.match(part)
+        if head is None:
+            turns.append(ParsedTurn("", "", unframe_content(part)))
+        else:
+            turns.append(
+                ParsedTurn(
+                    unframe_content(head.group(1)),
+                    unframe_content(head.group(2) or ""),
+                    unframe_content(part[head.end() :]),
+                )
+            )
+    return turns
 
 
 def speaker(item: MessageItem, bot_name: str) -> str:

@@ -15,9 +15,8 @@ from itertools import accumulate, repeat
 from operator import add
 from typing import Any, NamedTuple
 
-from .formatting import CONVERSATION_START, TurnText, format_turn
+from .formatting import CONVERSATION_START, TurnText, cut_framed, format_turn, frame_content
 from .meter import Meter
-from .truncate import truncate_middle
 from .types import Included, ItemId, MessageItem, Truncation
 from .units import (
     AUTHOR,
@@ -154,9 +153,13 @@ class History:
             extra_of = {key: meter.small(prefix) + overhead for key, prefix in prefix_of.items()}
             prefixes = list(map(prefix_of.__getitem__, keys))
             extras = map(extra_of.__getitem__, keys)
-        return _Columns(
-            items, ids, roles, conversational, contents, prefixes, list(map(add, tokens, extras))
-        )
+        counts = list(map(add, tokens, extras))
+        framed = list(map(frame_content, contents))
+        if framed != contents:
+            # The prompt holds a framed content (rarely different): counted as it is sent.
+            for i in [i for i, (a, b) in enumerate(zip(contents, framed, strict=True)) if a != b]:
+                counts[i] += meter.text(framed[i]) - tokens[i]
+        return _Columns(items, ids, roles, conversational, framed, prefixes, counts)
 
     def _measure(self, items: Sequence[MessageItem]) -> Taken:
         """One unit measured on its own (recounting what lacks a stored count by this
@@ -165,7 +168,11 @@ class History:
         turns = [format_turn(m, self.multi_user) for m in items]
         per = [
             meter.small(t.prefix)
-            + meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
+            + (
+                meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
+                if t.content == m.content
+                else meter.text(t.content)  # framed: counted as it is sent
+            )
             + overhead
             for m, t in zip(items, turns, strict=True)
         ]
@@ -297,7 +304,8 @@ class History:
         if room - fixed < min_tokens:
             return None
         original = unit.tokens - prefix - self.meter.overhead
-        cut = truncate_middle(turn.content, room - fixed, self.meter.counter, total_tokens=original)
+        known = original if turn.content == item.content else None
+        cut = cut_framed(item.content, room - fixed, self.meter.counter, known)
         new_turn = TurnText(turn.role, turn.prefix, cut.text)
         tokens = prefix + cut.tokens + self.meter.overhead + 1
         record = Included("message", item.id, tokens)

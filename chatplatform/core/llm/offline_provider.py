@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
 
+from chatplatform.core.context.formatting import unframe_content
 from chatplatform.core.tokens.base import TokenCounter
 from chatplatform.core.tokens.bpe import BpeCounter
 
@@ -196,7 +197,9 @@ def render_reply(request: ChatRequest, counter: TokenCounter) -> str:
         "built-in offline provider, not from a model."
     ]
     last_user = next((m for m in reversed(request.messages) if m.role == "user"), None)
-    if last_user is not None and (said := " ".join(_untagged(message_text(last_user)).split())):
+    if last_user is not None and (
+        said := " ".join(unframe_content(_untagged(message_text(last_user))).split())
+    ):
         echo = said if len(said) <= ECHO_CHARS else said[:ECHO_CHARS].rstrip() + "…"
         lines.append(f'You wrote: "{echo}"')
     report = request.context_report or _report_from_request(request, counter)
