@@ -1,23 +1,27 @@
 """What a policy's turns cost on the provider's bill (``manage.py bench_cost``).
 
-LoCoMo-format conversations are loaded into a scratch tenant (rolled back at the end), the
-way the recall evaluation loads them, and replayed turn by turn: every turn is stored as a new
-message by its speaker, at its session's date plus 30 s per turn, and the prompt the reply
-pipeline would send for it is built (the real assembly, the real request and the real
-Anthropic payload builder, for an Anthropic model profile counted with ``o200k_base``). Each
-payload is priced by :class:`~chatplatform.core.llm.prompt_cache.PromptCache` on the replay's clock:
-the prefix up to each breakpoint, the cache lifetime, the minimum cacheable length. No reply
-is generated; the cache lives within a session and is gone at the next, days later. Server
+LoCoMo- or BEAM-format conversations (told from the file) are loaded into a scratch tenant
+(rolled back at the end), the way the recall evaluation loads them, and replayed turn by
+turn: every turn is stored as a new message by its speaker, at its session's date plus 30 s
+per turn, and the prompt the reply pipeline would send for it is built (the real assembly,
+the real request and the real Anthropic payload builder, for an Anthropic model profile
+counted with ``o200k_base``). Each payload is priced by
+:class:`~chatplatform.core.llm.prompt_cache.PromptCache` on the replay's clock: the prefix
+up to each breakpoint, the cache lifetime, the minimum cacheable length. No reply is
+generated; the cache lives within a session and is gone at the next, days later. Server
 compaction is the provider's, simulated (:mod:`chats.evaluation.compaction_replay`).
 
 The comparison is the same replay sending the whole history with a breakpoint on the newest
-message (5-minute lifetime): what not managing the context at all costs, with caching.
+message (5-minute lifetime): what not managing the context at all costs, with caching. A
+BEAM conversation's assistant messages are the platform's own replies: stored after the user
+turn they answer, part of the history, never a turn of their own; on BEAM the replay also
+runs under the sliding window at the same budget, the cheapest managed prompt, to compare.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -38,13 +42,18 @@ from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.request import chat_request
 from chats.assembly.service import assemble_turn
-from chats.evaluation import locomo
+from chats.evaluation import datasets, locomo
 from chats.evaluation.compaction_replay import Compacted, compact_turn
-from chats.evaluation.recall import sample_conversation, scratch_policy, scratch_slug
-from chats.services import message_create
+from chats.evaluation.recall import (
+    sample_conversation,
+    scratch_policy,
+    scratch_slug,
+    turn_message,
+)
 from chats.services.conversations import conversation_window_advance
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary", "server_compaction")
+SLIDING_WINDOW = "sliding_window"
 SECONDS_PER_TURN = 30
 #: The replay's model: Claude Sonnet 4.5's prices and minimum cacheable prompt.
 MODEL = "claude-sonnet-4-5"
@@ -118,15 +127,35 @@ def run_cost(
     """Replay the LoCoMo-format file at ``path`` under ``options``; return the JSON result."""
     if options.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {options.strategy!r}: pick one of {STRATEGIES}")
-    samples = locomo.load_samples(path)
+    kind, samples = datasets.load_samples(path)
     result: dict[str, Any] = {}
     try:
         with transaction.atomic():
             result = _run(samples, options, progress)
+            if kind == datasets.BEAM:
+                result.update(_against_sliding_window(samples, options, result, progress))
             raise _Rollback
     except _Rollback:
         pass
     return result
+
+
+def _against_sliding_window(
+    samples: list[locomo.Sample],
+    options: CostOptions,
+    result: dict[str, Any],
+    progress: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    """The same replay under the sliding window at the same budget (the cheapest managed
+    prompt), and this policy's bill per turn against it."""
+    if options.strategy == SLIDING_WINDOW:
+        window = result["billed_per_turn"]
+    else:
+        window = _run(samples, replace(options, strategy=SLIDING_WINDOW), progress)[
+            "billed_per_turn"
+        ]
+    ratio = round(result["billed_per_turn"] / window, 3) if window else None
+    return {"sliding_window_per_turn": window, "ratio_to_sliding_window": ratio}
 
 
 def _run(
@@ -184,20 +213,20 @@ def _replay(
     full_cache = PromptCache(min_tokens=MIN_CACHEABLE_TOKENS)
     history: list[MessageItem] = []
     epoch = datetime(2000, 1, 1, tzinfo=UTC)
+    multi_user = len(sample.speakers) > 1
     for session in sample.sessions:
         for k, turn in enumerate(t for t in session.turns if t.text.strip()):
             when = session.when.replace(tzinfo=UTC) + timedelta(seconds=SECONDS_PER_TURN * k)
             clock = (when - epoch).total_seconds()
             with tenant_scope(tenant):
-                message, _ = message_create(
-                    conversation=conversation,
-                    role=Role.USER,
-                    content=turn.text,
-                    author=users.get(turn.speaker, first),
-                    validate=False,
-                )
+                message = turn_message(conversation, turn, users, first)
                 Message.objects.filter(pk=message.pk).update(created_at=when)
                 message.created_at = when
+            if message.role == Role.ASSISTANT:
+                # The platform's own reply: stored, part of the history, not a turn.
+                history.append(_item(message, turn, when))
+                continue
+            with tenant_scope(tenant):
                 prepared = assemble_turn(conversation, message, now=when, policy=policy)
                 conversation_window_advance(
                     conversation,
@@ -224,21 +253,27 @@ def _replay(
                 managed.add_compacted(done)
             else:
                 managed.add(usage, prompt.prompt_tokens, prompt.prompt_tokens > prompt.budget)
-            item = MessageItem(
-                id=message.pk,
-                seq=message.seq,
-                role="user",
-                content=turn.text,
-                author=turn.speaker,
-                tokens=message.token_count,
-                counted_by=message.token_counter,
-                created_at=when,
-            )
+            item = _item(message, turn, when)
             usage = full_cache.price(
-                _segments(_full_request(policy, history, item, counter), counter), clock
+                _segments(_full_request(policy, history, item, counter, multi_user), counter),
+                clock,
             )
             full.add(usage, 0, False)
             history.append(item)
+
+
+def _item(message: Message, turn: locomo.Turn, when: datetime) -> MessageItem:
+    """A replayed message as the whole-history comparison sends it."""
+    return MessageItem(
+        id=message.pk,
+        seq=message.seq,
+        role="assistant" if message.role == Role.ASSISTANT else "user",
+        content=turn.text,
+        author=turn.speaker,
+        tokens=message.token_count,
+        counted_by=message.token_counter,
+        created_at=when,
+    )
 
 
 def _segments(request: ChatRequest, counter: BpeCounter) -> list[Any]:
@@ -246,7 +281,11 @@ def _segments(request: ChatRequest, counter: BpeCounter) -> list[Any]:
 
 
 def _full_request(
-    policy: ContextPolicy, history: list[MessageItem], new: MessageItem, counter: BpeCounter
+    policy: ContextPolicy,
+    history: list[MessageItem],
+    new: MessageItem,
+    counter: BpeCounter,
+    multi_user: bool,
 ) -> ChatRequest:
     """The whole history and the new message, one block per turn, a breakpoint on the
     system prompt and one on the newest message."""
@@ -255,7 +294,7 @@ def _full_request(
         system_template=policy.system_prompt_template,
         variables={"chatname": "LoCoMo", "botname": policy.bot_name},
         recent=list(reversed(history)),
-        multi_user=True,
+        multi_user=multi_user,
         bot_name=policy.bot_name,
     )
     prompt = assemble(FULL_HISTORY, inputs, counter)

@@ -46,6 +46,9 @@ _INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u
 
 @dataclass(frozen=True, slots=True)
 class Turn:
+    """One message: its id in the dataset, its speaker (a BEAM conversation's speakers are
+    ``user`` and ``assistant``, the roles), its text."""
+
     dia_id: str
     speaker: str
     text: str
@@ -60,9 +63,14 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class Question:
+    """A question, its category (LoCoMo's number, or BEAM's ability), the ids of its
+    evidence messages and, for BEAM's instruction and preference questions, the sentence
+    the question quotes (present in the prompt, it stands for the evidence)."""
+
     question: str
-    category: int
+    category: int | str
     evidence: tuple[str, ...]
+    quote: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,10 +176,13 @@ def prompt_text(system: str, messages: Sequence[Mapping[str, str]]) -> str:
     return "\n\n".join(parts)
 
 
-def evidence_present(prompt: str, evidence_texts: Sequence[str]) -> list[bool]:
-    """For each evidence text, whether it appears (normalised) in the prompt text."""
+def evidence_present(prompt: str, evidence_texts: Sequence[str], quote: str = "") -> list[bool]:
+    """For each evidence text, whether it appears (normalised) in the prompt text; with a
+    ``quote`` (the user's own sentence a question tests), each also counts as present when
+    the quote does."""
     haystack = normalise(prompt)
-    return [bool(t) and normalise(t) in haystack for t in evidence_texts]
+    quoted = bool(quote.strip()) and normalise(quote) in haystack
+    return [quoted or (bool(t) and normalise(t) in haystack) for t in evidence_texts]
 
 
 @dataclass(slots=True)

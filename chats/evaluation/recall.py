@@ -1,10 +1,13 @@
-"""The LoCoMo recall evaluation through the real pipeline (``manage.py eval_recall``).
+"""The recall evaluation through the real pipeline (``manage.py eval_recall``), on LoCoMo's
+or BEAM's conversations (the format told from the file, :mod:`chats.evaluation.datasets`).
 
 Each sample is loaded into a scratch tenant: its speakers become users (username = the
-speaker's name, so labels stay short), the conversation a group chat, each turn a message
+speaker's name, so labels stay short), the conversation a group chat (BEAM: the user's own
+chat, the assistant's messages stored as the platform's replies), each turn a message
 stored with :func:`~chats.services.message_create` (counted with ``o200k_base``, indexed for
-search by the database) and dated with its session's date-time. Every question of categories
-1-4 is then assembled as the new message after the last session by the assembly service
+search by the database) and dated with its session's date-time. Every scored question
+(LoCoMo: categories 1-4; BEAM: every ability's questions that name evidence) is then
+assembled as the new message after the last session by the assembly service
 (:func:`~chats.assembly.service.assemble_context`) with the production retriever. Hybrid
 searches by meaning too when the embeddings are installed (``EvalOptions.dense``, the policy's
 ``retrieval_dense``): every loaded turn is embedded first, through the same service as the
@@ -31,7 +34,7 @@ from chatplatform.models.conversations import Conversation, Message, Role
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import Retriever, assemble_context
-from chats.evaluation import locomo
+from chats.evaluation import beam, datasets, locomo
 from chats.retrieval import embeddings
 from chats.retrieval.dense import dense_enabled, dense_status, embed_conversation
 from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
@@ -80,11 +83,11 @@ def run_eval(
     Everything is created inside one transaction that is rolled back afterwards."""
     if options.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {options.strategy!r}: pick one of {STRATEGIES}")
-    samples = locomo.load_samples(path)
+    kind, samples = datasets.load_samples(path)
     result: dict[str, Any] = {}
     try:
         with transaction.atomic():
-            result = _run(samples, options, dump, progress)
+            result = _run(kind, samples, options, dump, progress)
             raise _Rollback
     except _Rollback:
         pass
@@ -92,6 +95,7 @@ def run_eval(
 
 
 def _run(
+    kind: str,
     samples: list[locomo.Sample],
     options: EvalOptions,
     dump: IO[str] | None,
@@ -99,7 +103,8 @@ def _run(
 ) -> dict[str, Any]:
     tenant = tenant_create(name="LoCoMo recall evaluation (scratch)", slug=scratch_slug())
     policy = _policy(tenant, options)
-    tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
+    groups: Iterable[int | str] = beam.ABILITIES if kind == datasets.BEAM else locomo.CATEGORIES
+    tallies = {c: locomo.Tally() for c in groups}
     prompt_tokens: list[int] = []
     history_tokens: list[int] = []
     embed_ms = 0.0
@@ -115,7 +120,7 @@ def _run(
                 progress(f"{sample.sample_id}: {embedded} turns embedded")
         retriever = _retriever(options)
         for question in sample.questions:
-            if question.category not in locomo.CATEGORIES:
+            if question.category not in tallies:
                 continue
             evidence = [loaded.text_of[e] for e in question.evidence if e in loaded.text_of]
             if not evidence:
@@ -131,7 +136,7 @@ def _run(
                 loaded.conversation, item, policy=policy, retriever=retriever, now=loaded.asked_at
             )
             text = locomo.prompt_text(turn.prompt.system, turn.prompt.messages)
-            tallies[question.category].add(locomo.evidence_present(text, evidence))
+            tallies[question.category].add(locomo.evidence_present(text, evidence, question.quote))
             prompt_tokens.append(turn.prompt.prompt_tokens)
             history_tokens.append(turn.hypothetical_tokens)
             if dump is not None:
@@ -147,12 +152,26 @@ def _run(
         "strategy": options.strategy,
         "budget": options.budget,
         "questions": len(prompt_tokens),
-        "categories": {str(c): t.as_dict() for c, t in tallies.items()},
+        **_by_category(kind, tallies),
         "mean_prompt_tokens": round(sum(prompt_tokens) / n, 1),
         "mean_history_tokens": round(sum(history_tokens) / n, 1),
         "dense_retrieval": dense_status(policy),
         "embedding_model": embeddings.MODEL_NAME if dense_status(policy) == "on" else "",
         "embedding_ms": round(embed_ms, 1),
+    }
+
+
+def _by_category(kind: str, tallies: dict[Any, locomo.Tally]) -> dict[str, Any]:
+    """LoCoMo: ``categories`` by number. BEAM: ``abilities`` by name (those with scored
+    questions) and ``core_percent``, the mean all-evidence percentage of the core abilities."""
+    if kind != datasets.BEAM:
+        return {"dataset": kind, "categories": {str(c): t.as_dict() for c, t in tallies.items()}}
+    abilities = {name: t.as_dict() for name, t in tallies.items() if t.questions}
+    core = [abilities[a]["all_evidence_percent"] for a in beam.CORE_ABILITIES if a in abilities]
+    return {
+        "dataset": kind,
+        "abilities": abilities,
+        "core_percent": round(sum(core) / len(core), 2) if core else 0.0,
     }
 
 
@@ -285,6 +304,21 @@ def sample_conversation(
     return conversation, users, first
 
 
+def turn_message(
+    conversation: Conversation, turn: locomo.Turn, users: dict[str, Any], first: Any
+) -> Message:
+    """A loaded turn stored as a message: a BEAM assistant's message as the platform's own
+    reply, anyone else's as a user message of its speaker (``first`` for unknown speakers)."""
+    if turn.speaker == beam.ASSISTANT and beam.ASSISTANT not in users:
+        role, author = Role.ASSISTANT, None
+    else:
+        role, author = Role.USER, users.get(turn.speaker, first)
+    message, _ = message_create(
+        conversation=conversation, role=role, content=turn.text, author=author, validate=False
+    )
+    return message
+
+
 def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: int) -> _Loaded:
     conversation, users, first = sample_conversation(tenant, policy, sample, index)
     text_of: dict[str, str] = {}
@@ -295,13 +329,7 @@ def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: i
         for turn in session.turns:
             if not turn.text.strip():
                 continue
-            message, _ = message_create(
-                conversation=conversation,
-                role=Role.USER,
-                content=turn.text,
-                author=users.get(turn.speaker, first),
-                validate=False,
-            )
+            message = turn_message(conversation, turn, users, first)
             seqs.append(message.seq)
             text_of[turn.dia_id] = turn.text
         with tenant_scope(tenant):

@@ -1,5 +1,5 @@
 """``manage.py bench_cost``: what a policy's turns cost on the bill, against the whole
-history sent with caching, on LoCoMo-format conversations."""
+history sent with caching, on LoCoMo- or BEAM-format conversations."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from chats.evaluation.cost_replay import STRATEGIES, CostOptions, run_cost
 
 class Command(BaseCommand):
     help = (
-        "Replay LoCoMo-format conversations turn by turn in a scratch tenant (rolled back "
+        "Replay LoCoMo- or BEAM-format conversations turn by turn in a scratch tenant (rolled back "
         "afterwards), build each turn's Anthropic request as the reply pipeline would and "
         "price it with the provider's prompt-cache rules; compare with sending the whole "
         "history with caching."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True, help="LoCoMo-format JSON file.")
+        parser.add_argument("--dataset", required=True, help="A LoCoMo- or BEAM-format JSON file.")
         parser.add_argument("--strategy", choices=STRATEGIES, default="hybrid")
         parser.add_argument("--budget", type=int, default=4000, help="Prompt budget in tokens.")
         parser.add_argument(

@@ -1,4 +1,5 @@
-"""``manage.py eval_recall``: evidence recall of the assembled context on LoCoMo-format data."""
+"""``manage.py eval_recall``: evidence recall of the assembled context on LoCoMo- or
+BEAM-format data."""
 
 from __future__ import annotations
 
@@ -12,13 +13,14 @@ from chats.evaluation.recall import STRATEGIES, EvalOptions, run_eval
 
 class Command(BaseCommand):
     help = (
-        "Load LoCoMo-format conversations into a scratch tenant (rolled back afterwards), ask "
-        "every question of categories 1-4 as the new message, and report how often the "
-        "assembled prompt holds all / any of its evidence turns."
+        "Load LoCoMo- or BEAM-format conversations into a scratch tenant (rolled back "
+        "afterwards), ask every scored question (LoCoMo: categories 1-4; BEAM: every ability) "
+        "as the new message, and report how often the assembled prompt holds all / any of its "
+        "evidence turns."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", required=True, help="LoCoMo-format JSON file.")
+        parser.add_argument("--dataset", required=True, help="A LoCoMo- or BEAM-format JSON file.")
         parser.add_argument(
             "--budget", type=int, default=4000, help="Prompt budget in tokens (whole prompt)."
         )

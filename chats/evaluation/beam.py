@@ -1,0 +1,146 @@
+"""The BEAM conversation format, read into the evaluation's samples. Pure: nothing here
+imports Django.
+
+A BEAM conversation is one user working with an assistant for weeks: a list of batches (each
+read as a session), each of turns, each a list of messages ``{role, id, content[,
+time_anchor]}``; ``id`` numbers the messages from 0. A user message's ``time_anchor``
+(``"March-15-2024"``), or its batch's, dates the session; a batch without one follows the
+previous one. The roles are kept: the assistant's messages are the platform's own replies.
+
+Questions are the ``probing_questions`` of ten abilities. A question's evidence is the
+messages its references name: ``source_chat_ids`` (a list of ids, or a mapping whose values
+are lists) and ``conversation_references`` entries ``"chat_id: N"``; a question with none is
+not scored. For instruction and preference following the evidence is where the user stated
+the instruction or preference: it counts as present in the prompt as that message or as the
+sentence the question quotes (``instruction_being_tested``, ``preference_being_tested``), in
+the user's own words either way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from .locomo import Question, Sample, Session, Turn
+
+#: The abilities, in BEAM's order; the first seven are the ones a memory must serve, whose
+#: mean is reported as ``core_percent``.
+ABILITIES = (
+    "information_extraction",
+    "instruction_following",
+    "preference_following",
+    "knowledge_update",
+    "contradiction_resolution",
+    "temporal_reasoning",
+    "multi_session_reasoning",
+    "event_ordering",
+    "summarization",
+    "abstention",
+)
+CORE_ABILITIES = ABILITIES[:7]
+USER = "user"
+ASSISTANT = "assistant"
+#: The quoted instruction or preference a question tests, by ability.
+_QUOTED = {
+    "instruction_following": "instruction_being_tested",
+    "preference_following": "preference_being_tested",
+}
+_CHAT_ID = re.compile(r"chat_id\s*:\s*(\d+)", re.IGNORECASE)
+_ANCHOR = re.compile(r"([A-Za-z]+)[-\s]+(\d{1,2})[-\s,]+(\d{4})")
+#: A batch without a date follows the previous one by this much.
+NEXT_BATCH = timedelta(hours=1)
+FIRST_DATE = datetime(2024, 1, 1, 9, 0)
+
+
+def is_beam(data: Any) -> bool:
+    """Whether loaded JSON is in the BEAM format (conversations with ``chat`` batches and
+    ``probing_questions``) rather than LoCoMo's."""
+    first = data[0] if isinstance(data, list) and data else data
+    return isinstance(first, Mapping) and "chat" in first and "probing_questions" in first
+
+
+def parse_anchor(value: str) -> datetime | None:
+    """``"March-15-2024"`` → ``datetime(2024, 3, 15, 9, 0)``; ``None`` if unreadable."""
+    match = _ANCHOR.search(value or "")
+    if not match:
+        return None
+    month, day, year = match.groups()
+    try:
+        return datetime.strptime(f"{month[:3]} {day} {year}", "%b %d %Y").replace(hour=9)
+    except ValueError:
+        return None
+
+
+def _messages(batch: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    out: list[Mapping[str, Any]] = []
+    for turn in batch.get("turns") or []:
+        if isinstance(turn, Mapping):
+            out.append(turn)
+        else:
+            out.extend(m for m in turn if isinstance(m, Mapping))
+    return out
+
+
+def _session(number: int, batch: Mapping[str, Any], previous: datetime | None) -> Session:
+    messages = _messages(batch)
+    anchors = [batch.get("time_anchor")] + [m.get("time_anchor") for m in messages]
+    dated = next((d for a in anchors if a and (d := parse_anchor(str(a)))), None)
+    when = dated or (previous + NEXT_BATCH if previous else FIRST_DATE)
+    if previous is not None and when <= previous:
+        when = previous + NEXT_BATCH  # sessions stay in order
+    turns = tuple(
+        Turn(
+            str(m.get("id", "")),
+            ASSISTANT if m.get("role") == ASSISTANT else USER,
+            str(m.get("content") or ""),
+        )
+        for m in messages
+    )
+    return Session(number, when, turns)
+
+
+def evidence_ids(question: Mapping[str, Any]) -> list[str]:
+    """The message ids a question's references name, deduplicated, in order."""
+    ids: list[str] = []
+
+    def add(values: Iterable[Any]) -> None:
+        for value in values:
+            if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+                key = str(int(value))
+                if key not in ids:
+                    ids.append(key)
+
+    source = question.get("source_chat_ids")
+    if isinstance(source, Mapping):
+        for value in source.values():
+            add(value if isinstance(value, list) else [value])
+    elif isinstance(source, list):
+        add(source)
+    references = question.get("conversation_references") or []
+    if isinstance(references, str):
+        references = [references]
+    for reference in references:
+        add(_CHAT_ID.findall(str(reference)))
+    return ids
+
+
+def parse_sample(raw: Mapping[str, Any]) -> Sample:
+    sessions: list[Session] = []
+    previous: datetime | None = None
+    for number, batch in enumerate(raw.get("chat") or [], start=1):
+        session = _session(int(batch.get("batch_number") or number), batch, previous)
+        sessions.append(session)
+        previous = session.when
+    if not sessions:
+        raise ValueError(f"conversation {raw.get('sample_id', '?')!r} has no batches")
+    questions: list[Question] = []
+    probing = raw.get("probing_questions") or {}
+    for ability in ABILITIES:
+        for q in probing.get(ability) or []:
+            if "question" not in q:
+                continue
+            quoted = str(q.get(_QUOTED.get(ability, ""), "") or "")
+            questions.append(Question(str(q["question"]), ability, tuple(evidence_ids(q)), quoted))
+    return Sample(str(raw.get("sample_id", "")), (USER,), tuple(sessions), tuple(questions))
