@@ -31,11 +31,11 @@ from chatplatform.models.conversations import Conversation, Message, Role
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import Retriever, assemble_context
-from chats.evaluation import locomo
 from chats.retrieval import embeddings
 from chats.retrieval.dense import dense_enabled, dense_status, embed_conversation
 from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
+from tooling.evaluation import locomo
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
 QUESTION_AUTHOR = "Question"
@@ -229,7 +229,7 @@ def scratch_policy(
     **settings: Any,
 ) -> ContextPolicy:
     """The active policy of a scratch tenant for a LoCoMo run: ``fields`` from
-    :func:`~chats.evaluation.locomo.eval_policy_fields`, ``settings`` on top, on a new model
+    :func:`~tooling.evaluation.locomo.eval_policy_fields`, ``settings`` on top, on a new model
     profile counted with ``o200k_base`` (``profile``: its name, provider, model, prices)."""
     with tenant_scope(tenant):
         model = ModelProfile.objects.create(

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chatplatform.core.tokens import CounterNotAvailable
-from chatplatform.core.tokens.cli import add_eval_arguments, run_eval
+from tooling.estimator_fitting.cli import add_eval_arguments, run_eval
 
 
 class Command(BaseCommand):
