@@ -23,11 +23,9 @@ def test_the_tooling_commands_are_the_tooling_apps():
     )
 
 
-def test_the_runtime_commands_stay_with_the_runtime():
+def test_the_tooling_app_has_no_other_command_and_the_runtime_keeps_its_own():
     commands = get_commands()
     assert sorted(name for name, app in commands.items() if app == "tooling") == sorted(
         TOOLING_COMMANDS
     )
     assert commands["backfill_token_counts"] == "chats"
-    assert commands["context_preview"] == "chats"
-    assert commands["create_tenant"] == "chatplatform"
