@@ -15,19 +15,26 @@ ORM); its figures match on the dev set.
 ``--set`` overrides a :class:`~chats.retrieval.rerank.RerankConfig` field.
 """
 
+# ruff: noqa: E402  (the imports below need Django set up)
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import django
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# The retrieval package loads the models (no database is opened).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.config.settings")
+os.environ.setdefault("DEBUG", "1")
+django.setup()
 
 from chatplatform.core.context import AssemblyInputs, MessageItem, SystemPart, assemble
 from chatplatform.core.tokens import get_counter
