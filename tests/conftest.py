@@ -14,6 +14,7 @@ from tests.fakes.fixtures import (  # noqa: F401  (fixtures for every test)
     fake_openai,
     fake_openai_server,
 )
+from tests.tokens.fixtures import dev_rows, estimator, reference  # noqa: F401  (token tests)
 
 # CI runs the property tests with a fixed seed, so a run is reproducible; locally they explore.
 hypothesis_settings.register_profile("ci", derandomize=True, deadline=None)

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "chats",
     "memory",
     "summaries",
+    "tooling",
 ]
 
 MIDDLEWARE = [

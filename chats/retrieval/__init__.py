@@ -13,7 +13,7 @@
   service's default retriever);
 * :mod:`.tasks`: the embedding jobs and their scheduling after a reply.
 
-The LoCoMo recall evaluation (``manage.py eval_recall``) is in ``chats.evaluation``.
+The LoCoMo recall evaluation (``manage.py eval_recall``) is in ``tooling.evaluation``.
 """
 
 from __future__ import annotations

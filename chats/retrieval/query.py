@@ -16,7 +16,7 @@ database (IDF-weighted term presence on PostgreSQL, ``bm25()`` on SQLite) and th
   apply, so English ``son``/``war``/``die`` stay searchable in an English query. The English
   list also holds the verbs that frame reported speech (``say``, ``tell``, ``think``): in
   "What does Jon tell Gina he won't do?" they name the act of saying, which every message of
-  a chat is, not its content (measured in ``bench/retrieval.md``);
+  a chat is, not its content (measured in ``tooling/evaluation/retrieval.md``);
 * light stemming: a known inflectional suffix is stripped (leaving a stem of at least
   :data:`MIN_STEM` characters) and the stem is searched as a prefix (``paint:*`` /
   ``"paint"*``), which finds ``paints``, ``painted``, ``painting``.

@@ -22,7 +22,7 @@ candidates identically on both backends:
   lexical score in proportion to its cosine (``chats.retrieval.dense``).
 
 (A "when" question favouring turns with time expressions was measured and removed: no
-effect on LoCoMo, see ``bench/retrieval.md``.)
+effect on LoCoMo, see ``tooling/evaluation/retrieval.md``.)
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from chatplatform.core.context.types import MessageItem, RetrievedItem
 from .query import SearchQuery, Term, fold, words_of
 
 NEAR_EXTENSION = 3
-#: Dense retrieval (measured on LoCoMo dev, ``bench/retrieval.md``): the top
+#: Dense retrieval (measured on LoCoMo dev, ``tooling/evaluation/retrieval.md``): the top
 #: :data:`DENSE_TOP_K` messages by cosine join the candidates, and each gets
 #: ``DENSE_WEIGHT × best lexical × cosine / best cosine`` on top of its lexical score.
 DENSE_TOP_K = 100
@@ -215,7 +215,7 @@ def rank_candidates(
     be among ``candidates``), ``fetch`` the turns around the best ``neighbor_hits`` of them
     (one call, with the wanted seqs; it returns those that exist and may be retrieved), and
     :func:`propagate` to them. The retriever fetches from the database; the offline
-    harness (``bench/locomo_offline.py``) from memory."""
+    harness (``tooling/evaluation/locomo_offline.py``) from memory."""
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
     if dense:
         authors = speaker_terms(query, names)[0]

@@ -43,7 +43,7 @@ def test_english_question_keeps_content_words_as_prefix_stems():
 )  # fmt: skip
 def test_verbs_of_reported_speech_are_not_searched(question, terms):
     """Every message is something someone said: "say", "tell", "think" name the act, not
-    its content (bench/retrieval.md: +1-2 single-hop questions at both budgets)."""
+    its content (tooling/evaluation/retrieval.md: +1-2 single-hop questions at both budgets)."""
     assert texts(build_query(question)) == terms
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chatplatform.core.tokens.evaluation import evaluate
+from tooling.estimator_fitting.evaluation import evaluate
 
 
 def test_margin_holds_and_languages_are_within_ten_percent(dev_rows, estimator, reference):

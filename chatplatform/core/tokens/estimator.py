@@ -2,7 +2,7 @@
 
 ``EstimatorCounter.count(text) = ceil(sum(coefficient[f] * feature[f](text)))`` over the
 features of :mod:`chatplatform.core.tokens.features`. Coefficients, the lexicon and the safety
-margin are data, fitted against a reference BPE by :mod:`chatplatform.core.tokens.fitting` and
+margin are data, fitted against a reference BPE by :mod:`tooling.estimator_fitting.fitting` and
 shipped as ``estimator_coefficients.json`` (plus the gzipped lexicon it names).
 
 The estimate is unbiased-ish per text, not an upper bound. Callers that must not overflow a

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .bpe import load_encoding
+from chatplatform.core.tokens.bpe import load_encoding
 
 SUPPLEMENT_WEIGHT = 0.25  # per supplement language, against 1.0 per corpus language
 SNIPPET_WEIGHT = 0.3  # per corpus language, for its short snippets

@@ -32,8 +32,8 @@ from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create, membership_add
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.management.commands._bench_data import bench_tenant
 from chats.services import conversation_create
+from tooling.benchmarks.scratch_data import bench_tenant
 
 ROOT = Path(settings.BASE_DIR)
 

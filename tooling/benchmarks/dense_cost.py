@@ -4,7 +4,7 @@ Stores ``--messages`` messages of random words with random unit vectors in a scr
 of the configured database, then times the question's embedding, the read of the stored
 vectors, the dot products, and ``retrieve_messages`` with and without dense retrieval.
 
-    DATABASE_URL=... .venv/bin/python bench/dense_cost.py [--messages 5000] [--runs 20]
+    DATABASE_URL=... .venv/bin/python tooling/benchmarks/dense_cost.py [--messages 5000] [--runs 20]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.config.settings")
 os.environ.setdefault("DEBUG", "1")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.core.tokens.base import TokenCounter
-from chatplatform.core.tokens.evaluation import evaluate
+from tooling.estimator_fitting.evaluation import evaluate
 
 
 class WordCounter(TokenCounter):

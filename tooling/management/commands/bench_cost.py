@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from chats.evaluation.cost_replay import STRATEGIES, CostOptions, run_cost
+from tooling.evaluation.cost_replay import STRATEGIES, CostOptions, run_cost
 
 
 class Command(BaseCommand):

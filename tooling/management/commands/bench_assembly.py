@@ -16,7 +16,7 @@ from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly.service import assemble_context
-from chats.management.commands._bench_data import bench_tenant, bench_user, conversation_with
+from tooling.benchmarks.scratch_data import bench_tenant, bench_user, conversation_with
 
 
 def p(values: list[float], q: float) -> float | None:

@@ -6,7 +6,8 @@ best ``--candidates`` by BM25), then the production re-ranking
 can be measured in seconds. ``manage.py eval_recall`` runs the real pipeline (FTS index,
 ORM); its figures match on the dev set.
 
-    .venv/bin/python bench/locomo_offline.py --dataset FILE.json --budget 4000 [--set k=v ...]
+    .venv/bin/python tooling/evaluation/locomo_offline.py --dataset FILE.json --budget 4000
+        [--set k=v ...]
         [--dump FILE.jsonl]   # per question: evidence found, rank of each evidence turn
         [--no-dense]          # full-text only (default: with retrieval by meaning when the
                               # embeddings requirements are installed, as eval_recall)
@@ -14,23 +15,29 @@ ORM); its figures match on the dev set.
 ``--set`` overrides a :class:`~chats.retrieval.rerank.RerankConfig` field.
 """
 
+# ruff: noqa: E402  (the imports below need Django set up)
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import django
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# The retrieval package loads the models (no database is opened).
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.config.settings")
+os.environ.setdefault("DEBUG", "1")
+django.setup()
 
 from chatplatform.core.context import AssemblyInputs, MessageItem, SystemPart, assemble
 from chatplatform.core.tokens import get_counter
-from chats.evaluation import locomo
 from chats.retrieval import embeddings
 from chats.retrieval.query import build_query, words_of
 from chats.retrieval.rerank import (
@@ -42,6 +49,7 @@ from chats.retrieval.rerank import (
     rank_candidates,
     to_retrieved,
 )
+from tooling.evaluation import locomo
 
 
 def _config(overrides: Sequence[str]) -> RerankConfig:

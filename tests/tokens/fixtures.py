@@ -1,3 +1,7 @@
+"""The token estimator, the reference BPE and the development corpus: fixtures for the token
+counting tests and the estimator's fitting and evaluation (``tests/tooling/``), imported by
+``tests/conftest.py``."""
+
 from __future__ import annotations
 
 import json

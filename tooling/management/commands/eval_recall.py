@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from chats.evaluation.recall import STRATEGIES, EvalOptions, run_eval
+from tooling.evaluation.recall import STRATEGIES, EvalOptions, run_eval
 
 
 class Command(BaseCommand):

@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from chatplatform.models import Tenant
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import all_tenants
-from chats.evaluation import locomo
 from chats.retrieval import embeddings
+from tooling.evaluation import locomo
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,7 @@ counted with ``o200k_base``). Each payload is priced by
 :class:`~chatplatform.core.llm.prompt_cache.PromptCache` on the replay's clock: the prefix
 up to each breakpoint, the cache lifetime, the minimum cacheable length. No reply is
 generated; the cache lives within a session and is gone at the next, days later. Server
-compaction is the provider's, simulated (:mod:`chats.evaluation.compaction_replay`).
+compaction is the provider's, simulated (:mod:`tooling.evaluation.compaction_replay`).
 
 The comparison is the same replay sending the whole history with a breakpoint on the newest
 message (5-minute lifetime): what not managing the context at all costs, with caching. A
@@ -42,15 +42,15 @@ from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.request import chat_request
 from chats.assembly.service import assemble_turn
-from chats.evaluation import datasets, locomo
-from chats.evaluation.compaction_replay import Compacted, compact_turn
-from chats.evaluation.recall import (
+from chats.services.conversations import conversation_window_advance
+from tooling.evaluation import datasets, locomo
+from tooling.evaluation.compaction_replay import Compacted, compact_turn
+from tooling.evaluation.recall import (
     sample_conversation,
     scratch_policy,
     scratch_slug,
     turn_message,
 )
-from chats.services.conversations import conversation_window_advance
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary", "server_compaction")
 SLIDING_WINDOW = "sliding_window"

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from chats.evaluation import locomo
+from tooling.evaluation import locomo
 
 
 @pytest.mark.parametrize(

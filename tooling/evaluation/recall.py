@@ -1,5 +1,5 @@
 """The recall evaluation through the real pipeline (``manage.py eval_recall``), on LoCoMo's
-or BEAM's conversations (the format told from the file, :mod:`chats.evaluation.datasets`).
+or BEAM's conversations (the format told from the file, :mod:`tooling.evaluation.datasets`).
 
 Each sample is loaded into a scratch tenant: its speakers become users (username = the
 speaker's name, so labels stay short), the conversation a group chat (BEAM: the user's own
@@ -34,11 +34,11 @@ from chatplatform.models.conversations import Conversation, Message, Role
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import Retriever, assemble_context
-from chats.evaluation import beam, datasets, locomo
 from chats.retrieval import embeddings
 from chats.retrieval.dense import dense_enabled, dense_status, embed_conversation
 from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
+from tooling.evaluation import beam, datasets, locomo
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
 QUESTION_AUTHOR = "Question"
@@ -165,7 +165,7 @@ def _by_category(kind: str, tallies: dict[Any, locomo.Tally]) -> dict[str, Any]:
     """LoCoMo: ``categories`` by number. BEAM: ``abilities`` by name (those with scored
     questions) and ``core_percent``, the mean all-evidence percentage of the core abilities."""
     if kind != datasets.BEAM:
-        return {"dataset": kind, "categories": {str(c): t.as_dict() for c, t in tallies.items()}}
+        return {"categories": {str(c): t.as_dict() for c, t in tallies.items()}}
     abilities = {name: t.as_dict() for name, t in tallies.items() if t.questions}
     core = [abilities[a]["all_evidence_percent"] for a in beam.CORE_ABILITIES if a in abilities]
     return {
@@ -248,7 +248,7 @@ def scratch_policy(
     **settings: Any,
 ) -> ContextPolicy:
     """The active policy of a scratch tenant for a LoCoMo run: ``fields`` from
-    :func:`~chats.evaluation.locomo.eval_policy_fields`, ``settings`` on top, on a new model
+    :func:`~tooling.evaluation.locomo.eval_policy_fields`, ``settings`` on top, on a new model
     profile counted with ``o200k_base`` (``profile``: its name, provider, model, prices)."""
     with tenant_scope(tenant):
         model = ModelProfile.objects.create(

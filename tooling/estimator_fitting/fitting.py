@@ -4,7 +4,7 @@ The estimator is judged on corpora it never saw, so the fit aims at languages, n
 training file:
 
 - the training set weighs every language the same and supplements the corpus with texts
-  of the scripts and shapes it may lack (:mod:`chatplatform.core.tokens.corpus`);
+  of the scripts and shapes it may lack (:mod:`tooling.estimator_fitting.corpus`);
 - the loss is relative error (weighted least squares with weight 1/reference, then a few
   iteratively re-weighted rounds toward mean absolute percentage error), the coefficients
   are non-negative and a small ridge keeps rarely seen features near zero;
@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from .base import TokenCounter
+from chatplatform.core.tokens.base import TokenCounter
+from chatplatform.core.tokens.estimator import FORMAT_VERSION, EstimatorCounter
+from chatplatform.core.tokens.features import FEATURE_NAMES, extract_features
+
 from .corpus import Sample, build_lexicon, make_samples, sample_weights
-from .estimator import FORMAT_VERSION, EstimatorCounter
-from .features import FEATURE_NAMES, extract_features
 from .nnls import nnls
 
 MARGIN_QUANTILE = 0.995

@@ -11,8 +11,8 @@ from django.core.management import call_command
 
 from chatplatform.models.conversations import Message, Role
 from chatplatform.tenancy.scoping import all_tenants
-from chats.evaluation import beam, datasets, recall
-from chats.evaluation.recall import EvalOptions, run_eval
+from tooling.evaluation import beam, datasets, recall
+from tooling.evaluation.recall import EvalOptions, run_eval
 
 pytestmark = pytest.mark.django_db
 

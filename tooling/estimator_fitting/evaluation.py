@@ -7,7 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .base import TokenCounter
+from chatplatform.core.tokens.base import TokenCounter
 
 TIMING_REPETITIONS = 5
 

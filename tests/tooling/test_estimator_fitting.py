@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from chatplatform.core.tokens import corpus, fitting
 from chatplatform.core.tokens.estimator import EstimatorCounter
-from chatplatform.core.tokens.nnls import nnls
+from tooling.estimator_fitting import corpus, fitting
+from tooling.estimator_fitting.nnls import nnls
 
 
 def brute_force_nnls(matrix, target):

@@ -70,7 +70,7 @@ def test_cli_runs_without_django(tmp_path, dev_rows):
         [
             sys.executable,
             "-m",
-            "chatplatform.core.tokens.cli",
+            "tooling.estimator_fitting.cli",
             "eval",
             "--corpus",
             str(corpus),

@@ -1,7 +1,7 @@
 """Command-line core of ``fit_token_estimator`` and ``eval_tokens`` (usable without Django).
 
-    python -m chatplatform.core.tokens.cli fit --corpus FILE --reference o200k_base [--output PATH]
-    python -m chatplatform.core.tokens.cli eval --corpus FILE --reference o200k_base \
+    python -m tooling.estimator_fitting.cli fit --corpus FILE --reference o200k_base [--output PATH]
+    python -m tooling.estimator_fitting.cli eval --corpus FILE --reference o200k_base \
         [--counter NAME] [--json]
 
 The Django management commands add the same arguments and call :func:`run_fit` and
@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
-from .base import TokenCounter
-from .registry import get_counter
+from chatplatform.core.tokens.base import TokenCounter
+from chatplatform.core.tokens.registry import get_counter
 
 
 class Writer(Protocol):
@@ -27,7 +27,7 @@ class Writer(Protocol):
 
 
 def add_fit_arguments(parser: argparse.ArgumentParser) -> None:
-    from .estimator import DEFAULT_COEFFICIENTS_PATH
+    from chatplatform.core.tokens.estimator import DEFAULT_COEFFICIENTS_PATH
 
     parser.add_argument("--corpus", required=True, type=Path, help="JSONL rows {lang, text, ...}")
     parser.add_argument("--reference", default="o200k_base", help="exact counter to fit against")
@@ -95,7 +95,7 @@ def run_fit(args: argparse.Namespace, out: Writer) -> dict[str, Any]:
 def load_counter(name: str) -> TokenCounter:
     """A registered counter, or an estimator loaded from a coefficients JSON path."""
     if name.endswith(".json"):
-        from .estimator import EstimatorCounter
+        from chatplatform.core.tokens.estimator import EstimatorCounter
 
         return EstimatorCounter.from_file(name)
     return get_counter(name)
@@ -131,7 +131,7 @@ def format_evaluation(result: dict[str, Any], margin: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m chatplatform.core.tokens.cli")
+    parser = argparse.ArgumentParser(prog="python -m tooling.estimator_fitting.cli")
     commands = parser.add_subparsers(dest="command", required=True)
     add_fit_arguments(commands.add_parser("fit", help="fit the estimator's coefficients"))
     add_eval_arguments(commands.add_parser("eval", help="evaluate a counter against a reference"))
