@@ -28,7 +28,7 @@ from chatplatform.core.llm.base import (
     Usage,
 )
 from chatplatform.core.llm.errors import PromptTooLong, ProviderError, StreamInterrupted
-from chatplatform.core.llm.registry import build_provider_or_offline
+from chatplatform.core.llm.providers import OFFLINE, build_provider_or_offline
 from chatplatform.core.llm.tool_loop import stream_with_tools
 from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
@@ -78,7 +78,7 @@ def default_provider(prepared: turns.PreparedTurn) -> Provider:
     # The offline provider bills the prompt from the conversation's simulated cache.
     simulated = prepared.simulated_cache.cache if prepared.simulated_cache is not None else None
     if access is None:
-        return build_provider_or_offline("offline", prompt_cache=simulated)
+        return OFFLINE.build(prompt_cache=simulated)
     access.check()
     return build_provider_or_offline(
         access.provider,

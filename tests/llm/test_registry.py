@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.core.llm import ChatRequest, Message, build_provider, build_provider_or_offline
+from chatplatform.core.llm import (
+    ChatRequest,
+    RequestMessage,
+    build_provider,
+    build_provider_or_offline,
+)
 from chatplatform.core.llm.anthropic_provider import AnthropicProvider
 from chatplatform.core.llm.offline_provider import OfflineProvider
 from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
-from chatplatform.core.llm.registry import UnknownProvider
+from chatplatform.core.llm.providers import UnknownProvider
 from tests.fakes.anthropic_fake import FakeAnthropic
 
 from .helpers import collect, text_of
@@ -53,7 +58,7 @@ def test_keeps_a_configured_provider() -> None:
 async def test_built_anthropic_provider_talks_to_the_server(fake_anthropic: FakeAnthropic) -> None:
     provider = build_provider_or_offline("anthropic", api_key="k", base_url=fake_anthropic.url)
     events = await collect(
-        provider.stream(ChatRequest(model="m", messages=[Message("user", "hi")]))
+        provider.stream(ChatRequest(model="m", messages=[RequestMessage("user", "hi")]))
     )
 
     assert text_of(events) == "Hello from the fake model."

@@ -21,8 +21,8 @@ from .base import (
     ChatRequest,
     Done,
     ImagePart,
-    Message,
     Provider,
+    RequestMessage,
     StreamEvent,
     TextDelta,
     TextPart,
@@ -209,7 +209,7 @@ def build_params(request: ChatRequest) -> dict[str, Any]:
     return params
 
 
-def _messages(message: Message) -> list[dict[str, Any]]:
+def _messages(message: RequestMessage) -> list[dict[str, Any]]:
     if isinstance(message.content, str):
         return [{"role": message.role, "content": message.content}]
     out: list[dict[str, Any]] = []
