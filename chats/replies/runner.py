@@ -28,7 +28,7 @@ from chatplatform.core.llm.base import (
     Usage,
 )
 from chatplatform.core.llm.errors import PromptTooLong, ProviderError, StreamInterrupted
-from chatplatform.core.llm.providers import OFFLINE, build_provider_or_offline
+from chatplatform.core.llm.providers import OFFLINE, build_provider_or_offline, load_clients
 from chatplatform.core.llm.tool_loop import stream_with_tools
 from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
@@ -68,6 +68,8 @@ STOP_CHECK_INTERVAL = 0.2
 
 ProviderFactory = Callable[[turns.PreparedTurn], Provider]
 _background: set[asyncio.Task[Any]] = set()
+
+load_clients()  # every provider's client and SDK, before the first turn imports one
 
 
 def default_provider(prepared: turns.PreparedTurn) -> Provider:

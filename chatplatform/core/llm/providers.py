@@ -10,15 +10,18 @@ capabilities), whether its API counts tokens exactly, how its SDK's errors map t
 entry (:func:`provider_kind`) and never compares provider names; a name that is not registered
 raises :class:`UnknownProvider`, it never falls back to another provider.
 
-SDK-backed clients are imported when first built, so importing this module stays cheap.
+A provider's client lives in its own module (``client``), imported when first used or by
+:func:`load_clients`, so importing the registry (as the model profiles do) loads no SDK.
 Pure: no Django.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, Literal
 
 from chatplatform.core.tokens.base import TokenCounter
@@ -37,8 +40,6 @@ logger = logging.getLogger(__name__)
 #: ``simulated``, the same model simulated, nothing billed; ``prefix``, the server caches
 #: prefixes by itself, without breakpoints or a price for writing (not modelled).
 PromptCaching = Literal["breakpoints", "simulated", "prefix"]
-ClientFactory = Callable[..., Provider]
-ErrorMapping = Callable[[Exception, str], ProviderError]
 
 
 class UnknownProvider(ValueError):
@@ -65,11 +66,11 @@ class ProviderKind:
     counts_tokens: bool
     #: The expected ratio of a model's token counts to the estimator's, by model id.
     prior_ratio: Callable[[str], float]
-    build: ClientFactory
+    #: The module of its client: ``build_client(...)`` builds one and ``map_error(exc,
+    #: partial_text)`` maps its SDK's errors to ours (none where the provider never fails).
+    client: str
     #: Built in, no model: its replies, usage and cache figures are its own simulation.
     simulated: bool = False
-    #: Maps its SDK's errors (with the reply's partial text) to ours; None: it never fails.
-    map_error: ErrorMapping | None = None
 
     @property
     def breakpoint_cache(self) -> bool:
@@ -97,66 +98,48 @@ class ProviderKind:
         url = getattr(settings, self.base_url_setting, "") if self.base_url_setting else ""
         return key or None, url or None
 
+    def client_module(self) -> ModuleType:
+        """Its client's module (imported, with its SDK, on first use: :func:`load_clients`)."""
+        return importlib.import_module(self.client)
+
+    def build(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60.0,
+        counter: TokenCounter | None = None,
+        prompt_cache: PromptCache | None = None,
+        **options: Any,
+    ) -> Provider:
+        """A client of this provider (see :func:`build_provider`)."""
+        client: Provider = self.client_module().build_client(
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            counter=counter,
+            prompt_cache=prompt_cache,
+            **options,
+        )
+        return client
+
+    @property
+    def maps_errors(self) -> bool:
+        """Whether its SDK raises errors to map (the built-in provider never fails)."""
+        return hasattr(self.client_module(), "map_error")
+
+    def map_error(self, exc: Exception, partial_text: str = "") -> ProviderError:
+        """Its SDK's error ``exc`` as a :class:`ProviderError` (the reply's ``partial_text``
+        makes it an interrupted stream)."""
+        if not self.maps_errors:
+            raise TypeError(f"the {self.name} provider raises no SDK errors")
+        error: ProviderError = self.client_module().map_error(exc, partial_text)
+        return error
+
     def supports_context_strategy(self, capabilities: Mapping[str, Any] | None, name: str) -> bool:
         """Whether a model of this provider accepts the context management ``name``
         (e.g. ``compact_20260112``): the provider offers it and the model reports it."""
         return self.context_management and supports_context_strategy(capabilities, name)
-
-
-def _anthropic_client(
-    *,
-    api_key: str | None = None,
-    base_url: str | None = None,
-    timeout: float = 60.0,
-    counter: TokenCounter | None = None,
-    prompt_cache: PromptCache | None = None,
-    **options: Any,
-) -> Provider:
-    from .anthropic_provider import AnthropicProvider
-
-    if not api_key:
-        raise ValueError("the anthropic provider needs an api_key")
-    return AnthropicProvider(api_key=api_key, base_url=base_url, timeout=timeout, **options)
-
-
-def _anthropic_errors(exc: Exception, partial_text: str = "") -> ProviderError:
-    from .anthropic_provider import map_anthropic_error
-
-    return map_anthropic_error(exc, partial_text)  # type: ignore[arg-type]
-
-
-def _openai_client(
-    *,
-    api_key: str | None = None,
-    base_url: str | None = None,
-    timeout: float = 60.0,
-    counter: TokenCounter | None = None,
-    prompt_cache: PromptCache | None = None,
-    **options: Any,
-) -> Provider:
-    from .openai_provider import OpenAICompatibleProvider
-
-    return OpenAICompatibleProvider(api_key=api_key, base_url=base_url, timeout=timeout, **options)
-
-
-def _openai_errors(exc: Exception, partial_text: str = "") -> ProviderError:
-    from .openai_provider import map_openai_error
-
-    return map_openai_error(exc, partial_text)  # type: ignore[arg-type]
-
-
-def _offline_client(
-    *,
-    api_key: str | None = None,
-    base_url: str | None = None,
-    timeout: float = 60.0,
-    counter: TokenCounter | None = None,
-    prompt_cache: PromptCache | None = None,
-    **options: Any,
-) -> Provider:
-    from .offline_provider import OfflineProvider
-
-    return OfflineProvider(counter, prompt_cache=prompt_cache, **options)
 
 
 def _no_prior(model_id: str) -> float:
@@ -174,8 +157,7 @@ ANTHROPIC = ProviderKind(
     context_management=True,
     counts_tokens=True,
     prior_ratio=claude_prior_ratio,
-    build=_anthropic_client,
-    map_error=_anthropic_errors,
+    client="chatplatform.core.llm.anthropic_provider",
 )
 OPENAI = ProviderKind(
     name="openai",
@@ -188,8 +170,7 @@ OPENAI = ProviderKind(
     context_management=False,
     counts_tokens=False,
     prior_ratio=_no_prior,
-    build=_openai_client,
-    map_error=_openai_errors,
+    client="chatplatform.core.llm.openai_provider",
 )
 OFFLINE = ProviderKind(
     name="offline",
@@ -203,7 +184,7 @@ OFFLINE = ProviderKind(
     context_management=False,
     counts_tokens=False,
     prior_ratio=_no_prior,
-    build=_offline_client,
+    client="chatplatform.core.llm.offline_provider",
     simulated=True,
 )
 
@@ -225,6 +206,13 @@ def provider_kind(name: str) -> ProviderKind:
 def provider_choices() -> list[tuple[str, str]]:
     """``(name, label)`` of every registered provider, for a model field's choices."""
     return [(kind.name, kind.label) for kind in PROVIDERS.values()]
+
+
+def load_clients() -> None:
+    """Import every provider's client and SDK now: a process serving replies loads them
+    before its first turn, so no turn waits on an import."""
+    for kind in PROVIDERS.values():
+        kind.client_module()
 
 
 def simulated_provider_names() -> tuple[str, ...]:
