@@ -32,6 +32,7 @@ from django.db import transaction
 
 from chatplatform.core.llm.anthropic_models import AnthropicModels, ModelFacts
 from chatplatform.core.llm.anthropic_prices import documented, price_fields
+from chatplatform.core.llm.providers import ANTHROPIC
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.policy_validation import policy_errors
 from chatplatform.tenancy.scoping import all_tenants
@@ -105,7 +106,7 @@ def model_profiles_update_from_provider(*, client: AnthropicModels | None = None
         profiles = {
             p.model: p
             for p in ModelProfile.objects.select_for_update().filter(
-                tenant__isnull=True, provider="anthropic"
+                tenant__isnull=True, provider=ANTHROPIC.name
             )
         }
         touched: list[int] = []
@@ -144,7 +145,7 @@ def _profile_create(
     profile = ModelProfile(
         tenant=None,
         name=_free_name(facts.display_name, facts.id),
-        provider="anthropic",
+        provider=ANTHROPIC.name,
         model=facts.id,
         context_window=window,
         max_output_tokens=min(max_output, window - 1),

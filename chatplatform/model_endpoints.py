@@ -1,7 +1,8 @@
 """Which endpoint and which key a model profile's calls use: the one place that decides.
 
 - A platform-wide profile (no tenant, set up by the operator) uses the platform's key, at the
-  profile's base URL or the operator's ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``.
+  profile's base URL or the operator's (the settings its provider's registry entry names,
+  e.g. ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``).
 - A tenant's profile without a base URL uses the platform's key at the operator's endpoint.
 - A tenant's profile with a base URL uses only its own key (possibly none) at that URL, and
   only when the operator's policy allows the URL (:mod:`chatplatform.core.llm.endpoints`), checked
@@ -24,6 +25,7 @@ from chatplatform.core.llm.endpoints import (
     check_endpoint,
 )
 from chatplatform.core.llm.endpoints import resolve as system_resolve
+from chatplatform.core.llm.providers import provider_kind
 from chatplatform.models import ModelProfile
 
 __all__ = ["EndpointRefused", "ProviderAccess", "endpoint_policy", "provider_access"]
@@ -58,27 +60,19 @@ class ProviderAccess:
         """Raise :class:`EndpointRefused` unless the call may go out (call-time check)."""
         if self.own_endpoint and self.base_url:
             check_endpoint(self.base_url, endpoint_policy(), resolver=resolver)
-        if self.own_endpoint and self.provider == "anthropic" and not self.api_key:
+        needs_key = provider_kind(self.provider).needs_api_key
+        if self.own_endpoint and needs_key and not self.api_key:
             raise EndpointRefused("this model profile names its own endpoint but has no API key")
 
 
-def _platform_key(provider: str) -> str | None:
-    if provider == "anthropic":
-        return getattr(settings, "ANTHROPIC_API_KEY", "") or None
-    return getattr(settings, "OPENAI_API_KEY", "") or None
-
-
-def _platform_base_url(provider: str) -> str | None:
-    if provider == "anthropic":
-        return getattr(settings, "ANTHROPIC_BASE_URL", "") or None
-    return getattr(settings, "OPENAI_BASE_URL", "") or None
-
-
 def provider_access(profile: ModelProfile) -> ProviderAccess | None:
-    """The endpoint and key of ``profile``'s calls; None for the offline provider."""
-    provider = profile.provider
-    if provider not in ("anthropic", "openai"):
+    """The endpoint and key of ``profile``'s calls; None for a built-in provider that calls
+    nothing (offline). Raises :class:`UnknownProvider` for a provider that is not registered."""
+    kind = profile.provider_kind
+    provider = kind.name
+    if kind.simulated:
         return None
+    platform_key, platform_base_url = kind.platform_credentials(settings)
     if profile.uses_own_endpoint:
         return ProviderAccess(
             provider,
@@ -89,17 +83,16 @@ def provider_access(profile: ModelProfile) -> ProviderAccess | None:
     if profile.tenant_id is None and profile.base_url:
         base_url: str | None = profile.base_url  # set by the operator
     else:
-        base_url = _platform_base_url(provider)
-    return ProviderAccess(provider, base_url=base_url, api_key=_platform_key(provider))
+        base_url = platform_base_url
+    return ProviderAccess(provider, base_url=base_url, api_key=platform_key)
 
 
 def can_work(access: ProviderAccess | None) -> bool:
-    """Whether calls can be made at all: anthropic needs a key, OpenAI-compatible servers a
-    key or a URL. A tenant's own endpoint always counts (the check decides at call time)."""
+    """Whether calls can be made at all, by the provider's credentials rule (anthropic needs a
+    key, OpenAI-compatible servers a key or a URL). A tenant's own endpoint always counts (the
+    check decides at call time)."""
     if access is None:
         return False
     if access.own_endpoint:
         return True
-    if access.provider == "anthropic":
-        return bool(access.api_key)
-    return bool(access.api_key or access.base_url)
+    return provider_kind(access.provider).credentials_suffice(access.api_key, access.base_url)

@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce
 
+from chatplatform.core.llm.providers import simulated_provider_names
 from chatplatform.models import Membership, Role, Tenant
 from chatplatform.tenancy.scoping import all_tenants
 
@@ -67,6 +68,6 @@ def turn_usage_sums() -> dict[str, Any]:
         "hypothetical": Sum("hypothetical_tokens"),
         "cost": Sum("cost_usd"),
         "full_cost": Sum("full_history_cost_usd"),
-        # Turns whose cache figures are the offline provider's simulation.
-        "simulated": Count("pk", filter=Q(model_profile__provider="offline")),
+        # Turns whose cache figures are a built-in provider's simulation (offline).
+        "simulated": Count("pk", filter=Q(model_profile__provider__in=simulated_provider_names())),
     }

@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from chatplatform.core.llm.providers import OFFLINE
 from chatplatform.models import ContextPolicy, ModelProfile, Role, Tenant
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.models.conversations import Role as MessageRole
@@ -142,7 +143,7 @@ def _small_policy(tenant: Tenant) -> ContextPolicy:
     """The default preset, copied with a budget small enough for the demo history to overflow,
     on the offline model priced like Claude Sonnet 4.5."""
     shared = ModelProfile._base_manager.filter(tenant=None)
-    offline = shared.get(provider="offline")
+    offline = shared.get(provider=OFFLINE.name)
     priced = shared.filter(name="Claude Sonnet 4.5").first()
     profile = ModelProfile(
         tenant=tenant,

@@ -1,5 +1,6 @@
 """Images attached to messages (visual context): type and size checks from the
-file's own header, and the image tokens providers charge. Pure: no Django."""
+file's own header. What an image costs in tokens is its provider's formula
+(``ProviderKind.image_tokens``). Pure: no Django."""
 
 from __future__ import annotations
 
@@ -109,20 +110,3 @@ def describe_image(info: ImageInfo) -> str:
         f"{size_label(info.size)}); this model cannot see images, so only its type and size "
         "are known.]"
     )
-
-
-def image_tokens(provider: str, width: int, height: int) -> int:
-    """Tokens a provider charges for an image (an upper-bound estimate).
-
-    Anthropic: the image is scaled so its long edge is at most 1568 px (and about 1.15
-    megapixels), then costs width * height / 750 tokens. OpenAI-style (high detail): scaled
-    into 2048 px, short side to 768 px, 170 tokens per 512-px tile plus 85.
-    """
-    if provider == "openai":
-        scale = min(1.0, 2048 / max(width, height))
-        w, h = width * scale, height * scale
-        scale = min(1.0, 768 / min(w, h))
-        w, h = w * scale, h * scale
-        return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
-    scale = min(1.0, 1568 / max(width, height), math.sqrt(1_150_000 / (width * height)))
-    return math.ceil(width * scale * height * scale / 750)

@@ -12,6 +12,7 @@ from typing import Any
 from django import forms
 
 from chatplatform.core.llm.endpoints import EndpointRefused, check_endpoint
+from chatplatform.core.llm.providers import PROVIDERS
 from chatplatform.model_endpoints import endpoint_policy
 from chatplatform.models import ModelProfile
 
@@ -71,8 +72,11 @@ class ModelProfileForm(forms.ModelForm):
         except EndpointRefused as exc:
             self.add_error("base_url", exc.message)
         keeps_key = self.instance.has_own_api_key and not cleaned.get("clear_api_key")
-        if cleaned.get("provider") == "anthropic" and not (new_key or keeps_key):
-            self.add_error("api_key", "An Anthropic endpoint of your own needs its own API key.")
+        kind = PROVIDERS.get(cleaned.get("provider") or "")
+        if kind is not None and kind.needs_api_key and not (new_key or keeps_key):
+            self.add_error(
+                "api_key", f"An {kind.label} endpoint of your own needs its own API key."
+            )
         return cleaned
 
     def save(self, commit: bool = True) -> Any:

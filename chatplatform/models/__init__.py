@@ -1,6 +1,6 @@
 from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy, Strategy
-from .profiles import ModelProfile, Provider
+from .profiles import ModelProfile
 from .tenants import ApiKey, Membership, Role, Tenant
 
 __all__ = [
@@ -10,7 +10,6 @@ __all__ = [
     "InvitationStatus",
     "Membership",
     "ModelProfile",
-    "Provider",
     "Role",
     "Strategy",
     "Tenant",

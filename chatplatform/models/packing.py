@@ -65,6 +65,6 @@ def packing_policy_for(
         model_name=profile.name,
         history_trim_percent=policy.history_trim_percent,
         turn_retrieval_percent=policy.turn_retrieval_percent,
-        cache_min_tokens=profile.cache_min_tokens if profile.provider == "anthropic" else 0,
+        cache_min_tokens=profile.cache_min_tokens if profile.provider_kind.provider_cache else 0,
         oversized_message=policy.oversized_message,  # type: ignore[arg-type]
     )

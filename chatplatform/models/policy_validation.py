@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 
 from chatplatform.core.context.budget import policy_issues
-from chatplatform.core.llm.capabilities import COMPACTION, supports_context_strategy
+from chatplatform.core.llm.capabilities import COMPACTION
 from chatplatform.core.llm.context_management import (
     EDITING_CHOICES,
     MIN_COMPACTION_TRIGGER,
@@ -87,13 +87,12 @@ def _provider_context_errors(policy: ContextPolicy) -> list[tuple[str, str]]:
     """The provider's own context management: only where the model reports it supports it."""
     profile = policy.model_profile
     capabilities = profile.capabilities or {}
+    kind = profile.provider_kind
     out: list[tuple[str, str]] = []
     if policy.strategy == "server_compaction":
         budget = min(policy.max_context_tokens, profile.context_window)
         budget -= policy.reserved_response_tokens
-        if profile.provider != "anthropic" or not supports_context_strategy(
-            capabilities, COMPACTION
-        ):
+        if not kind.supports_context_strategy(capabilities, COMPACTION):
             out.append(
                 (
                     "strategy",
@@ -113,7 +112,7 @@ def _provider_context_errors(policy: ContextPolicy) -> list[tuple[str, str]]:
     missing = [
         edit
         for edit in EDITING_CHOICES.get(policy.context_editing, ())
-        if profile.provider != "anthropic" or not supports_context_strategy(capabilities, edit)
+        if not kind.supports_context_strategy(capabilities, edit)
     ]
     if missing:
         out.append(

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal
+from typing import Any
 
+from django.core import checks
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
-from django.db import models
+from django.db import DatabaseError, models
 
+from chatplatform.core.llm.providers import (
+    PROVIDERS,
+    ProviderKind,
+    UnknownProvider,
+    provider_choices,
+    provider_kind,
+)
 from chatplatform.encryption import decrypt, encrypt
 from chatplatform.tenancy.scoping import TenantScopedManager
-
-
-class Provider(models.TextChoices):
-    ANTHROPIC = "anthropic", "Anthropic"
-    OPENAI = "openai", "OpenAI-compatible (Ollama, vLLM, llama.cpp)"
-    OFFLINE = "offline", "Offline (built in, no model)"
 
 
 def _long_price(what: str) -> models.DecimalField:
@@ -48,7 +53,7 @@ class ModelProfile(models.Model):
     name = models.CharField(max_length=100, help_text="Display name, e.g. 'Claude Sonnet 4.5'.")
     provider = models.CharField(
         max_length=16,
-        choices=Provider.choices,
+        choices=provider_choices(),
         help_text="Who runs the model. Offline is built in: it answers without a model and "
         "costs nothing.",
     )
@@ -194,6 +199,29 @@ class ModelProfile(models.Model):
         return self.name
 
     @property
+    def provider_kind(self) -> ProviderKind:
+        """The registry entry of the profile's provider (raises :class:`UnknownProvider` for
+        a name that is not registered: saving refuses one, the start-up check reports one)."""
+        return provider_kind(self.provider)
+
+    def clean_fields(self, exclude: Iterable[str] | None = None) -> None:
+        """A provider that is not registered is refused with the names that are."""
+        skipped = set(exclude or ())
+        unknown: dict[str, list[ValidationError]] = {}
+        if "provider" not in skipped and self.provider:
+            try:
+                provider_kind(self.provider)
+            except UnknownProvider as exc:
+                unknown["provider"] = [ValidationError(str(exc), code="unknown_provider")]
+                skipped.add("provider")
+        try:
+            super().clean_fields(exclude=skipped)
+        except ValidationError as exc:
+            raise ValidationError({**exc.error_dict, **unknown}) from None
+        if unknown:
+            raise ValidationError(unknown)
+
+    @property
     def uses_own_endpoint(self) -> bool:
         """A tenant's profile that names its own endpoint (gets only its own key)."""
         return self.tenant_id is not None and bool(self.base_url)
@@ -257,3 +285,32 @@ class ModelProfile(models.Model):
             * price(self.price_cache_read_per_mtok, self.price_long_cache_read_per_mtok)
             + Decimal(cache_write_tokens) * write_price
         ) / million
+
+
+@checks.register(checks.Tags.database)
+def check_profile_providers(databases: Iterable[str] | None = None, **kwargs: Any) -> list[Any]:
+    """Model profiles whose provider is not registered: an error, listed by profile (the
+    check runs where a database is named, e.g. by ``migrate`` at release)."""
+    errors: list[Any] = []
+    for database in databases or ():
+        try:
+            unknown = list(
+                ModelProfile._base_manager.using(database)
+                .exclude(provider__in=list(PROVIDERS))
+                .order_by("pk")
+                .values_list("pk", "name", "provider")
+            )
+        except DatabaseError:  # not migrated yet: no profiles to check
+            continue
+        errors.extend(
+            checks.Error(
+                f"model profile {pk} ({name!r}) names the provider {provider!r}, which is not "
+                "registered",
+                hint=f"Registered providers: {', '.join(PROVIDERS)}. Change the profile's "
+                "provider or register the provider in chatplatform.core.llm.providers.",
+                obj=f"ModelProfile {pk}",
+                id="chatplatform.E001",
+            )
+            for pk, name, provider in unknown
+        )
+    return errors

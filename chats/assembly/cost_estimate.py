@@ -25,7 +25,7 @@ from chatplatform.core.llm.prompt_cache import (
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation, Message, Role
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.assembly.request import ANTHROPIC_CACHE, chat_request
+from chats.assembly.request import chat_request
 from chats.assembly.service import assemble_context, message_item
 
 REPLAYED_TURNS = 20
@@ -69,8 +69,7 @@ def expected_turn_cost(
             .order_by("-seq")[:turns]
         )[::-1]
         later = _tokens_from(conversation, replayed[0].seq) if replayed else {}
-    anthropic = profile.provider in ANTHROPIC_CACHE
-    minimum = profile.cache_min_tokens if anthropic else 0
+    minimum = profile.cache_min_tokens if profile.provider_kind.breakpoint_cache else 0
     cache = PromptCache(min_tokens=minimum)
     state = copy.copy(conversation)
     state.window_start_seq, state.window_sent_at = None, None

@@ -132,6 +132,6 @@ def turn_cost_comparison(record: TurnRecord) -> CostComparison:
         whole_history_tokens=int(record.hypothetical_tokens),
         cache_read_tokens=record.cache_read_tokens,
         cache_write_tokens=record.cache_write_tokens,
-        simulated=profile is not None and profile.provider == "offline",
+        simulated=profile is not None and profile.provider_kind.simulated,
         billed_prompt_tokens=int(record.prompt_tokens_reported or 0),
     )

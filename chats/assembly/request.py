@@ -14,9 +14,9 @@ from chatplatform.core.llm.base import (
     CompactionPart,
     ContentPart,
     ImagePart,
+    RequestMessage,
     TextPart,
 )
-from chatplatform.core.llm.base import Message as LlmMessage
 from chatplatform.core.llm.context_management import (
     EDITING_CHOICES,
     TRIGGER_PERCENT,
@@ -35,17 +35,12 @@ from chatplatform.core.llm.prompt_cache import CacheUsage, full_history_usage, s
 from chatplatform.core.llm.tools import FACT_TOOLS
 from chatplatform.models.conversations import Conversation, Message
 from chats.assembly.service import TurnContext
-from chats.images import ImageRejected, describe_image, image_tokens, inspect_image
+from chats.images import ImageRejected, describe_image, inspect_image
 
 #: Characters of a message kept in the report's excerpts.
 EXCERPT_CHARS = 80
 #: At most this many retrieved messages are named in the report (the count is always given).
 MAX_NAMED_MESSAGES = 10
-
-
-#: Providers whose requests are laid out for Anthropic's prompt cache (one block per turn,
-#: breakpoints): Anthropic's, and the offline provider, which bills as that cache would.
-ANTHROPIC_CACHE = ("anthropic", "offline")
 
 
 def _context_report(turn: TurnContext) -> ContextReport:
@@ -123,27 +118,29 @@ def attached_image(message: Message, policy: Any) -> AttachedImage | None:
     except ImageRejected:
         return AttachedImage("", "", 0, "[An attached image could not be read.]", prompt_budget)
     if profile.supports_vision:
-        tokens = image_tokens(profile.provider, info.width, info.height)
+        tokens = profile.provider_kind.image_tokens(info.width, info.height)
         encoded = base64.b64encode(data).decode()
         return AttachedImage(info.media_type, encoded, tokens, "", prompt_budget)
     return AttachedImage(info.media_type, "", 0, describe_image(info), prompt_budget)
 
 
 def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = None) -> ChatRequest:
-    """The request answering ``turn``: the system prompt as one cached block; for Anthropic,
-    one content block per turn with breakpoints at the end of the history and on the new
-    message (:func:`message_breakpoints`); the turn's tail after them."""
+    """The request answering ``turn``: the system prompt as one cached block; for a provider
+    billed by the breakpoint cache (``ProviderKind.breakpoint_cache``: Anthropic, and the
+    offline provider that simulates it), one content block per turn with breakpoints at the
+    end of the history and on the new message (:func:`message_breakpoints`); the turn's tail
+    after them."""
     prompt = turn.prompt
-    per_block = turn.profile.provider in ANTHROPIC_CACHE and len(prompt.blocks) == len(
+    per_block = turn.profile.provider_kind.breakpoint_cache and len(prompt.blocks) == len(
         prompt.messages
     )
-    messages: list[LlmMessage] = []
+    messages: list[RequestMessage] = []
     for i, m in enumerate(prompt.messages):
         role: Any = m["role"]
         if per_block and len(prompt.blocks[i]) > 1:
-            messages.append(LlmMessage(role, [TextPart(text) for text in prompt.blocks[i]]))
+            messages.append(RequestMessage(role, [TextPart(text) for text in prompt.blocks[i]]))
         else:
-            messages.append(LlmMessage(role, m["content"]))
+            messages.append(RequestMessage(role, m["content"]))
     breakpoints = message_breakpoints(turn) if per_block else ()
     if image is not None and image.tokens and messages:
         last = messages[-1]
@@ -151,7 +148,7 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
             [TextPart(last.content)] if isinstance(last.content, str) else list(last.content)
         )
         # The image goes first; the breakpoints of the last message shift by one.
-        messages[-1] = LlmMessage(
+        messages[-1] = RequestMessage(
             "user", [ImagePart(data=image.data_base64, media_type=image.media_type), *parts]
         )
         last_index = len(messages) - 1
@@ -178,7 +175,7 @@ def context_management_for(turn: TurnContext) -> ContextManagement:
     context editing, both triggered at 80% of the prompt budget (compaction never below the
     provider's minimum)."""
     policy = turn.policy
-    if turn.profile.provider != "anthropic":
+    if not turn.profile.provider_kind.context_management:
         return ContextManagement()
     budget = turn.prompt.budget
     compact = policy.strategy == "server_compaction"
@@ -195,8 +192,8 @@ def _compaction_included(turn: TurnContext) -> bool:
 
 
 def with_compaction(
-    messages: list[LlmMessage], breakpoints: tuple[tuple[int, int], ...], block: dict[str, Any]
-) -> tuple[list[LlmMessage], tuple[tuple[int, int], ...]]:
+    messages: list[RequestMessage], breakpoints: tuple[tuple[int, int], ...], block: dict[str, Any]
+) -> tuple[list[RequestMessage], tuple[tuple[int, int], ...]]:
     """The provider's compaction block first in the history, as the API expects it (in an
     assistant turn; the provider drops whatever precedes it), marked for caching: it stays the
     same until the next compaction. The history after it starts with the reply that carried
@@ -209,10 +206,10 @@ def with_compaction(
         rest: list[ContentPart] = (
             [TextPart(first.content)] if isinstance(first.content, str) else list(first.content)
         )
-        messages = [messages[0], LlmMessage(first.role, [part, *rest]), *messages[2:]]
+        messages = [messages[0], RequestMessage(first.role, [part, *rest]), *messages[2:]]
         shifted = tuple((i, k + 1 if i == 1 else k) for i, k in breakpoints)
     else:
-        opening = [LlmMessage("user", CONVERSATION_START), LlmMessage("assistant", [part])]
+        opening = [RequestMessage("user", CONVERSATION_START), RequestMessage("assistant", [part])]
         messages = [*opening, *messages]
         shifted = tuple((i + 2, k) for i, k in breakpoints)
     return messages, ((1, 0), *shifted)
@@ -250,9 +247,9 @@ def full_history_usage_for(
     was before this turn)."""
     warm = still_cached(conversation.window_sent_at, now)
     previous = conversation.window_full_tokens if warm else None
-    anthropic = turn.profile.provider in ANTHROPIC_CACHE
+    breakpoints = turn.profile.provider_kind.breakpoint_cache
     return full_history_usage(
         turn.hypothetical_tokens,
         previous or None,
-        min_tokens=turn.profile.cache_min_tokens if anthropic else 0,
+        min_tokens=turn.profile.cache_min_tokens if breakpoints else 0,
     )

@@ -36,7 +36,6 @@ from chatplatform.core.context.types import (
 from chatplatform.core.llm.prompt_cache import still_cached
 from chatplatform.core.tokens import TokenCounter
 from chatplatform.core.tokens.calibration import CalibrationState, calibrated_margin
-from chatplatform.core.tokens.model_families import prior_ratio
 from chatplatform.counting import storage_counter_for
 from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation, Message
@@ -73,7 +72,7 @@ def calibration_ratio_for(counter: TokenCounter, profile: ModelProfile) -> float
     """The online calibration factor of ``counter``'s counts for ``profile``'s model.
 
     1.0 for exact counters (their counts are the model's). Until the model has
-    ``MIN_SAMPLES`` reports, the prior ratio of its family (``model_families.prior_ratio``:
+    ``MIN_SAMPLES`` reports, the prior ratio of its family (its provider's ``prior_ratio``:
     newer Claude models count about 30 % more tokens for the same text), so a new profile's
     first turns fit a tight window. Then the provider's counts are the estimate times the mean ratio
     (the estimates are scaled), and the margin on that calibrated estimate is the estimator's
@@ -86,7 +85,7 @@ def calibration_ratio_for(counter: TokenCounter, profile: ModelProfile) -> float
         return 1.0
     state = calibration_state(profile)
     if not state.ready:
-        return prior_ratio(profile.provider, profile.model)
+        return profile.provider_kind.prior_ratio(profile.model)
     fitted = max(1.0, float(getattr(counter, "margin", 1.0)))
     factor = calibrated_margin(state, base_margin=state.mean * fitted) / fitted
     return min(MAX_CALIBRATION_RATIO, max(MIN_CALIBRATION_RATIO, factor))

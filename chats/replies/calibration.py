@@ -28,7 +28,8 @@ def exact_prompt_tokens_near_budget(turn: TurnContext) -> int | None:
     timeout, falling back to the estimate when unreachable). Returns the exact prompt tokens,
     or None when no exact count was needed or possible. Feeds the model's calibration."""
     profile = turn.profile
-    if profile.provider != "anthropic" or profile.tokenizer != "anthropic":
+    # The exact count needs a provider whose API counts tokens, and a profile counted by it.
+    if not profile.provider_kind.counts_tokens or profile.tokenizer != "anthropic":
         return None
     access = provider_access(profile)
     # Only the operator's endpoint counts tokens: a tenant's own endpoint gets nothing more

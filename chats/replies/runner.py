@@ -28,7 +28,7 @@ from chatplatform.core.llm.base import (
     Usage,
 )
 from chatplatform.core.llm.errors import PromptTooLong, ProviderError, StreamInterrupted
-from chatplatform.core.llm.registry import build_provider_or_offline
+from chatplatform.core.llm.providers import OFFLINE, build_provider_or_offline, load_clients
 from chatplatform.core.llm.tool_loop import stream_with_tools
 from chatplatform.model_endpoints import provider_access
 from chatplatform.models import ModelProfile
@@ -69,6 +69,8 @@ STOP_CHECK_INTERVAL = 0.2
 ProviderFactory = Callable[[turns.PreparedTurn], Provider]
 _background: set[asyncio.Task[Any]] = set()
 
+load_clients()  # every provider's client and SDK, before the first turn imports one
+
 
 def default_provider(prepared: turns.PreparedTurn) -> Provider:
     """The provider of the turn's model; the offline one when no credentials are set.
@@ -78,7 +80,7 @@ def default_provider(prepared: turns.PreparedTurn) -> Provider:
     # The offline provider bills the prompt from the conversation's simulated cache.
     simulated = prepared.simulated_cache.cache if prepared.simulated_cache is not None else None
     if access is None:
-        return build_provider_or_offline("offline", prompt_cache=simulated)
+        return OFFLINE.build(prompt_cache=simulated)
     access.check()
     return build_provider_or_offline(
         access.provider,

@@ -19,7 +19,6 @@ from django.core.cache import cache
 from chatplatform.core.llm.prompt_cache import TTL_SECONDS, PromptCache
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Conversation
-from chats.assembly.request import ANTHROPIC_CACHE
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +57,7 @@ def conversation_cache(conversation: Conversation, profile: ModelProfile) -> Con
     """The conversation's simulated cache, with ``profile``'s minimum cacheable length (none
     for a provider whose cache is not modelled: an OpenAI-compatible server caches prefixes
     by itself, without breakpoints or a price for writing)."""
-    if profile.provider not in ANTHROPIC_CACHE:
+    if not profile.provider_kind.breakpoint_cache:
         return ConversationCache(_key(conversation))
     minimum = profile.cache_min_tokens
     try:

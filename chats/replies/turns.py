@@ -368,7 +368,8 @@ def finish_turn(
             fields["prompt_tokens_reported"] = None
     fields["cost_usd"] += managed.compaction_cost(prepared)  # billed apart from the reply
     conversation = prepared.conversation
-    calibrate = reported and profile.provider != "offline" and not managed.compacted
+    simulated = profile.provider_kind.simulated
+    calibrate = reported and not simulated and not managed.compacted
     # The write is atomic by itself; the calibration joins it in a transaction.
     atomic = transaction.atomic() if calibrate or managed else contextlib.nullcontext()
     with tenant_scope(prepared.tenant_id), atomic:
@@ -413,7 +414,7 @@ def finish_turn(
                 whole_history_tokens=prepared.hypothetical_tokens,
                 cache_read_tokens=fields["cache_read_tokens"],
                 cache_write_tokens=fields["cache_write_tokens"],
-                simulated=profile.provider == "offline",
+                simulated=simulated,
                 billed_prompt_tokens=fields["prompt_tokens_reported"] or 0,
             ).as_dict(),
         )

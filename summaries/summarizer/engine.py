@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 
 from chatplatform.core.llm.base import Provider, Usage
-from chatplatform.core.llm.registry import build_provider
+from chatplatform.core.llm.providers import build_provider
 from chatplatform.counting import storage_counter_for
 from chatplatform.model_endpoints import can_work, provider_access
 from chatplatform.models import ContextPolicy, ModelProfile

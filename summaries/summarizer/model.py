@@ -16,7 +16,7 @@ from decimal import Decimal
 from asgiref.sync import async_to_sync
 
 from chatplatform.core.context.formatting import MAX_AUTHOR_CHARS, data_text
-from chatplatform.core.llm.base import ChatRequest, Done, Message, Provider, TextDelta, Usage
+from chatplatform.core.llm.base import ChatRequest, Done, Provider, RequestMessage, TextDelta, Usage
 from chatplatform.core.llm.errors import ProviderError, StreamInterrupted
 from chatplatform.core.llm.summary_request import SummarySource, SummaryTask
 from chatplatform.core.tokens.base import TokenCounter
@@ -196,7 +196,7 @@ class ModelSummarizer:
                 prompt += RETRY_NOTE.format(reason=problem.message, max_tokens=max_tokens)
             request = ChatRequest(
                 model=self.model,
-                messages=(Message("user", prompt),),
+                messages=(RequestMessage("user", prompt),),
                 system=system,
                 max_tokens=self._output_tokens(max_tokens),
                 timeout=self.timeout,

@@ -10,8 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from chatplatform.core.llm.providers import provider_kind
 from chats.assembly.request import attached_image
-from chats.images import image_tokens, inspect_image
+from chats.images import inspect_image
 from tests.factories import make_message
 
 pytestmark = pytest.mark.django_db
@@ -21,7 +22,12 @@ PHOTO = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + struct.pack(">II", 1600, 1200) 
 
 
 def policy(provider: str, *, vision: bool) -> SimpleNamespace:
-    profile = SimpleNamespace(provider=provider, supports_vision=vision, context_window=200_000)
+    profile = SimpleNamespace(
+        provider=provider,
+        provider_kind=provider_kind(provider),
+        supports_vision=vision,
+        context_window=200_000,
+    )
     return SimpleNamespace(
         model_profile=profile, max_context_tokens=20_000, reserved_response_tokens=1_000
     )
@@ -40,7 +46,7 @@ def test_a_vision_model_gets_the_image_counted_by_its_providers_formula(
 ):
     image = attached_image(photo_message, policy(provider, vision=True))
     assert image is not None
-    assert image.tokens == tokens == image_tokens(provider, 1600, 1200)
+    assert image.tokens == tokens == provider_kind(provider).image_tokens(1600, 1200)
     assert image.media_type == "image/png" and base64.b64decode(image.data_base64) == PHOTO
     assert image.note == ""
     assert image.prompt_budget == 19_000

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from chatplatform.core.llm import ChatRequest, Done, Message, TextPart, Usage
+from chatplatform.core.llm import ChatRequest, Done, RequestMessage, TextPart, Usage
 from chatplatform.core.llm.anthropic_payload import build_params
 from chatplatform.core.llm.anthropic_provider import AnthropicProvider
 from chatplatform.core.llm.base import (
@@ -33,15 +33,15 @@ MakeProvider = Callable[..., AnthropicProvider]
 LONG = "The committee discussed the harbour budget and the new ferry timetable. " * 14
 
 
-def history(turns: int) -> list[Message]:
-    out: list[Message] = []
+def history(turns: int) -> list[RequestMessage]:
+    out: list[RequestMessage] = []
     for i in range(turns):
-        out.append(Message("user", f"Question {i}: {LONG}"))
-        out.append(Message("assistant", f"Answer {i}: {LONG}"))
-    return [*out, Message("user", "And what about the ferry?")]
+        out.append(RequestMessage("user", f"Question {i}: {LONG}"))
+        out.append(RequestMessage("assistant", f"Answer {i}: {LONG}"))
+    return [*out, RequestMessage("user", "And what about the ferry?")]
 
 
-def request(messages: list[Message], management: ContextManagement) -> ChatRequest:
+def request(messages: list[RequestMessage], management: ContextManagement) -> ChatRequest:
     return ChatRequest(
         model="claude-test", messages=messages, system="Be brief.", context_management=management
     )
@@ -92,8 +92,8 @@ async def test_a_compaction_sent_back_replaces_what_precedes_it(
     block = CompactionPart("Earlier: the harbour budget.", "enc-1", None)
     messages = [
         *history(3)[:-1],
-        Message("assistant", [block, TextPart("The budget passed.")]),
-        Message("user", "And the ferry?"),
+        RequestMessage("assistant", [block, TextPart("The budget passed.")]),
+        RequestMessage("user", "And the ferry?"),
     ]
     await collect(
         anthropic_provider().stream(request(messages, ContextManagement(compact_trigger=50_000)))
@@ -114,14 +114,18 @@ async def test_a_compaction_sent_back_replaces_what_precedes_it(
 async def test_clearing_old_tool_uses_reports_what_was_cleared(
     fake_anthropic: FakeAnthropic, anthropic_provider: MakeProvider
 ) -> None:
-    messages: list[Message] = [Message("user", "Remember my facts.")]
+    messages: list[RequestMessage] = [RequestMessage("user", "Remember my facts.")]
     for i in range(5):
         messages.append(
-            Message("assistant", [ToolUsePart(f"toolu_{i}", "save_user_fact", {"text": LONG})])
+            RequestMessage(
+                "assistant", [ToolUsePart(f"toolu_{i}", "save_user_fact", {"text": LONG})]
+            )
         )
-        messages.append(Message("user", [ToolResultPart(f"toolu_{i}", f'{{"saved": "{LONG}"}}')]))
-    messages.append(Message("assistant", "Saved."))
-    messages.append(Message("user", "Thanks."))
+        messages.append(
+            RequestMessage("user", [ToolResultPart(f"toolu_{i}", f'{{"saved": "{LONG}"}}')])
+        )
+    messages.append(RequestMessage("assistant", "Saved."))
+    messages.append(RequestMessage("user", "Thanks."))
     management = ContextManagement(clear=("clear_tool_uses_20250919",), clear_trigger=1000)
     events = await collect(anthropic_provider().stream(request(messages, management)))
 

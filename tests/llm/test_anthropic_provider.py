@@ -13,10 +13,10 @@ from chatplatform.core.llm import (
     Done,
     ImagePart,
     InvalidRequest,
-    Message,
     Overloaded,
     PromptTooLong,
     ProviderUnavailable,
+    RequestMessage,
     RequestTooLarge,
     SpendCapReached,
     StreamInterrupted,
@@ -47,7 +47,7 @@ def turn(text: str, **fields: object) -> ChatRequest:
         "model": "claude-test",
         "system": [SYSTEM_PROMPT, FACTS, "Retrieved: nothing relevant this turn."],
         "cache_prefix": 2,
-        "messages": [Message("user", text)],
+        "messages": [RequestMessage("user", text)],
     }
     options.update(fields)
     return ChatRequest(**options)  # type: ignore[arg-type]
@@ -118,9 +118,9 @@ async def test_second_turn_reads_the_stable_prefix_from_cache(
         "second question",
         system=[SYSTEM_PROMPT, FACTS, "Retrieved: an older turn about tea."],
         messages=[
-            Message("user", "first question"),
-            Message("assistant", "first answer"),
-            Message("user", "second question"),
+            RequestMessage("user", "first question"),
+            RequestMessage("assistant", "first answer"),
+            RequestMessage("user", "second question"),
         ],
     )
     second = (await collect(provider.stream(second_request)))[-1]
@@ -153,7 +153,7 @@ async def test_images_are_sent_as_base64_blocks(
         ImagePart(data="iVBORw0KGgo=", media_type="image/png"),
         TextPart("What is it?"),
     ]
-    await collect(anthropic_provider().stream(turn("", messages=[Message("user", content)])))
+    await collect(anthropic_provider().stream(turn("", messages=[RequestMessage("user", content)])))
 
     blocks = fake_anthropic.message_requests[0]["messages"][0]["content"]
     assert blocks[0] == {

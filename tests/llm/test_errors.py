@@ -7,7 +7,6 @@ import httpx2
 import openai
 import pytest
 
-from chatplatform.core.llm.anthropic_provider import map_anthropic_error
 from chatplatform.core.llm.errors import (
     Overloaded,
     PromptTooLong,
@@ -21,7 +20,7 @@ from chatplatform.core.llm.errors import (
     parse_prompt_too_long,
     parse_retry_after,
 )
-from chatplatform.core.llm.openai_provider import map_openai_error
+from chatplatform.core.llm.providers import ANTHROPIC, OPENAI
 
 
 def test_parse_prompt_too_long_in_both_dialects() -> None:
@@ -124,10 +123,10 @@ def test_sdk_timeouts_and_connection_failures_keep_their_codes(
     sdk_error: Exception, expected: type[Exception], code: str
 ) -> None:
     if isinstance(sdk_error, anthropic.APIError):
-        mapped = map_anthropic_error(sdk_error)
+        mapped = ANTHROPIC.map_error(sdk_error)
     else:
         assert isinstance(sdk_error, openai.APIError)
-        mapped = map_openai_error(sdk_error)
+        mapped = OPENAI.map_error(sdk_error)
 
     assert type(mapped) is expected
     assert mapped.code == code and mapped.retryable and mapped.status_code is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.core.llm import ChatRequest, Done, Message, TextDelta, Usage
+from chatplatform.core.llm import ChatRequest, Done, RequestMessage, TextDelta, Usage
 from chatplatform.core.llm.offline_provider import OfflineProvider
 from chatplatform.core.llm.prompt_cache import PromptCache
 from chatplatform.core.tokens.bpe import BpeCounter
@@ -24,7 +24,9 @@ def turn(n: int, *, system: str = SYSTEM) -> ChatRequest:
     an Anthropic request: the system prompt cached, then one block per turn with breakpoints
     on the history's last turn and on the new message."""
     texts = TURNS[: 2 * n - 1]
-    messages = [Message("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)]
+    messages = [
+        RequestMessage("user" if i % 2 == 0 else "assistant", t) for i, t in enumerate(texts)
+    ]
     last = len(messages) - 1
     marks = ((last - 1, 0), (last, 0)) if last else ((0, 0),)
     return ChatRequest(

@@ -13,7 +13,7 @@ from chatplatform.core.llm import (
     ContextReport,
     ContextSection,
     Done,
-    Message,
+    RequestMessage,
     TextDelta,
     ToolCall,
     ToolSpec,
@@ -55,7 +55,11 @@ def request(text: str, report: ContextReport | None = REPORT) -> ChatRequest:
     return ChatRequest(
         model="offline",
         system="You are helpful.",
-        messages=[Message("user", "earlier"), Message("assistant", "reply"), Message("user", text)],
+        messages=[
+            RequestMessage("user", "earlier"),
+            RequestMessage("assistant", "reply"),
+            RequestMessage("user", text),
+        ],
         context_report=report,
     )
 

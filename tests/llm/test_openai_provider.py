@@ -12,10 +12,10 @@ from chatplatform.core.llm import (
     Done,
     ImagePart,
     InvalidRequest,
-    Message,
     PromptTooLong,
     ProviderUnavailable,
     RateLimited,
+    RequestMessage,
     SpendCapReached,
     StreamInterrupted,
     StreamStalled,
@@ -41,7 +41,7 @@ REQUEST = ChatRequest(
     model="llama3.2",
     system=["You are helpful.", "Facts: the user likes tea."],
     cache_prefix=1,
-    messages=[Message("user", "Hello there")],
+    messages=[RequestMessage("user", "Hello there")],
     temperature=0.3,
     max_tokens=200,
 )
@@ -92,11 +92,11 @@ async def test_tool_calls_and_tool_history_round_trip(
     call = b.FakeToolUse("save_user_fact", {"text": "The user likes tea."}, id="call_1")
     fake_openai.script(b.Reply(text="", tool_uses=(call,)))
     history = [
-        Message("user", [TextPart("What is this?"), ImagePart("aGVsbG8=", "image/jpeg")]),
-        Message(
+        RequestMessage("user", [TextPart("What is this?"), ImagePart("aGVsbG8=", "image/jpeg")]),
+        RequestMessage(
             "assistant", [TextPart("Let me note."), ToolUsePart("call_0", "get_user_facts", {})]
         ),
-        Message("user", [ToolResultPart("call_0", '["likes tea"]')]),
+        RequestMessage("user", [ToolResultPart("call_0", '["likes tea"]')]),
     ]
     request = ChatRequest(model="m", messages=history, tools=FACT_TOOLS)
     events = await collect(openai_provider().stream(request))

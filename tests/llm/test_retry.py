@@ -8,10 +8,10 @@ import pytest
 
 from chatplatform.core.llm import (
     ChatRequest,
-    Message,
     Overloaded,
     ProviderUnavailable,
     RateLimited,
+    RequestMessage,
     SpendCapReached,
     StreamEvent,
     StreamInterrupted,
@@ -27,7 +27,7 @@ from tests.fakes.anthropic_fake import FakeAnthropic
 from .helpers import RecordingSleep, collect, collect_until_error, text_of
 
 MakeProvider = Callable[..., AnthropicProvider]
-REQUEST = ChatRequest(model="claude-test", messages=[Message("user", "hello")])
+REQUEST = ChatRequest(model="claude-test", messages=[RequestMessage("user", "hello")])
 
 
 # --- the policy alone ---------------------------------------------------------------------
@@ -183,7 +183,7 @@ async def test_stall_before_any_text_is_retried(
     fake_anthropic: FakeAnthropic, anthropic_provider: MakeProvider, sleeps: RecordingSleep
 ) -> None:
     fake_anthropic.script(b.Stall(deltas=0, seconds=5), b.Reply(text="Back again."))
-    request = ChatRequest(model="m", messages=[Message("user", "hi")], idle_timeout=0.2)
+    request = ChatRequest(model="m", messages=[RequestMessage("user", "hi")], idle_timeout=0.2)
     events = await collect(anthropic_provider().stream(request))
 
     assert text_of(events) == "Back again."

@@ -11,7 +11,7 @@ from chatplatform.core.llm import (
     FACT_TOOLS,
     ChatRequest,
     Done,
-    Message,
+    RequestMessage,
     TextDelta,
     ToolCall,
     Usage,
@@ -31,7 +31,7 @@ REQUEST = ChatRequest(
     model="claude-test",
     system="You remember facts about the user.",
     cache_prefix=1,
-    messages=[Message("user", "I moved to Lviv last month.")],
+    messages=[RequestMessage("user", "I moved to Lviv last month.")],
     tools=FACT_TOOLS,
 )
 SAVE = b.FakeToolUse("save_user_fact", {"text": "The user lives in Lviv.", "key": "home_city"})

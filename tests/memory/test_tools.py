@@ -9,7 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from chatplatform.core.llm.base import ChatRequest, Message, Provider, ToolCall
+from chatplatform.core.llm.base import ChatRequest, Provider, RequestMessage, ToolCall
 from chatplatform.core.llm.tool_loop import stream_with_tools
 from chatplatform.core.llm.tools import FACT_TOOLS
 from chatplatform.tenancy.scoping import tenant_scope
@@ -130,7 +130,9 @@ def test_executor_runs_inside_the_tool_loop(tenant_a, member_a):
     executor = tool_executor(tenant_id=tenant_a.pk, user_id=member_a.pk)
 
     async def go():
-        request = ChatRequest(model="m", messages=[Message("user", "I like tea")], tools=FACT_TOOLS)
+        request = ChatRequest(
+            model="m", messages=[RequestMessage("user", "I like tea")], tools=FACT_TOOLS
+        )
         try:
             return [e async for e in stream_with_tools(ToolCallingProvider(), request, executor)]
         finally:

@@ -15,8 +15,7 @@ from starlette.responses import RedirectResponse
 from starlette.routing import Route
 
 from chatplatform.core.llm.anthropic_provider import AnthropicProvider
-from chatplatform.core.llm.base import ChatRequest
-from chatplatform.core.llm.base import Message as LlmMessage
+from chatplatform.core.llm.base import ChatRequest, RequestMessage
 from chatplatform.core.llm.errors import ProviderError
 from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
 from chatplatform.models.conversations import Message
@@ -222,7 +221,7 @@ async def test_redirects_are_not_followed(redirect_to_fakes, fake_openai, fake_a
     else:
         client = AnthropicProvider(api_key=TENANT_KEY, base_url=redirect_to_fakes, timeout=5)
     request = ChatRequest(
-        model="test-model", messages=[LlmMessage(role="user", content="hi")], max_tokens=50
+        model="test-model", messages=[RequestMessage(role="user", content="hi")], max_tokens=50
     )
     with pytest.raises(ProviderError):
         async for _ in client.stream(request):  # type: ignore[attr-defined]

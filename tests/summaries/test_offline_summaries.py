@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import cast
 
-from chatplatform.core.llm.base import ChatRequest, Message
+from chatplatform.core.llm.base import ChatRequest, RequestMessage
 from chatplatform.core.llm.offline_provider import OFFLINE_LABEL, OfflineProvider, render_reply
 from chatplatform.core.llm.summary_request import SummarySource, SummaryTask, extractive_summary
 from chatplatform.core.tokens import get_counter
@@ -98,7 +98,9 @@ def test_merging_summaries_keeps_each_span_first_sentence():
 
 def test_a_chat_reply_still_describes_the_context():
     """Requests that are not summarisation requests keep the offline reply."""
-    reply = render_reply(ChatRequest(model="offline", messages=(Message("user", "hi"),)), COUNTER)
+    reply = render_reply(
+        ChatRequest(model="offline", messages=(RequestMessage("user", "hi"),)), COUNTER
+    )
     assert reply.startswith(OFFLINE_LABEL)
 
 

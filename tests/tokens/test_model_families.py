@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from chatplatform.core.llm.providers import provider_kind
 from chatplatform.core.tokens.model_families import (
     NEWER_CLAUDE_TOKENIZER_RATIO,
     claude_version,
-    prior_ratio,
 )
 
 
@@ -27,11 +27,11 @@ from chatplatform.core.tokens.model_families import (
     ],
 )
 def test_claude_models_since_4_7_count_about_30_percent_more(model, ratio):
-    assert prior_ratio("anthropic", model) == ratio
+    assert provider_kind("anthropic").prior_ratio(model) == ratio
 
 
 def test_other_providers_and_versions():
-    assert prior_ratio("openai", "claude-opus-5") == 1.0
+    assert provider_kind("openai").prior_ratio("claude-opus-5") == 1.0
     assert claude_version("claude-sonnet-4-20250514") == (4, 0)
     assert claude_version("claude-opus-5-5") == (5, 5)
     assert claude_version("claude-mythos-preview") is None

@@ -22,8 +22,7 @@ from decimal import Decimal
 from chatplatform.core.context.formatting import CONVERSATION_START
 from chatplatform.core.context.truncate import truncate_tail
 from chatplatform.core.llm.anthropic_payload import build_params
-from chatplatform.core.llm.base import ChatRequest, CompactionPart
-from chatplatform.core.llm.base import Message as LlmMessage
+from chatplatform.core.llm.base import ChatRequest, CompactionPart, RequestMessage
 from chatplatform.core.llm.prompt_cache import PromptCache, anthropic_segments
 from chatplatform.core.tokens.bpe import BpeCounter
 from chatplatform.models.conversations import Conversation, Message
@@ -92,8 +91,8 @@ def compact_turn(
         cache_prefix=request.cache_prefix,
         cache_breakpoints=((1, 0),),
         messages=[
-            LlmMessage("user", CONVERSATION_START),
-            LlmMessage("assistant", [CompactionPart(text)]),
+            RequestMessage("user", CONVERSATION_START),
+            RequestMessage("assistant", [CompactionPart(text)]),
             request.messages[-1],
         ],
         max_tokens=request.max_tokens,

@@ -31,8 +31,7 @@ from django.db import transaction
 
 from chatplatform.core.context import AssemblyInputs, MessageItem, PackingPolicy, assemble
 from chatplatform.core.llm.anthropic_payload import build_params
-from chatplatform.core.llm.base import ChatRequest, TextPart
-from chatplatform.core.llm.base import Message as LlmMessage
+from chatplatform.core.llm.base import ChatRequest, RequestMessage, TextPart
 from chatplatform.core.llm.context_management import compaction_trigger
 from chatplatform.core.llm.prompt_cache import CacheUsage, PromptCache, anthropic_segments
 from chatplatform.core.tokens.bpe import BpeCounter
@@ -299,7 +298,7 @@ def _full_request(
     )
     prompt = assemble(FULL_HISTORY, inputs, counter)
     messages = [
-        LlmMessage(m["role"], [TextPart(text) for text in blocks])  # type: ignore[arg-type]
+        RequestMessage(m["role"], [TextPart(text) for text in blocks])  # type: ignore[arg-type]
         for m, blocks in zip(prompt.messages, prompt.blocks, strict=True)
     ]
     last = len(messages) - 1

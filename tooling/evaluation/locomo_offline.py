@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     policy = locomo.eval_packing_policy(
         args.strategy, args.budget, recent=args.recent, history_reserve=args.reserve
     )
-    tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
+    tallies: dict[int | str, locomo.Tally] = {c: locomo.Tally() for c in locomo.CATEGORIES}
     prompt_tokens: list[int] = []
     dense = args.dense and args.strategy == "hybrid" and embeddings.available()
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115

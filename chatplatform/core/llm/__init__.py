@@ -3,6 +3,7 @@
 ``build_provider_or_offline(name, api_key=..., base_url=..., timeout=...)`` returns a
 :class:`Provider`; ``provider.stream(ChatRequest(...))`` yields ``TextDelta`` / ``ToolCall``,
 then ``Usage`` and ``Done``, or raises a :class:`ProviderError` subclass.
+Each provider is one entry of :mod:`.providers` (:class:`ProviderKind`), which answers for it.
 SDK-backed providers are imported lazily, so importing this package stays cheap.
 """
 
@@ -14,13 +15,13 @@ from .base import (
     Done,
     ImagePart,
     InvalidRequest,
-    Message,
     Overloaded,
     PromptTooLong,
     Provider,
     ProviderError,
     ProviderUnavailable,
     RateLimited,
+    RequestMessage,
     RequestTooLarge,
     SpendCapReached,
     StreamEvent,
@@ -35,7 +36,14 @@ from .base import (
     Usage,
     message_text,
 )
-from .registry import PROVIDER_NAMES, build_provider, build_provider_or_offline
+from .providers import (
+    PROVIDER_NAMES,
+    ProviderKind,
+    UnknownProvider,
+    build_provider,
+    build_provider_or_offline,
+    provider_kind,
+)
 from .retry import RetryPolicy
 from .tool_loop import ToolExecutor, stream_with_tools
 from .tools import FACT_TOOLS, GET_USER_FACTS, SAVE_USER_FACT
@@ -52,13 +60,14 @@ __all__ = [
     "Done",
     "ImagePart",
     "InvalidRequest",
-    "Message",
     "Overloaded",
     "PromptTooLong",
     "Provider",
     "ProviderError",
+    "ProviderKind",
     "ProviderUnavailable",
     "RateLimited",
+    "RequestMessage",
     "RequestTooLarge",
     "RetryPolicy",
     "SpendCapReached",
@@ -72,9 +81,11 @@ __all__ = [
     "ToolResultPart",
     "ToolSpec",
     "ToolUsePart",
+    "UnknownProvider",
     "Usage",
     "build_provider",
     "build_provider_or_offline",
     "message_text",
+    "provider_kind",
     "stream_with_tools",
 ]

@@ -18,7 +18,7 @@ from .base import (
     CompactionPart,
     ContentPart,
     ImagePart,
-    Message,
+    RequestMessage,
     TextPart,
     ToolUsePart,
 )
@@ -68,7 +68,7 @@ def build_params(request: ChatRequest) -> dict[str, Any]:
 
 
 def _message(
-    message: Message, index: int, marks: set[tuple[int, int]], mark: dict[str, str]
+    message: RequestMessage, index: int, marks: set[tuple[int, int]], mark: dict[str, str]
 ) -> dict[str, Any]:
     if isinstance(message.content, str):
         if (index, 0) in marks:

@@ -15,6 +15,8 @@ from typing import Any
 
 import anthropic
 
+from chatplatform.core.tokens.base import TokenCounter
+
 from ._streaming import with_idle_timeout
 from .anthropic_payload import build_params
 from .base import (
@@ -38,6 +40,7 @@ from .errors import (
     StreamStalled,
     classify_error,
 )
+from .prompt_cache import PromptCache
 from .retry import RetryPolicy, Sleep, stream_with_retry
 
 logger = logging.getLogger(__name__)
@@ -117,7 +120,7 @@ class AnthropicProvider(Provider):
                 partial_text=state.text,
             ) from None
         except anthropic.APIError as exc:
-            raise map_anthropic_error(exc, state.text) from exc
+            raise map_error(exc, state.text) from exc
         finally:
             # Also when the consumer stops early: release the connection now, not at GC time.
             if raw is not None:
@@ -252,6 +255,22 @@ class _StreamState:
         return _usage(self.compaction_counts)
 
 
+def build_client(
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout: float = 60.0,
+    counter: TokenCounter | None = None,
+    prompt_cache: PromptCache | None = None,
+    **options: Any,
+) -> AnthropicProvider:
+    """An :class:`AnthropicProvider`, the client factory of its registry entry
+    (:mod:`.providers`); ``counter`` and ``prompt_cache`` are the offline provider's."""
+    if not api_key:
+        raise ValueError("the anthropic provider needs an api_key")
+    return AnthropicProvider(api_key=api_key, base_url=base_url, timeout=timeout, **options)
+
+
 def _usage(counts: dict[str, int]) -> Usage:
     return Usage(
         input_tokens=counts.get("input_tokens", 0),
@@ -261,7 +280,7 @@ def _usage(counts: dict[str, int]) -> Usage:
     )
 
 
-def map_anthropic_error(exc: anthropic.APIError, partial_text: str = "") -> ProviderError:
+def map_error(exc: anthropic.APIError, partial_text: str = "") -> ProviderError:
     """Translate an SDK error (HTTP status, stream ``error`` event, timeout) to ours."""
     if isinstance(exc, anthropic.APITimeoutError):
         error: ProviderError = ProviderTimedOut(str(exc))

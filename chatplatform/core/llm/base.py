@@ -45,13 +45,13 @@ __all__ = [
     "Done",
     "ImagePart",
     "InvalidRequest",
-    "Message",
     "Overloaded",
     "PromptTooLong",
     "Provider",
     "ProviderError",
     "ProviderUnavailable",
     "RateLimited",
+    "RequestMessage",
     "RequestTooLarge",
     "SpendCapReached",
     "StreamEvent",
@@ -112,12 +112,12 @@ ContentPart = TextPart | ImagePart | ToolUsePart | ToolResultPart | CompactionPa
 
 
 @dataclass(frozen=True)
-class Message:
+class RequestMessage:
     role: Role
     content: str | Sequence[ContentPart]
 
 
-def message_text(message: Message) -> str:
+def message_text(message: RequestMessage) -> str:
     """The plain text of a message (text parts joined; images and tool parts left out)."""
     if isinstance(message.content, str):
         return message.content
@@ -158,7 +158,7 @@ class ChatRequest:
     """
 
     model: str
-    messages: Sequence[Message]
+    messages: Sequence[RequestMessage]
     system: str | Sequence[str] = ""
     cache_prefix: int = 0
     #: Content blocks to mark as cache breakpoints too, as (message index, part index): the

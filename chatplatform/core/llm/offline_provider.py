@@ -26,6 +26,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from itertools import pairwise
+from typing import Any
 
 from chatplatform.core.context.formatting import unframe_content
 from chatplatform.core.tokens.base import TokenCounter
@@ -134,6 +135,20 @@ class OfflineProvider(Provider):
         system = sum(self.counter.count(block) for block in request.system_blocks())
         history = sum(self.counter.count_message(m.role, message_text(m)) for m in request.messages)
         return system + history
+
+
+def build_client(
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout: float = 60.0,
+    counter: TokenCounter | None = None,
+    prompt_cache: PromptCache | None = None,
+    **options: Any,
+) -> OfflineProvider:
+    """An :class:`OfflineProvider`, the client factory of its registry entry
+    (:mod:`.providers`): no key, no endpoint, no timeout."""
+    return OfflineProvider(counter, prompt_cache=prompt_cache, **options)
 
 
 def fact_calls(request: ChatRequest) -> list[ToolCall]:

@@ -16,13 +16,15 @@ from typing import Any
 
 import openai
 
+from chatplatform.core.tokens.base import TokenCounter
+
 from ._streaming import with_idle_timeout
 from .base import (
     ChatRequest,
     Done,
     ImagePart,
-    Message,
     Provider,
+    RequestMessage,
     StreamEvent,
     TextDelta,
     TextPart,
@@ -40,6 +42,7 @@ from .errors import (
     StreamStalled,
     classify_error,
 )
+from .prompt_cache import PromptCache
 from .retry import RetryPolicy, Sleep, stream_with_retry
 
 CONNECT_TIMEOUT = 5.0  # seconds
@@ -136,7 +139,7 @@ class OpenAICompatibleProvider(Provider):
                 partial_text="".join(parts),
             ) from None
         except openai.APIError as exc:
-            raise map_openai_error(exc, "".join(parts)) from exc
+            raise map_error(exc, "".join(parts)) from exc
         finally:
             # Also when the consumer stops early: release the connection now, not at GC time.
             if chunks is not None:
@@ -154,6 +157,20 @@ class OpenAICompatibleProvider(Provider):
         # Some servers (vLLM, llama.cpp) say "stop" even after emitting tool calls.
         stop_reason = "tool_use" if tools else STOP_REASONS.get(finish_reason, finish_reason)
         yield Done(stop_reason, usage)
+
+
+def build_client(
+    *,
+    api_key: str | None = None,
+    base_url: str | None = None,
+    timeout: float = 60.0,
+    counter: TokenCounter | None = None,
+    prompt_cache: PromptCache | None = None,
+    **options: Any,
+) -> OpenAICompatibleProvider:
+    """An :class:`OpenAICompatibleProvider`, the client factory of its registry entry
+    (:mod:`.providers`); ``counter`` and ``prompt_cache`` are the offline provider's."""
+    return OpenAICompatibleProvider(api_key=api_key, base_url=base_url, timeout=timeout, **options)
 
 
 def _tool_call(slot: dict[str, Any], partial_text: str) -> ToolCall:
@@ -209,7 +226,7 @@ def build_params(request: ChatRequest) -> dict[str, Any]:
     return params
 
 
-def _messages(message: Message) -> list[dict[str, Any]]:
+def _messages(message: RequestMessage) -> list[dict[str, Any]]:
     if isinstance(message.content, str):
         return [{"role": message.role, "content": message.content}]
     out: list[dict[str, Any]] = []
@@ -238,7 +255,7 @@ def _messages(message: Message) -> list[dict[str, Any]]:
     return out
 
 
-def map_openai_error(exc: openai.APIError, partial_text: str = "") -> ProviderError:
+def map_error(exc: openai.APIError, partial_text: str = "") -> ProviderError:
     """Translate an SDK error (HTTP status, ``{"error": ...}`` chunk, timeout) to ours."""
     if isinstance(exc, openai.APIConnectionError):
         timed_out = isinstance(exc, openai.APITimeoutError)

@@ -18,8 +18,8 @@ from .base import (
     ContentPart,
     ContextEdited,
     Done,
-    Message,
     Provider,
+    RequestMessage,
     StreamEvent,
     TextDelta,
     TextPart,
@@ -93,17 +93,19 @@ async def stream_with_tools(
             break
         # With a compaction block in it, the provider drops what precedes the block.
         messages.append(_assistant_turn("".join(text), calls, compacted))
-        messages.append(Message("user", [await _run(executor, call) for call in calls]))
+        messages.append(RequestMessage("user", [await _run(executor, call) for call in calls]))
     logger.warning("model still asked for tools after %d rounds", max_rounds)
     yield total
     yield Done("max_tool_rounds", total)
 
 
-def _assistant_turn(text: str, calls: list[ToolCall], compacted: CompactionPart | None) -> Message:
+def _assistant_turn(
+    text: str, calls: list[ToolCall], compacted: CompactionPart | None
+) -> RequestMessage:
     parts: list[ContentPart] = [compacted] if compacted is not None else []
     parts += [TextPart(text)] if text else []
     parts.extend(ToolUsePart(call.id, call.name, call.input) for call in calls)
-    return Message("assistant", parts)
+    return RequestMessage("assistant", parts)
 
 
 async def _run(executor: ToolExecutor, call: ToolCall) -> ToolResultPart:

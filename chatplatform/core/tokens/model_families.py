@@ -36,9 +36,10 @@ def claude_version(model_id: str) -> tuple[int, int] | None:
     return int(match.group(1)), int(match.group(2) or 0)
 
 
-def prior_ratio(provider: str, model_id: str) -> float:
-    """The expected ratio of the model's counts to the estimator's, before any report."""
-    if provider != "anthropic" or not model_id.startswith("claude-"):
+def claude_prior_ratio(model_id: str) -> float:
+    """The expected ratio of a Claude model's counts to the estimator's, before any report
+    (1.0 for an id that is not a Claude model's)."""
+    if not model_id.startswith("claude-"):
         return 1.0
     version = claude_version(model_id)
     if version is None:
