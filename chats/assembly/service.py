@@ -92,18 +92,6 @@ def calibration_ratio_for(counter: TokenCounter, profile: ModelProfile) -> float
     return min(MAX_CALIBRATION_RATIO, max(MIN_CALIBRATION_RATIO, factor))
 
 
-def margin_for(counter: TokenCounter, policy: ContextPolicy, profile: ModelProfile) -> float:
-    """The multiplier applied to counted tokens before comparing them with the budget.
-
-    Exact counters: 1.0. Estimates: the estimator's calibrated margin, times the policy's
-    extra safety margin, times the model's online calibration
-    (:func:`calibration_ratio_for`).
-    """
-    if counter.exact:
-        return 1.0
-    return _safety_margin(counter, policy) * calibration_ratio_for(counter, profile)
-
-
 def _safety_margin(counter: TokenCounter, policy: ContextPolicy) -> float:
     fitted = float(getattr(counter, "margin", 1.0))
     return fitted * (1.0 + policy.safety_margin_percent / 100.0)

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from chatplatform.core.llm.base import ChatRequest, Usage
 from chatplatform.core.llm.cache_simulation import simulated_prompt_usage
-from chatplatform.core.llm.cost_comparison import CostComparison
+from chatplatform.core.llm.cost_comparison import COST_QUANTUM, CostComparison
 from chatplatform.core.llm.prompt_cache import CacheUsage
 from chatplatform.core.tokens import TokenCounter
 from chatplatform.models import ModelProfile
@@ -40,12 +40,11 @@ from chats.services.messages import (
     message_finish,
 )
 from chats.token_counts.recount import recount_queue
+from memory.services import facts_mark_used
 from summaries.scheduling import schedule_summary_if_needed
 
 logger = logging.getLogger(__name__)
 
-#: Costs are stored to the micro-dollar (the column's precision).
-COST_QUANTUM = Decimal("0.000001")
 #: How many recent user messages are checked for a missing reply (the queue depth).
 QUEUE_WINDOW = 50
 
@@ -223,6 +222,10 @@ def prepare_turn(
             # The database's one-reply-per-message rule: another runner created the reply
             # since we looked, and answers it. Nothing of ours was stored.
             return None
+        # The facts this prompt holds are used: marked once the turn is stored (one update).
+        used_facts = [item.id for item in turn.prompt.included if item.kind == "fact"]
+        if used_facts:
+            transaction.on_commit(lambda: facts_mark_used(tenant_id, used_facts))
         now = timezone.now()
         full_history = full_history_usage_for(turn, conversation, now)
         conversation_window_advance(

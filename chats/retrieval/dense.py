@@ -24,7 +24,7 @@ otherwise retrieval is full-text only and the turn's breakdown says so (:func:`d
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,16 +265,3 @@ def dense_scores(
         return None
     seqs, vectors = stored_vectors(conversation, before_seq=before_seq, window=window)
     return embeddings.top_by_cosine(seqs, vectors, query, top_k)
-
-
-def embedded_seqs(conversation: Conversation, seqs: Iterable[int]) -> set[int]:
-    """Which of ``seqs`` have a vector of the current model (tests, diagnostics)."""
-    with tenant_scope(conversation.tenant_id):
-        return set(
-            MessageEmbedding.objects.filter(
-                tenant_id=conversation.tenant_id,
-                conversation_id=conversation.pk,
-                model=embeddings.MODEL_NAME,
-                seq__in=list(seqs),
-            ).values_list("seq", flat=True)
-        )

@@ -115,10 +115,6 @@ class ChatMessage:
     #: earlier versions are kept as revisions, which the page lets the reader step through).
     versions: int = 1
 
-    @property
-    def is_assistant(self) -> bool:
-        return self.message.role == Role.ASSISTANT
-
 
 @dataclass(frozen=True)
 class MessageWindow:

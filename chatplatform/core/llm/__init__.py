@@ -3,7 +3,8 @@
 ``build_provider_or_offline(name, api_key=..., base_url=..., timeout=...)`` returns a
 :class:`Provider`; ``provider.stream(ChatRequest(...))`` yields ``TextDelta`` / ``ToolCall``,
 then ``Usage`` and ``Done``, or raises a :class:`ProviderError` subclass.
-SDK-backed providers are imported lazily, so importing this package stays cheap.
+Importing this package imports the provider registry and with it both SDKs (``anthropic``,
+``openai``): a process pays for them once, at start-up, not on its first reply.
 """
 
 from .base import (
