@@ -38,7 +38,6 @@ from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
-QUESTION_AUTHOR = "Question"
 
 
 class _Rollback(Exception):
