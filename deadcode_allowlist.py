@@ -145,7 +145,7 @@ _.model_window  # MessageFit.as_dict, the chat page's fit hint
 _.axes_credentials  # django-axes reads it from the request
 _.max_seq_length  # sentence-transformers' model
 _.validateLink  # markdown-it's link check
-_.health_check_done  # Django's connection, see chats/replies/db.py
+_.health_check_done  # Django's connection (chatplatform/django_internals.py)
 _.should_exit  # uvicorn's server loop (servers started by tests)
 
 # A column index named for the tuple's symmetry (units.py unpacks every field's position).
