@@ -1,7 +1,7 @@
 from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy, Strategy
 from .profiles import ModelProfile, Provider
-from .tenants import ApiKey, Membership, Role, Tenant
+from .tenants import ApiKey, Membership, MembershipRole, Tenant
 
 __all__ = [
     "ApiKey",
@@ -9,9 +9,9 @@ __all__ = [
     "Invitation",
     "InvitationStatus",
     "Membership",
+    "MembershipRole",
     "ModelProfile",
     "Provider",
-    "Role",
     "Strategy",
     "Tenant",
 ]

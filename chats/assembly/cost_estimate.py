@@ -24,7 +24,7 @@ from chatplatform.core.llm.prompt_cache import (
     still_cached,
 )
 from chatplatform.models import ContextPolicy, ModelProfile
-from chatplatform.models.conversations import Conversation, Message, Role
+from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.request import ANTHROPIC_CACHE, chat_request
 from chats.assembly.service import assemble_context, message_item
@@ -64,7 +64,7 @@ def expected_turn_cost(
     with tenant_scope(conversation.tenant_id):
         replayed = list(
             Message.objects.filter(
-                tenant_id=conversation.tenant_id, conversation=conversation, role=Role.USER
+                tenant_id=conversation.tenant_id, conversation=conversation, role=MessageRole.USER
             )
             .select_related("author")
             .order_by("-seq")[:turns]

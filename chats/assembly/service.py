@@ -44,7 +44,7 @@ from chatplatform.models.packing import packing_policy_for
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import selectors
-from chats.retrieval.dense import dense_status
+from chats.retrieval.dense import DenseRetrieval, dense_status
 from chats.retrieval.retriever import recalled_items, retrieve_for_assembly
 from summaries.selectors import current_summaries, latest_compaction
 
@@ -113,10 +113,10 @@ class TurnContext:
     #: holds is named from them (seq numbers, excerpts) in the provider's context report.
     messages: dict[Any, MessageItem] = field(default_factory=dict)
     summaries: list[SummaryItem] = field(default_factory=list)
-    #: Retrieval by meaning this turn: ``"off"`` (the policy does not ask for it or nothing
-    #: was retrieved), ``"on"``, or ``"unavailable"`` (asked for; embeddings not installed or
-    #: the model failed to load: full-text only).
-    dense: str = "off"
+    #: Retrieval by meaning this turn: off (the policy does not ask for it or nothing was
+    #: retrieved), on, or unavailable (asked for; embeddings not installed or the model failed
+    #: to load: full-text only).
+    dense: DenseRetrieval = DenseRetrieval.OFF
     #: Server compaction: the provider's newest compaction block, as it returned it (sent back
     #: before the history when the prompt includes its summary).
     compaction_block: dict[str, Any] | None = None
@@ -246,7 +246,7 @@ def assemble_context(
         shared=conversation.is_group,
     )
     retrieved: list[RetrievedItem] = []
-    dense = "off"
+    dense = DenseRetrieval.OFF
     if policy.strategy == "hybrid" and policy.retrieval_max_items > 0:
         retriever = retriever or retrieve_for_assembly
         # Everything before the new message is a candidate: history shows only what retrieval

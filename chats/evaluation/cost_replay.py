@@ -33,7 +33,7 @@ from chatplatform.core.llm.context_management import compaction_trigger
 from chatplatform.core.llm.prompt_cache import CacheUsage, PromptCache, anthropic_segments
 from chatplatform.core.tokens.bpe import BpeCounter
 from chatplatform.models import ContextPolicy, Tenant
-from chatplatform.models.conversations import Message, Role
+from chatplatform.models.conversations import Message, MessageRole
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.request import chat_request
@@ -191,7 +191,7 @@ def _replay(
             with tenant_scope(tenant):
                 message, _ = message_create(
                     conversation=conversation,
-                    role=Role.USER,
+                    role=MessageRole.USER,
                     content=turn.text,
                     author=users.get(turn.speaker, first),
                     validate=False,

@@ -27,13 +27,13 @@ from django.db import transaction
 
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy, ModelProfile, Tenant
-from chatplatform.models.conversations import Conversation, Message, Role
+from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import Retriever, assemble_context
 from chats.evaluation import locomo
 from chats.retrieval import embeddings
-from chats.retrieval.dense import dense_enabled, dense_status, embed_conversation
+from chats.retrieval.dense import DenseRetrieval, dense_enabled, dense_status, embed_conversation
 from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
 
@@ -106,7 +106,7 @@ def _run(
         loaded = _load(tenant, policy, sample, index)
         if progress:
             progress(f"{sample.sample_id}: {len(sample.turns())} turns loaded")
-        if dense_status(policy) == "on":
+        if dense_status(policy) == DenseRetrieval.ON:
             started = time.perf_counter()
             embedded = _embed_all(loaded.conversation)
             embed_ms += (time.perf_counter() - started) * 1000
@@ -150,7 +150,9 @@ def _run(
         "mean_prompt_tokens": round(sum(prompt_tokens) / n, 1),
         "mean_history_tokens": round(sum(history_tokens) / n, 1),
         "dense_retrieval": dense_status(policy),
-        "embedding_model": embeddings.MODEL_NAME if dense_status(policy) == "on" else "",
+        "embedding_model": embeddings.MODEL_NAME
+        if dense_status(policy) == DenseRetrieval.ON
+        else "",
         "embedding_ms": round(embed_ms, 1),
     }
 
@@ -296,7 +298,7 @@ def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: i
                 continue
             message, _ = message_create(
                 conversation=conversation,
-                role=Role.USER,
+                role=MessageRole.USER,
                 content=turn.text,
                 author=users.get(turn.speaker, first),
                 validate=False,

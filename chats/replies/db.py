@@ -94,7 +94,7 @@ def on_every_thread(step: Callable[[], object], timeout: float) -> list[BaseExce
     return [task.exception() if task in done else TimeoutError("still running") for task in tasks]
 
 
-def close_pool_connections(timeout: float = 10.0) -> bool:
+def pool_connections_close(timeout: float = 10.0) -> bool:
     """Close the database connection of every thread of the pool (before a test database is
     dropped, or at shutdown), within ``timeout`` seconds; returns whether all were closed (a
     busy pool is logged, not raised)."""

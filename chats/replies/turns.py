@@ -19,7 +19,7 @@ from chatplatform.core.llm.cost_comparison import COST_QUANTUM, CostComparison
 from chatplatform.core.llm.prompt_cache import CacheUsage
 from chatplatform.core.tokens import TokenCounter
 from chatplatform.models import ModelProfile
-from chatplatform.models.conversations import Conversation, Message, Role, Status
+from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
@@ -29,7 +29,7 @@ from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
 from chats.replies.provider_context import NOTHING_MANAGED, ProviderManaged, provider_context_record
 from chats.replies.simulated_cache import ConversationCache, conversation_cache
-from chats.replies.titles import name_after_first_exchange
+from chats.replies.titles import conversation_name_after_first_exchange
 from chats.retrieval.tasks import schedule_embedding
 from chats.services.conversations import conversation_window_advance
 from chats.services.hot_writes import MessageAndReply, hot_writes
@@ -86,7 +86,7 @@ def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
             "AND r.answers_id = m.id AND r.status <> %s) "
             f"FROM {table} m WHERE m.tenant_id = %s AND m.conversation_id = %s AND m.role = %s "
             "ORDER BY m.seq DESC LIMIT %s",
-            [Status.FAILED, tenant_id, conversation_id, Role.USER, QUEUE_WINDOW],
+            [Status.FAILED, tenant_id, conversation_id, MessageRole.USER, QUEUE_WINDOW],
         )
         recent = cursor.fetchall()
     return [pk for pk, answered in reversed(recent) if not answered]
@@ -94,7 +94,7 @@ def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
 
 @dataclass
 class NextTurn:
-    """What :func:`prepare_next_turn` found: the message ids it tried, the prepared turn
+    """What :func:`turn_prepare_next` found: the message ids it tried, the prepared turn
     (None when nothing is waiting), whether more messages wait after it, and the messages
     whose preparation failed unexpectedly as ``(user message id, failed reply id)``."""
 
@@ -110,7 +110,7 @@ INTERNAL_ERROR_TEXT = (
 )
 
 
-def prepare_next_turn(
+def turn_prepare_next(
     tenant_id: int, conversation_id: int, skip: frozenset[int] = frozenset()
 ) -> NextTurn:
     """Prepare the reply to the oldest waiting message not in ``skip``. A message whose
@@ -121,10 +121,10 @@ def prepare_next_turn(
     for position, message_id in enumerate(waiting):
         found.tried.append(message_id)
         try:
-            prepared = prepare_turn(tenant_id, message_id)
+            prepared = turn_prepare(tenant_id, message_id)
         except Exception:
             logger.exception("preparing the reply to message %s failed", message_id)
-            found.failures.append((message_id, record_internal_error(tenant_id, message_id)))
+            found.failures.append((message_id, internal_error_record(tenant_id, message_id)))
             continue
         if prepared is not None:
             found.prepared = prepared
@@ -133,17 +133,17 @@ def prepare_next_turn(
     return found
 
 
-def record_internal_error(tenant_id: int, user_message_id: int) -> int | None:
+def internal_error_record(tenant_id: int, user_message_id: int) -> int | None:
     """Give ``user_message_id`` a failed reply saying an internal error happened; returns the
     reply's id, or None when even that could not be stored (logged, never raised)."""
     try:
-        return fail_unexpectedly(tenant_id, user_message_id, INTERNAL_ERROR_TEXT)
+        return turn_fail_unexpectedly(tenant_id, user_message_id, INTERNAL_ERROR_TEXT)
     except Exception:
         logger.exception("could not mark the reply to %s failed", user_message_id)
         return None
 
 
-def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:
+def turn_fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:
     """Mark the reply to ``user_message_id`` failed after an unexpected error (creating the
     row if needed), so the user message is never left without an outcome. Returns its id."""
     with tenant_scope(tenant_id):
@@ -153,7 +153,7 @@ def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int |
         conversation = Conversation.objects.get(pk=user_message.conversation_id)
         reply, _ = message_create(
             conversation=conversation,
-            role=Role.ASSISTANT,
+            role=MessageRole.ASSISTANT,
             content="",
             answers=user_message,
             status=Status.FAILED,
@@ -174,7 +174,7 @@ def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int |
     return reply.pk
 
 
-def prepare_turn(
+def turn_prepare(
     tenant_id: int,
     user_message_id: int,
     *,
@@ -264,7 +264,7 @@ def _reply_and_record_insert(turn: TurnContext, user_message: Message) -> int:
     record = turn_record_build(turn=turn, user_message=user_message)
     fields = message_fields(
         user_message.conversation,
-        Role.ASSISTANT,
+        MessageRole.ASSISTANT,
         "",
         answers=user_message,
         status=Status.STREAMING,
@@ -301,7 +301,7 @@ def _message_and_reply(tenant_id: int, user_message_id: int) -> MessageAndReply:
     return found
 
 
-def flush_content(tenant_id: int, message_id: int, content: str) -> None:
+def reply_content_flush(tenant_id: int, message_id: int, content: str) -> None:
     """Store the reply as it grows (called at intervals, not per token)."""
     with tenant_scope(tenant_id):
         # updated_at is the reply's heartbeat: the recovery sweep spares replies written to
@@ -311,7 +311,7 @@ def flush_content(tenant_id: int, message_id: int, content: str) -> None:
         )
 
 
-def finish_turn(
+def turn_finish(
     prepared: PreparedTurn,
     *,
     content: str,
@@ -443,7 +443,7 @@ def unreported_prompt_usage(prepared: PreparedTurn) -> Usage:
 def after_reply(conversation: Conversation) -> None:
     """What the policy asks after a reply: a rolling summary when the threshold is crossed;
     an untitled conversation's title."""
-    name_after_first_exchange(conversation)  # never raises
+    conversation_name_after_first_exchange(conversation)  # never raises
     schedule_embedding(conversation)  # retrieval by meaning: embed the new turns; never raises
     try:
         schedule_summary_if_needed(conversation)

@@ -12,7 +12,13 @@ from django.db.models.functions import Coalesce
 
 from chatplatform.core.context.formatting import person_label
 from chatplatform.models import Membership, Tenant
-from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
+from chatplatform.models.conversations import (
+    Conversation,
+    Message,
+    MessageRole,
+    Participant,
+    TurnRecord,
+)
 from chatplatform.policies import policy_for
 from chatplatform.selectors import administered_tenant_ids
 from chatplatform.tenancy.scoping import tenant_scope
@@ -157,7 +163,7 @@ def message_window(
 
 
 def _author(message: Message, bot_name: str) -> str:
-    if message.role == Role.ASSISTANT:
+    if message.role == MessageRole.ASSISTANT:
         return bot_name
     user = message.author
     if user is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.replies.turns import prepare_turn
+from chats.replies.turns import turn_prepare
 from memory.models import UserFact
 from memory.services import fact_save
 from tests.api.helpers import add_message
@@ -26,7 +26,7 @@ def test_the_facts_in_a_prompt_are_marked_used_after_commit(
     question = add_message(group, member_a, "What should we cook tonight?")
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        prepared = prepare_turn(tenant_a.pk, question.pk)
+        prepared = turn_prepare(tenant_a.pk, question.pk)
     assert prepared is not None
     with tenant_scope(tenant_a):
         assert not UserFact.objects.filter(last_used_at__isnull=False).exists()
