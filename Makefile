@@ -53,6 +53,7 @@ lint: $(VENV)/.dev-installed
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/vulture
 
 # Re-fetch the vendored front-end libraries from npm (the only target that needs npm) and check
 # them against static/vendor/MANIFEST.json; `make run` and `make test` use the files as committed.

@@ -9,7 +9,7 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce
 
 from chatplatform.core.llm.providers import simulated_provider_names
-from chatplatform.models import Membership, Role, Tenant
+from chatplatform.models import Membership, MembershipRole, Tenant
 from chatplatform.tenancy.scoping import all_tenants
 
 
@@ -39,7 +39,7 @@ def administered_tenant_ids(user: Any) -> list[int]:
     with all_tenants():
         return list(
             Membership.objects.filter(
-                user=user, role=Role.ADMIN, tenant__is_active=True
+                user=user, role=MembershipRole.ADMIN, tenant__is_active=True
             ).values_list("tenant_id", flat=True)
         )
 

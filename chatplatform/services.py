@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from chatplatform.models import ApiKey, ContextPolicy, Membership, Role, Tenant
+from chatplatform.models import ApiKey, ContextPolicy, Membership, MembershipRole, Tenant
 from chatplatform.policies import DEFAULT_PRESET
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
@@ -31,7 +31,7 @@ def tenant_create(
         name=name, slug=slug, active_policy=preset, service_user=service_user
     )
     with tenant_scope(tenant):
-        Membership.objects.create(tenant=tenant, user=service_user, role=Role.MEMBER)
+        Membership.objects.create(tenant=tenant, user=service_user, role=MembershipRole.MEMBER)
     return tenant
 
 
@@ -100,7 +100,7 @@ def policy_copy(*, policy: ContextPolicy, tenant: Tenant) -> ContextPolicy:
     return copy
 
 
-def membership_add(*, tenant: Tenant, user: Any, role: str = Role.MEMBER) -> Membership:
+def membership_add(*, tenant: Tenant, user: Any, role: str = MembershipRole.MEMBER) -> Membership:
     """Add ``user`` to ``tenant`` (or change their role); the staff flag follows the role."""
     with tenant_scope(tenant):
         membership, _ = Membership.objects.update_or_create(
@@ -122,7 +122,7 @@ def user_sync_staff(user: Any) -> None:
     """The staff flag (the admin log-in) follows the admin role: set while the user is an
     admin of some tenant, cleared when they are not, kept for superusers."""
     with all_tenants():
-        is_admin = Membership.objects.filter(user_id=user.pk, role=Role.ADMIN).exists()
+        is_admin = Membership.objects.filter(user_id=user.pk, role=MembershipRole.ADMIN).exists()
     staff = bool(user.is_superuser or is_admin)
     if user.is_staff != staff:
         user.is_staff = staff
@@ -130,7 +130,7 @@ def user_sync_staff(user: Any) -> None:
 
 
 def api_key_create(
-    *, tenant: Tenant, name: str, user: Any = None, role: str = Role.MEMBER
+    *, tenant: Tenant, name: str, user: Any = None, role: str = MembershipRole.MEMBER
 ) -> tuple[ApiKey, str]:
     """Create a key; return it with the raw secret, which is never stored and shown only once."""
     raw_key, prefix, key_hash = ApiKey.generate()

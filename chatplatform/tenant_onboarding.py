@@ -20,7 +20,7 @@ from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.text import slugify
 
-from chatplatform.models import Role, Tenant
+from chatplatform.models import MembershipRole, Tenant
 from chatplatform.services import api_key_create, membership_add, tenant_create
 from chatplatform.tenancy.scoping import all_tenants
 
@@ -79,11 +79,11 @@ def tenant_onboard(
             )
         admin, created = _admin_user(email)
         tenant = tenant_create(name=name, slug=slug)
-        membership_add(tenant=tenant, user=admin, role=Role.ADMIN)
+        membership_add(tenant=tenant, user=admin, role=MembershipRole.ADMIN)
         raw_key = None
         if api_key:
             _, raw_key = api_key_create(
-                tenant=tenant, name=f"First key of {email}", user=admin, role=Role.ADMIN
+                tenant=tenant, name=f"First key of {email}", user=admin, role=MembershipRole.ADMIN
             )
         admin.refresh_from_db()  # the staff flag the admin role set
         link = set_password_link(admin, base_url)

@@ -16,9 +16,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from chatplatform.core.llm.providers import OFFLINE
-from chatplatform.models import ContextPolicy, ModelProfile, Role, Tenant
-from chatplatform.models.conversations import Conversation, Message
-from chatplatform.models.conversations import Role as MessageRole
+from chatplatform.models import ContextPolicy, MembershipRole, ModelProfile, Tenant
+from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.policies import DEFAULT_PRESET
 from chatplatform.services import (
     membership_add,
@@ -32,7 +31,10 @@ from chats.services import conversation_create, message_create
 from summaries.services import summary_refresh
 
 DEMO_SLUG = "demo"
-USERS = (("demo-member", "Max Member", Role.MEMBER), ("demo-admin", "Ada Admin", Role.ADMIN))
+USERS = (
+    ("demo-member", "Max Member", MembershipRole.MEMBER),
+    ("demo-admin", "Ada Admin", MembershipRole.ADMIN),
+)
 CONVERSATION_TITLE = "Planning a trip to Lisbon (demo)"
 POLICY_NAME = "Demo: small budget"
 SUGGESTED_QUESTION = "What is Biscuit allergic to, and where are we staying?"

@@ -7,9 +7,9 @@ from chatplatform.models.conversations import (
     Message,
     MessageEmbedding,
     MessageRevision,
+    MessageRole,
     Participant,
     RevisionReason,
-    Role,
     Status,
     TurnRecord,
 )
@@ -19,9 +19,9 @@ __all__ = [
     "Message",
     "MessageEmbedding",
     "MessageRevision",
+    "MessageRole",
     "Participant",
     "RevisionReason",
-    "Role",
     "Status",
     "TurnRecord",
 ]

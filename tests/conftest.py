@@ -82,13 +82,13 @@ def _fresh_redis_keys():
 def _fresh_coordination():
     """Every test starts with fresh reply coordination and the default model providers."""
     from chats.replies import runner
-    from chats.replies.coordination import reset_coordination
+    from chats.replies.coordination import coordination_reset
 
-    reset_coordination()
-    runner.set_provider_factory(None)
+    coordination_reset()
+    runner.provider_factory_set(None)
     yield
-    runner.set_provider_factory(None)
-    reset_coordination()
+    runner.provider_factory_set(None)
+    coordination_reset()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -99,11 +99,11 @@ def _stop_api_loop(django_db_setup, django_db_blocker):
     import gc
 
     from chats.api.bridge import stop_background_loop
-    from chats.replies.db import close_pool_connections
+    from chats.replies.db import pool_connections_close
 
     with django_db_blocker.unblock():
         stop_background_loop()
-        close_pool_connections()  # the reply pipeline's threads hold connections too
+        pool_connections_close()  # the reply pipeline's threads hold connections too
         # Async tests' ``database_sync_to_async`` calls run on asgiref's one shared thread,
         # which keeps its persistent connection too.
         SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)

@@ -11,7 +11,7 @@ from typing import Any
 import factory
 from django.contrib.auth import get_user_model
 
-from chatplatform.models import ContextPolicy, Membership, ModelProfile, Role, Tenant
+from chatplatform.models import ContextPolicy, Membership, MembershipRole, ModelProfile, Tenant
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.services import membership_add, tenant_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -44,14 +44,14 @@ def make_tenant(name: str | None = None, policy_name: str = "Hybrid") -> Tenant:
     return tenant_create(name=name or f"Tenant {n}", slug=f"tenant-{n}", policy_name=policy_name)
 
 
-def make_member(tenant: Tenant, role: str = Role.MEMBER, **user_kwargs: Any) -> Any:
+def make_member(tenant: Tenant, role: str = MembershipRole.MEMBER, **user_kwargs: Any) -> Any:
     user = UserFactory(**user_kwargs)
     membership_add(tenant=tenant, user=user, role=role)
     return user
 
 
 def make_admin(tenant: Tenant, **user_kwargs: Any) -> Any:
-    return make_member(tenant, role=Role.ADMIN, **user_kwargs)
+    return make_member(tenant, role=MembershipRole.ADMIN, **user_kwargs)
 
 
 def membership_of(tenant: Tenant, user: Any) -> Membership:

@@ -8,11 +8,12 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db import models
+from django.db import models, router
 from django.http import HttpRequest
 from django.utils.html import format_html
 
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
+from chatplatform.django_internals import instance_mark_saved
 from chatplatform.invitations import InvitationNotAllowed, invitation_create, invitation_revoke
 from chatplatform.models import Invitation
 
@@ -94,7 +95,7 @@ class InvitationAdmin(TenantScopedAdmin):
             raise PermissionDenied(str(exc)) from None
         for field in Invitation._meta.concrete_fields:
             setattr(obj, field.attname, getattr(invitation, field.attname))
-        obj._state.adding = False
+        instance_mark_saved(obj, router.db_for_write(Invitation))
         sent = f" and e-mailed to {obj.email}" if obj.email else ""
         messages.warning(
             request,

@@ -6,6 +6,7 @@ cost over the last 30 days (the admin's tenants' turns only)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
@@ -31,6 +32,7 @@ from chatplatform.admin.policy_preview import (
 )
 from chatplatform.admin.reports import policy_usage_report
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
+from chatplatform.django_internals import InstanceValidationHook
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.services import tenant_set_active_policy
 
@@ -150,23 +152,23 @@ POLICY_FIELDSETS: Any = (
 )
 
 
-class PolicyRulesAfterFieldsMixin:
+class PolicyRulesAfterFieldsMixin(InstanceValidationHook):
     """Mixed into the admin's ContextPolicy form."""
 
-    _errors: Any
+    errors: Any
     instance: Any
 
-    def _post_clean(self) -> None:
+    def instance_validate(self, validate: Callable[[], None]) -> None:
         # A number that is missing or not a number is left blank on the instance: the
         # cross-field budget rules (the model's clean()) cannot be evaluated on a blank and
         # raised a TypeError (a server error instead of the form). The field errors are shown
         # first; the rules run once every field is valid.
-        if not self._errors:
-            super()._post_clean()  # type: ignore[misc]
+        if not self.errors:
+            validate()
             return
         self.instance.clean = lambda: None
         try:
-            super()._post_clean()  # type: ignore[misc]
+            validate()
         finally:
             del self.instance.clean
 

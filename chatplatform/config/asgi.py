@@ -19,7 +19,7 @@ from chatplatform.config.body_limits import BodyLimitMiddleware  # noqa: E402
 from chatplatform.config.routing import websocket_urlpatterns  # noqa: E402
 from chatplatform.config.startup import require_secret_key, require_static_manifest  # noqa: E402
 from chatplatform.core.tokens import get_counter  # noqa: E402
-from chats.replies.recovery import start_sweeper, stop_sweeper  # noqa: E402
+from chats.replies.recovery import sweeper_start, sweeper_stop  # noqa: E402
 from chats.replies.warmup import warm_up  # noqa: E402
 
 require_secret_key()
@@ -43,10 +43,10 @@ async def lifespan(scope: Any, receive: Any, send: Any) -> None:
         if message["type"] == "lifespan.startup":
             if os.environ.get("WARM_UP", "1") != "0":
                 await warm_up()
-            start_sweeper()  # replies of dead runners, when no beat can see this process's locks
+            sweeper_start()  # replies of dead runners, when no beat can see this process's locks
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
-            await stop_sweeper()
+            await sweeper_stop()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

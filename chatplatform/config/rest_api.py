@@ -57,7 +57,7 @@ API_SCHEMA_SETTINGS: dict[str, Any] = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {
-        "MessageRoleEnum": "chatplatform.models.conversations.Role",
+        "MessageRoleEnum": "chatplatform.models.conversations.MessageRole",
         "MessageStatusEnum": "chatplatform.models.conversations.Status",
     },
 }

@@ -23,14 +23,14 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
-from chatplatform.models import Invitation, InvitationStatus, Membership, Role, Tenant
+from chatplatform.models import Invitation, InvitationStatus, Membership, MembershipRole, Tenant
 from chatplatform.models.invitations import hash_invitation_token
 from chatplatform.selectors import administered_tenant_ids
 from chatplatform.services import membership_add
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
 #: How a role ranks: accepting an invitation never lowers a member's role.
-ROLE_RANK: dict[str, int] = {Role.MEMBER: 0, Role.ADMIN: 1}
+ROLE_RANK: dict[str, int] = {MembershipRole.MEMBER: 0, MembershipRole.ADMIN: 1}
 
 
 class InvitationNotAllowed(PermissionError):
@@ -61,7 +61,7 @@ def invitation_create(
     tenant: Tenant,
     invited_by: Any,
     base_url: str,
-    role: str = Role.MEMBER,
+    role: str = MembershipRole.MEMBER,
     email: str = "",
     valid_days: int | None = None,
 ) -> tuple[Invitation, str]:

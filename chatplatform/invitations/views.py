@@ -12,6 +12,7 @@ accepted only by an account with that address (a new account gets it); a link in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -24,6 +25,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters
 
 from chatplatform.bruteforce import client_bucket, counted_over
+from chatplatform.django_internals import InstanceValidationHook
 from chatplatform.middleware import SESSION_TENANT_KEY
 from chatplatform.models import Invitation
 
@@ -42,7 +44,7 @@ UNUSABLE_STATUS = {"unknown": 404, OTHER_ADDRESS: 403}
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
-class InvitationSignupForm(UserCreationForm):
+class InvitationSignupForm(InstanceValidationHook, UserCreationForm):
     """Username, e-mail (only when the invitation has none) and the password twice."""
 
     email = forms.EmailField(
@@ -59,10 +61,10 @@ class InvitationSignupForm(UserCreationForm):
         self.fields["username"].widget.attrs.update(autocomplete="username", autofocus=True)
         self.order_fields(["username", "email", "password1", "password2"])
 
-    def _post_clean(self) -> None:
+    def instance_validate(self, validate: Callable[[], None]) -> None:
         if "email" in self.cleaned_data:
             self.instance.email = self.cleaned_data["email"]
-        super()._post_clean()  # type: ignore[misc]
+        validate()
 
 
 @never_cache

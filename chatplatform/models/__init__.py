@@ -1,7 +1,7 @@
 from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy, Strategy
 from .profiles import ModelProfile
-from .tenants import ApiKey, Membership, Role, Tenant
+from .tenants import ApiKey, Membership, MembershipRole, Tenant
 
 __all__ = [
     "ApiKey",
@@ -9,8 +9,8 @@ __all__ = [
     "Invitation",
     "InvitationStatus",
     "Membership",
+    "MembershipRole",
     "ModelProfile",
-    "Role",
     "Strategy",
     "Tenant",
 ]

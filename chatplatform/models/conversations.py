@@ -97,7 +97,7 @@ class Participant(TenantOwnedModel):
         indexes = [models.Index(fields=["tenant", "user"], name="participant_user_idx")]
 
 
-class Role(models.TextChoices):
+class MessageRole(models.TextChoices):
     USER = "user", "User"
     ASSISTANT = "assistant", "Assistant"
     SYSTEM = "system", "System"
@@ -126,7 +126,7 @@ class Message(TenantOwnedModel):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    role = models.CharField(max_length=16, choices=Role.choices)
+    role = models.CharField(max_length=16, choices=MessageRole.choices)
     content = models.TextField()
     reply_to = models.ForeignKey(
         "self",

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from chatplatform.tenancy.scoping import TenantOwnedModel
 
-from .tenants import Role
+from .tenants import MembershipRole
 
 
 def hash_invitation_token(raw_token: str) -> str:
@@ -36,8 +36,8 @@ class Invitation(TenantOwnedModel):
     )
     role = models.CharField(
         max_length=16,
-        choices=Role.choices,
-        default=Role.MEMBER,
+        choices=MembershipRole.choices,
+        default=MembershipRole.MEMBER,
         help_text="Admins can also change the tenant's settings and invite people.",
     )
     token_hash = models.CharField(max_length=64, editable=False)

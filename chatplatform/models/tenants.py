@@ -55,7 +55,7 @@ class Tenant(models.Model):
             )
 
 
-class Role(models.TextChoices):
+class MembershipRole(models.TextChoices):
     MEMBER = "member", "Member"
     ADMIN = "admin", "Admin"
 
@@ -66,7 +66,9 @@ class Membership(TenantOwnedModel):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
     )
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    role = models.CharField(
+        max_length=16, choices=MembershipRole.choices, default=MembershipRole.MEMBER
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -102,7 +104,9 @@ class ApiKey(TenantOwnedModel):
         related_name="api_keys",
         help_text="The member this key acts for; empty: the tenant's service user.",
     )
-    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    role = models.CharField(
+        max_length=16, choices=MembershipRole.choices, default=MembershipRole.MEMBER
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -5,8 +5,9 @@ that runs outside an active tenant scope raises ``ScopeError`` instead of return
 tenant's rows. Code enters a scope with :func:`tenant_scope` (one tenant, or several for a tenant
 admin), or states plainly that it works across tenants with :func:`all_tenants`.
 
-The scope state is django-scopes' (a ContextVar, so it follows async tasks too); the manager is
-ours because shared rows (presets with no tenant) must stay visible inside every scope.
+The scope state is django-scopes' (a ContextVar, so it follows async tasks too), read through
+:mod:`chatplatform.tenancy.scopes_adapter`; the manager is ours because shared rows (presets
+with no tenant) must stay visible inside every scope.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 from django.db import models
 from django_scopes import scope, scopes_disabled
 from django_scopes.exceptions import ScopeError
-from django_scopes.manager import DisabledQuerySet
-from django_scopes.state import get_scope
+
+from chatplatform.django_internals import manager_database
+from chatplatform.tenancy.scopes_adapter import active_scope, refuse_if_refusing, refusing_queryset
 
 __all__ = [
     "ScopeError",
@@ -42,11 +44,11 @@ class TenantScopedManager(models.Manager):
         self.include_shared = include_shared
 
     def get_queryset(self) -> models.QuerySet:
-        state = get_scope()
-        if not state.get("_enabled", True):
+        state = active_scope()
+        if state is None:
             return super().get_queryset()
         if "tenant" not in state:
-            return DisabledQuerySet(self.model, using=self._db, missing_scopes=["tenant"])
+            return refusing_queryset(self.model, manager_database(self), "tenant")
         ids = state["tenant"]
         condition = (
             models.Q(tenant_id__in=ids) if isinstance(ids, list) else models.Q(tenant_id=ids)
@@ -57,8 +59,7 @@ class TenantScopedManager(models.Manager):
 
     def all(self) -> models.QuerySet:
         queryset = super().all()
-        if isinstance(queryset, DisabledQuerySet):
-            queryset.error()
+        refuse_if_refusing(queryset)
         return queryset
 
 
@@ -88,8 +89,8 @@ def tenant_scope(tenant: Any | Iterable[Any]) -> Iterator[None]:
 
 def active_tenant_ids() -> list[int] | None:
     """The tenant ids of the active scope; None when scoping is disabled or absent."""
-    state = get_scope()
-    if not state.get("_enabled", True) or "tenant" not in state:
+    state = active_scope()
+    if state is None or "tenant" not in state:
         return None
     ids = state["tenant"]
     return list(ids) if isinstance(ids, list) else [ids]

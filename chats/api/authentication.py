@@ -15,7 +15,8 @@ from rest_framework.authentication import (
 from rest_framework.request import Request
 
 from chatplatform.bruteforce import ApiKeyLookupsThrottled, authenticate_api_key_limited, client_ip
-from chatplatform.models import Role
+from chatplatform.models import MembershipRole
+from chats.api.drf_internals import django_request
 from chats.api.principal import ApiPrincipal, enter_request_scope
 
 BEARER = b"bearer"
@@ -40,14 +41,14 @@ class ApiKeyAuthentication(BaseAuthentication):
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("Invalid API key.") from None
         try:
-            found = authenticate_api_key_limited(raw_key, client_ip(request._request))
+            found = authenticate_api_key_limited(raw_key, client_ip(django_request(request)))
         except ApiKeyLookupsThrottled as throttled:
             raise exceptions.Throttled(
                 throttled.retry_after, "Too many failed API-key attempts from this address."
             ) from None
         if found is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
-        enter_request_scope(request._request, found.tenant)
+        enter_request_scope(django_request(request), found.tenant)
         principal = ApiPrincipal(
             tenant=found.tenant, user=found.user, is_admin=found.is_admin, key=found.key
         )
@@ -67,13 +68,13 @@ class TenantSessionAuthentication(SessionAuthentication):
         if result is None:
             return None
         user = result[0]
-        django_request = request._request
-        tenant = getattr(django_request, "tenant", None)
-        membership = getattr(django_request, "membership", None)
+        wrapped = django_request(request)
+        tenant = getattr(wrapped, "tenant", None)
+        membership = getattr(wrapped, "membership", None)
         if tenant is None or membership is None:
             raise exceptions.PermissionDenied("You are not a member of an active tenant.")
-        enter_request_scope(django_request, tenant)
+        enter_request_scope(wrapped, tenant)
         principal = ApiPrincipal(
-            tenant=tenant, user=user, is_admin=membership.role == Role.ADMIN, key=None
+            tenant=tenant, user=user, is_admin=membership.role == MembershipRole.ADMIN, key=None
         )
         return user, principal

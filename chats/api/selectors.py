@@ -15,7 +15,13 @@ from django.utils import timezone
 
 from chatplatform.core.llm.cost_comparison import CostComparison, comparison_of
 from chatplatform.models import ContextPolicy, Membership, ModelProfile
-from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
+from chatplatform.models.conversations import (
+    Conversation,
+    Message,
+    MessageRole,
+    Participant,
+    TurnRecord,
+)
 from chatplatform.selectors import turn_usage_sums
 from chatplatform.tenancy.scoping import tenant_scope
 
@@ -77,7 +83,7 @@ def reply_to(tenant_id: int, user_message_id: int) -> Message | None:
     with tenant_scope(tenant_id):
         return (
             Message.objects.select_related("author")
-            .filter(answers_id=user_message_id, role=Role.ASSISTANT)
+            .filter(answers_id=user_message_id, role=MessageRole.ASSISTANT)
             .first()
         )
 

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from chatplatform.core.llm.anthropic_payload import build_params
+from chatplatform.core.llm.cost_comparison import COST_QUANTUM
 from chatplatform.core.llm.prompt_cache import (
     CacheUsage,
     PromptCache,
@@ -23,7 +24,7 @@ from chatplatform.core.llm.prompt_cache import (
     still_cached,
 )
 from chatplatform.models import ContextPolicy, ModelProfile
-from chatplatform.models.conversations import Conversation, Message, Role
+from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.request import chat_request
 from chats.assembly.service import assemble_context, message_item
@@ -63,7 +64,7 @@ def expected_turn_cost(
     with tenant_scope(conversation.tenant_id):
         replayed = list(
             Message.objects.filter(
-                tenant_id=conversation.tenant_id, conversation=conversation, role=Role.USER
+                tenant_id=conversation.tenant_id, conversation=conversation, role=MessageRole.USER
             )
             .select_related("author")
             .order_by("-seq")[:turns]
@@ -133,15 +134,14 @@ def _estimate(
             cache_ttl=usage_ttl,
         )
 
-    quantum = Decimal("0.000001")
     total = sum(u.total for u in usages)
     return CostEstimate(
         turns=n,
         billed_tokens=sum(u.billed for u in usages) / n,
-        cost_usd=(sum((price(u, ttl) for u in usages), Decimal(0)) / n).quantize(quantum),
+        cost_usd=(sum((price(u, ttl) for u in usages), Decimal(0)) / n).quantize(COST_QUANTUM),
         full_history_billed_tokens=sum(f.billed for f in fulls) / n,
         full_history_cost_usd=(sum((price(f, "5m") for f in fulls), Decimal(0)) / n).quantize(
-            quantum
+            COST_QUANTUM
         ),
         cache_read_share=sum(u.read for u in usages) / total if total else 0.0,
     )

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from chatplatform.core.context.types import MessageItem
 from chatplatform.models import ContextPolicy
-from chatplatform.models.conversations import Conversation, Message, Participant, Role
+from chatplatform.models.conversations import Conversation, Message, MessageRole, Participant
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.records import breakdown
 from chats.assembly.service import assemble_context
@@ -66,7 +66,7 @@ def turn_author(conversation: Conversation, username: str = "") -> Any:
             return participant.user
         last_author = (
             Message.objects.filter(
-                conversation=conversation, role=Role.USER, author_id__isnull=False
+                conversation=conversation, role=MessageRole.USER, author_id__isnull=False
             )
             .order_by("-seq")
             .values_list("author_id", flat=True)

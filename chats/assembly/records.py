@@ -38,7 +38,7 @@ def breakdown(turn: TurnContext) -> dict[str, Any]:
         # Tokens the turn went past the policy's limit to send an oversized message whole.
         "widened_by": prompt.widened_by,
         # Retrieval by meaning: "on", "off", or "unavailable" (asked for, full-text only).
-        "dense_retrieval": turn.dense,
+        "dense_retrieval": str(turn.dense),
     }
 
 

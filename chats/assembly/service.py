@@ -43,7 +43,7 @@ from chatplatform.models.packing import packing_policy_for
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import selectors
-from chats.retrieval.dense import dense_status
+from chats.retrieval.dense import DenseRetrieval, dense_status
 from chats.retrieval.retriever import recalled_items, retrieve_for_assembly
 from summaries.selectors import current_summaries, latest_compaction
 
@@ -91,18 +91,6 @@ def calibration_ratio_for(counter: TokenCounter, profile: ModelProfile) -> float
     return min(MAX_CALIBRATION_RATIO, max(MIN_CALIBRATION_RATIO, factor))
 
 
-def margin_for(counter: TokenCounter, policy: ContextPolicy, profile: ModelProfile) -> float:
-    """The multiplier applied to counted tokens before comparing them with the budget.
-
-    Exact counters: 1.0. Estimates: the estimator's calibrated margin, times the policy's
-    extra safety margin, times the model's online calibration
-    (:func:`calibration_ratio_for`).
-    """
-    if counter.exact:
-        return 1.0
-    return _safety_margin(counter, policy) * calibration_ratio_for(counter, profile)
-
-
 def _safety_margin(counter: TokenCounter, policy: ContextPolicy) -> float:
     fitted = float(getattr(counter, "margin", 1.0))
     return fitted * (1.0 + policy.safety_margin_percent / 100.0)
@@ -124,10 +112,10 @@ class TurnContext:
     #: holds is named from them (seq numbers, excerpts) in the provider's context report.
     messages: dict[Any, MessageItem] = field(default_factory=dict)
     summaries: list[SummaryItem] = field(default_factory=list)
-    #: Retrieval by meaning this turn: ``"off"`` (the policy does not ask for it or nothing
-    #: was retrieved), ``"on"``, or ``"unavailable"`` (asked for; embeddings not installed or
-    #: the model failed to load: full-text only).
-    dense: str = "off"
+    #: Retrieval by meaning this turn: off (the policy does not ask for it or nothing was
+    #: retrieved), on, or unavailable (asked for; embeddings not installed or the model failed
+    #: to load: full-text only).
+    dense: DenseRetrieval = DenseRetrieval.OFF
     #: Server compaction: the provider's newest compaction block, as it returned it (sent back
     #: before the history when the prompt includes its summary).
     compaction_block: dict[str, Any] | None = None
@@ -257,7 +245,7 @@ def assemble_context(
         shared=conversation.is_group,
     )
     retrieved: list[RetrievedItem] = []
-    dense = "off"
+    dense = DenseRetrieval.OFF
     if policy.strategy == "hybrid" and policy.retrieval_max_items > 0:
         retriever = retriever or retrieve_for_assembly
         # Everything before the new message is a candidate: history shows only what retrieval

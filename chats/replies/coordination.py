@@ -388,7 +388,7 @@ def coordination() -> Coordination:
     return _instance
 
 
-def reset_coordination() -> None:
+def coordination_reset() -> None:
     """Forget the shared instance (tests switch settings)."""
     global _instance
     _instance = None

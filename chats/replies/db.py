@@ -14,20 +14,23 @@ from typing import Any, ParamSpec, TypeVar
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
+from chatplatform.django_internals import connection_health_checked
+
 logger = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 _executor: ThreadPoolExecutor | None = None
+#: The pool's number of threads (fixed when it is created).
+_threads = 0
 
 
 def _pool() -> ThreadPoolExecutor:
-    global _executor
+    global _executor, _threads
     if _executor is None:
-        _executor = ThreadPoolExecutor(
-            max_workers=getattr(settings, "DB_THREADS", 16), thread_name_prefix="db"
-        )
+        _threads = getattr(settings, "DB_THREADS", 16)
+        _executor = ThreadPoolExecutor(max_workers=_threads, thread_name_prefix="db")
     return _executor
 
 
@@ -37,7 +40,7 @@ def _prepare_connections() -> None:
     next query, which marks it, and the next call here replaces it."""
     for connection in connections.all(initialized_only=True):
         connection.close_if_unusable_or_obsolete()
-        connection.health_check_done = True  # type: ignore[attr-defined]
+        connection_health_checked(connection)
 
 
 def _in_thread(func: Callable[..., R], *args: Any, **kwargs: Any) -> R:
@@ -79,7 +82,7 @@ def on_every_thread(step: Callable[[], object], timeout: float) -> list[BaseExce
     for a busy thread to be free). Returns each run's error, None for a run that succeeded;
     a run not finished in time counts as a TimeoutError."""
     pool = _pool()
-    threads = pool._max_workers
+    threads = _threads
     barrier = threading.Barrier(threads, timeout=timeout)
 
     def run() -> None:
@@ -91,7 +94,7 @@ def on_every_thread(step: Callable[[], object], timeout: float) -> list[BaseExce
     return [task.exception() if task in done else TimeoutError("still running") for task in tasks]
 
 
-def close_pool_connections(timeout: float = 10.0) -> bool:
+def pool_connections_close(timeout: float = 10.0) -> bool:
     """Close the database connection of every thread of the pool (before a test database is
     dropped, or at shutdown), within ``timeout`` seconds; returns whether all were closed (a
     busy pool is logged, not raised)."""

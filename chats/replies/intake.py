@@ -16,23 +16,23 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from chatplatform.models.conversations import Conversation, Message, Role
+from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.policies import cached_policy, policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageRejected, decode_base64_image
 from chats.replies.coordination import coordination, runner_lock_name
 from chats.replies.db import db
 from chats.replies.events import emit, message_event
-from chats.replies.recovery import reopen_interrupted_reply
-from chats.replies.runner import start_runner
-from chats.replies.turns import NextTurn, prepare_next_turn
+from chats.replies.recovery import interrupted_reply_reopen
+from chats.replies.runner import runner_start
+from chats.replies.turns import NextTurn, turn_prepare_next
 from chats.selectors import row_id
 from chats.services.messages import MessageRejected, message_create
 
 logger = logging.getLogger(__name__)
 
 
-def accept_user_message(
+def user_message_accept(
     *,
     conversation: Conversation,
     user: Any,
@@ -68,7 +68,7 @@ def accept_user_message(
             raise MessageRejected("invalid", "The message replied to is not in this conversation.")
     stored, created = message_create(
         conversation=conversation,
-        role=Role.USER,
+        role=MessageRole.USER,
         content=content,
         author=user,
         client_id=client_id,
@@ -77,7 +77,7 @@ def accept_user_message(
     )
     if not created:
         # A send again of a message whose reply was interrupted asks for the reply again.
-        reopen_interrupted_reply(stored)
+        interrupted_reply_reopen(stored)
     return stored, created
 
 
@@ -138,20 +138,20 @@ class Sent:
         }
 
 
-def store_user_message(*, prepare: bool, **message: Any) -> Stored:
-    """:func:`accept_user_message` (``message`` are its arguments), then, in the same thread
+def user_message_store(*, prepare: bool, **message: Any) -> Stored:
+    """:func:`user_message_accept` (``message`` are its arguments), then, in the same thread
     trip: when the message is new and ``prepare`` (the caller holds the conversation's runner
     lock), the queue's next turn, what the runner would otherwise prepare first (the message
     is committed before; a preparation that fails gives None, and the runner tries again);
     when it was sent before, its reply's stored state. MessageRejected is raised as by
-    :func:`accept_user_message`."""
-    stored, created = accept_user_message(**message)
+    :func:`user_message_accept`."""
+    stored, created = user_message_accept(**message)
     if not created:
         return Stored(stored, created, reply_state=reply_snapshot(stored.tenant_id, stored))
     if not prepare:
         return Stored(stored, created)
     try:
-        found = prepare_next_turn(stored.tenant_id, stored.conversation_id)
+        found = turn_prepare_next(stored.tenant_id, stored.conversation_id)
     except Exception:
         logger.exception("preparing the reply to message %s failed", stored.pk)
         return Stored(stored, created)
@@ -194,7 +194,7 @@ async def user_message_send(
         await _let_go(tenant_id, conversation_id, token)
         raise SendRateLimited(limit)
     step = asyncio.ensure_future(
-        db(store_user_message)(
+        db(user_message_store)(
             prepare=token is not None,
             conversation=conversation,
             user=user,
@@ -222,7 +222,7 @@ async def user_message_send(
         # a caller cancelled from now on strands nothing. The new message's event for the
         # other sockets (tabs, group members) goes out with the reply's first delta.
         lead = [(event, origin)] if event is not None else []
-        runner = start_runner(
+        runner = runner_start(
             tenant_id, conversation_id, token=token, first=stored.first, lead=lead
         )
         return Sent(message, created, stored.reply_state, runner)
@@ -232,7 +232,7 @@ async def user_message_send(
     try:
         await emit(tenant_id, conversation_id, [event], origin=origin)
     finally:
-        runner = start_runner(tenant_id, conversation_id)
+        runner = runner_start(tenant_id, conversation_id)
     return Sent(message, created, stored.reply_state, runner)
 
 
@@ -241,7 +241,7 @@ async def _let_go(tenant_id: int, conversation_id: int, token: str | None) -> No
     asked the holder to look again meanwhile is answered by looking again."""
     lock = runner_lock_name(tenant_id, conversation_id)
     if token is not None and await coordination().release(lock, token):
-        start_runner(tenant_id, conversation_id)
+        runner_start(tenant_id, conversation_id)
 
 
 def _answer_in_background(
@@ -253,7 +253,7 @@ def _answer_in_background(
     first = None
     if not step.cancelled() and step.exception() is None:
         first = step.result().first
-    start_runner(tenant_id, conversation_id, token=token, first=first)
+    runner_start(tenant_id, conversation_id, token=token, first=first)
 
 
 def reply_snapshot(
@@ -266,7 +266,7 @@ def reply_snapshot(
     """The stored state of a reply (by the message it answers, or by its id within a
     conversation): content so far, status and error. None if there is none."""
     with tenant_scope(tenant_id):
-        replies = Message.objects.filter(role=Role.ASSISTANT)
+        replies = Message.objects.filter(role=MessageRole.ASSISTANT)
         if user_message is not None:
             reply = replies.filter(answers=user_message).first()
         elif reply_id is not None and conversation_id is not None:

@@ -46,7 +46,7 @@ async def stopped(
     """A reply the user stopped: incomplete, the text kept, and its prompt billed (the
     provider started answering it): the usage reported before the stop, else the prompt as
     the provider's cache would have billed it."""
-    summary = await db(turns.finish_turn)(
+    summary = await db(turns.turn_finish)(
         prepared,
         content=content,
         status=Status.INCOMPLETE,
@@ -90,7 +90,7 @@ async def cut_short(
     message = CUT_SHORT[stop_reason] + (
         " The text received so far is kept." if content else " Nothing was written."
     )
-    summary = await db(turns.finish_turn)(
+    summary = await db(turns.turn_finish)(
         prepared,
         content=content,
         status=Status.INCOMPLETE if content else Status.FAILED,
@@ -130,7 +130,7 @@ async def failed(
     code = getattr(exc, "code", "") or "provider_error"
     message = human_error(exc, bool(partial))
     logger.warning("reply %s %s: %s", prepared.assistant_message_id, status, exc)
-    await db(turns.finish_turn)(
+    await db(turns.turn_finish)(
         prepared,
         content=partial,
         status=status,

@@ -15,15 +15,13 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from chatplatform.core.llm.base import Compaction, ContextEdited
+from chatplatform.core.llm.cost_comparison import COST_QUANTUM
 from chatplatform.models.conversations import Message, TurnRecord
 from chats.services.messages import final_token_count
 from summaries.services import ProviderCompaction, compaction_store
 
 if TYPE_CHECKING:
     from chats.replies.turns import PreparedTurn
-
-#: Costs are stored to the micro-dollar (the column's precision).
-QUANTUM = Decimal("0.000001")
 
 
 @dataclass
@@ -59,7 +57,7 @@ class ProviderManaged:
             cache_read_tokens=usage.cache_read_tokens,
             cache_write_tokens=usage.cache_write_tokens,
             cache_ttl=prepared.request.cache_ttl,
-        ).quantize(QUANTUM)
+        ).quantize(COST_QUANTUM)
 
 
 #: A reply during which the provider managed nothing.

@@ -9,11 +9,11 @@ summaries back), and hands the conversation to a new runner, which answers the u
 still waiting. A user message stored by a process that died before its reply started is found
 the same way: the conversation's last message is a user message and no runner holds its lock.
 Sending an interrupted reply's message again (same ``client_id``) regenerates the reply
-(:func:`reopen_interrupted_reply`).
+(:func:`interrupted_reply_reopen`).
 
 Who sweeps: beat (``chats.tasks.mark_stale_replies``, every minute) when the coordination is
 shared (Redis); with the in-process coordination (the embedded default: one ASGI process) the
-ASGI process itself (:func:`start_sweeper`), since only it sees its runners' locks. A reply
+ASGI process itself (:func:`sweeper_start`), since only it sees its runners' locks. A reply
 not written to for ``STALE_REPLY_SECONDS`` is finished whatever the locks say: the backstop
 for a runner that hangs, and the only rule where the locks cannot be seen.
 """
@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
 from chatplatform.models import Tenant
-from chatplatform.models.conversations import Conversation, Message, Role, Status
+from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.replies import turns
@@ -45,7 +45,7 @@ from chats.replies.coordination import (
 )
 from chats.replies.db import db
 from chats.replies.events import broadcast
-from chats.replies.runner import run_replies, start_runner
+from chats.replies.runner import replies_run, runner_start
 from chats.services.messages import message_finish
 
 logger = logging.getLogger(__name__)
@@ -119,13 +119,13 @@ def unanswered_conversations(now: datetime | None = None) -> list[tuple[int, int
                 updated_at__lt=now - timedelta(seconds=UNANSWERED_GRACE_SECONDS),
             )
             .annotate(last_role=Subquery(last_role))
-            .filter(last_role=Role.USER)
+            .filter(last_role=MessageRole.USER)
             .values_list("tenant_id", "pk")[:SWEEP_BATCH]
         )
         return [(tenant_id, pk) for tenant_id, pk in rows]
 
 
-def interrupt_reply(tenant_id: int, reply_id: int, streamed: str) -> str | None:
+def reply_interrupt(tenant_id: int, reply_id: int, streamed: str) -> str | None:
     """Finish the streaming reply ``reply_id`` as interrupted, with ``streamed`` (the text its
     runner sent) when that extends the stored text, else the stored text; counted as any
     finished reply. Returns the text kept; None (nothing changed) when it is no longer
@@ -153,7 +153,7 @@ def interrupt_reply(tenant_id: int, reply_id: int, streamed: str) -> str | None:
     return kept
 
 
-def reopen_interrupted_reply(message: Message) -> bool:
+def interrupted_reply_reopen(message: Message) -> bool:
     """``message`` was sent again (same client id): if its reply was interrupted, mark it
     failed, so the runner regenerates it as it does a failed reply, and take its tokens out
     of the conversation's total (the new reply counts its own). False when its reply is
@@ -210,7 +210,7 @@ async def _interrupt(hub: Coordination, reply: StreamingReply) -> bool:
         logger.warning("delta log of reply %s unreadable", reply.reply_id, exc_info=True)
         logged = []
     streamed, last_seq = _streamed_text(logged)
-    kept = await db(interrupt_reply)(reply.tenant_id, reply.reply_id, streamed)
+    kept = await db(reply_interrupt)(reply.tenant_id, reply.reply_id, streamed)
     if kept is None:
         return False
     event = interrupted_event(reply.reply_id, bool(kept), last_seq)
@@ -284,7 +284,7 @@ async def answer_once(
     runner holds the conversation: that one answers them."""
     hub = coordination()
     try:
-        return await run_replies(
+        return await replies_run(
             tenant_id, conversation_id, max_turns=REPLIES_PER_RUN, attempted=attempted
         )
     finally:
@@ -299,7 +299,7 @@ def shared_locks() -> bool:
 _sweeper: asyncio.Task[None] | None = None
 
 
-def start_sweeper(interval: float = SWEEP_INTERVAL_SECONDS) -> asyncio.Task[None] | None:
+def sweeper_start(interval: float = SWEEP_INTERVAL_SECONDS) -> asyncio.Task[None] | None:
     """In the ASGI process, when the coordination is in-process: sweep now (the replies a
     previous process left streaming) and every ``interval`` seconds, starting a runner for
     each conversation handed off. None (beat sweeps) when the locks are shared."""
@@ -312,8 +312,8 @@ def start_sweeper(interval: float = SWEEP_INTERVAL_SECONDS) -> asyncio.Task[None
     return _sweeper
 
 
-async def stop_sweeper() -> None:
-    """Stop the sweep :func:`start_sweeper` started (the ASGI process shuts down)."""
+async def sweeper_stop() -> None:
+    """Stop the sweep :func:`sweeper_start` started (the ASGI process shuts down)."""
     global _sweeper
     task, _sweeper = _sweeper, None
     if task is not None and task.get_loop() is asyncio.get_running_loop():
@@ -327,7 +327,7 @@ async def _sweep_forever(interval: float) -> None:
         try:
             swept = await sweep(locks_visible=True)
             for tenant_id, conversation_id in swept.handed_off:
-                start_runner(tenant_id, conversation_id)
+                runner_start(tenant_id, conversation_id)
         except Exception:
             logger.exception("the reply recovery sweep failed")
         await asyncio.sleep(interval)

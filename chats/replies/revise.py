@@ -21,7 +21,7 @@ from chats.replies.coordination import coordination
 from chats.replies.db import db
 from chats.replies.events import broadcast
 from chats.replies.intake import RATE_WINDOW_SECONDS, SendRateLimited, message_rate_key
-from chats.replies.runner import start_runner
+from chats.replies.runner import runner_start
 from chats.services.revisions import Revised, reply_regenerate, user_message_edit
 
 
@@ -90,5 +90,5 @@ async def _resend(conversation: Conversation, revised: Revised, event: dict[str,
         await broadcast(tenant_id, conversation_id, event)
     finally:
         # The reply is failed and waiting: whatever became of the event, it is answered.
-        runner = start_runner(tenant_id, conversation_id)
+        runner = runner_start(tenant_id, conversation_id)
     return Resent(revised.user_message, revised.reply, event, runner)

@@ -94,13 +94,13 @@ def default_provider(prepared: turns.PreparedTurn) -> Provider:
 _provider_factory: ProviderFactory = default_provider
 
 
-def set_provider_factory(factory: ProviderFactory | None) -> None:
+def provider_factory_set(factory: ProviderFactory | None) -> None:
     """Swap how providers are built (benchmarks use an instant provider)."""
     global _provider_factory
     _provider_factory = factory or default_provider
 
 
-def start_runner(
+def runner_start(
     tenant_id: int,
     conversation_id: int,
     *,
@@ -109,16 +109,16 @@ def start_runner(
     lead: Sequence[Addressed] = (),
 ) -> asyncio.Task[Any]:
     """Run the conversation's replies in the background of the current event loop; the
-    arguments are as for :func:`run_replies`."""
+    arguments are as for :func:`replies_run`."""
     task = asyncio.create_task(
-        run_replies(tenant_id, conversation_id, token=token, first=first, lead=lead)
+        replies_run(tenant_id, conversation_id, token=token, first=first, lead=lead)
     )
     _background.add(task)
     task.add_done_callback(_background.discard)
     return task
 
 
-async def run_replies(
+async def replies_run(
     tenant_id: int,
     conversation_id: int,
     *,
@@ -173,7 +173,7 @@ async def run_replies(
                         if first is not None:
                             found, first = first, None
                         else:
-                            found = await db(turns.prepare_next_turn)(
+                            found = await db(turns.turn_prepare_next)(
                                 tenant_id, conversation_id, frozenset(attempted)
                             )
                     except Exception:
@@ -240,7 +240,7 @@ async def _answer(
         return await _reply(prepared, lock=lock, lead=lead)
     except Exception:
         logger.exception("reply to message %s failed unexpectedly", message_id)
-        reply_id = await db(turns.record_internal_error)(prepared.tenant_id, message_id)
+        reply_id = await db(turns.internal_error_record)(prepared.tenant_id, message_id)
         return internal_error_event(reply_id)
 
 
@@ -267,7 +267,7 @@ async def _reply(
                 smaller,
                 int(prepared.estimated_prompt_tokens * exc.max_tokens / exc.prompt_tokens * 0.95),
             )
-        retry = await db(turns.prepare_turn)(
+        retry = await db(turns.turn_prepare)(
             tenant_id, user_message_id, budget_override=max(smaller, MIN_RETRY_BUDGET)
         )
         if retry is None:
@@ -357,7 +357,7 @@ async def _stream(
                 now = time.monotonic()
                 if now - last_flush >= FLUSH_INTERVAL:
                     last_flush = now
-                    await db(turns.flush_content)(tenant_id, message_id, "".join(parts))
+                    await db(turns.reply_content_flush)(tenant_id, message_id, "".join(parts))
                 if now - last_stop_check >= STOP_CHECK_INTERVAL:
                     last_stop_check = now
                     if lock is not None:
@@ -396,7 +396,7 @@ async def _stream(
         return await cut_short(
             prepared, content, stop_reason, seq=seq, usage=usage, managed=managed, timing=timing
         )
-    summary = await db(turns.finish_turn)(
+    summary = await db(turns.turn_finish)(
         prepared,
         content=content,
         status=Status.COMPLETE,

@@ -17,7 +17,7 @@ def conversation_event(conversation: Conversation) -> dict[str, Any]:
     return {"type": "conversation", "conversation_id": conversation.pk, "title": conversation.title}
 
 
-def name_after_first_exchange(conversation: Conversation) -> None:
+def conversation_name_after_first_exchange(conversation: Conversation) -> None:
     """Give an untitled conversation its title (idempotent; a title the user set stays) and
     tell its sockets. Runs after the reply is committed; never raises: the reply is stored
     whatever happens here."""

@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from chatplatform.core.llm.base import ChatRequest, Usage
 from chatplatform.core.llm.cache_simulation import simulated_prompt_usage
-from chatplatform.core.llm.cost_comparison import CostComparison
+from chatplatform.core.llm.cost_comparison import COST_QUANTUM, CostComparison
 from chatplatform.core.llm.prompt_cache import CacheUsage
 from chatplatform.core.tokens import TokenCounter
 from chatplatform.models import ModelProfile
-from chatplatform.models.conversations import Conversation, Message, Role, Status
+from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
@@ -29,7 +29,7 @@ from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
 from chats.replies.provider_context import NOTHING_MANAGED, ProviderManaged, provider_context_record
 from chats.replies.simulated_cache import ConversationCache, conversation_cache
-from chats.replies.titles import name_after_first_exchange
+from chats.replies.titles import conversation_name_after_first_exchange
 from chats.retrieval.tasks import schedule_embedding
 from chats.services.conversations import conversation_window_advance
 from chats.services.hot_writes import MessageAndReply, hot_writes
@@ -40,12 +40,11 @@ from chats.services.messages import (
     message_finish,
 )
 from chats.token_counts.recount import recount_queue
+from memory.services import facts_mark_used
 from summaries.scheduling import schedule_summary_if_needed
 
 logger = logging.getLogger(__name__)
 
-#: Costs are stored to the micro-dollar (the column's precision).
-COST_QUANTUM = Decimal("0.000001")
 #: How many recent user messages are checked for a missing reply (the queue depth).
 QUEUE_WINDOW = 50
 
@@ -87,7 +86,7 @@ def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
             "AND r.answers_id = m.id AND r.status <> %s) "
             f"FROM {table} m WHERE m.tenant_id = %s AND m.conversation_id = %s AND m.role = %s "
             "ORDER BY m.seq DESC LIMIT %s",
-            [Status.FAILED, tenant_id, conversation_id, Role.USER, QUEUE_WINDOW],
+            [Status.FAILED, tenant_id, conversation_id, MessageRole.USER, QUEUE_WINDOW],
         )
         recent = cursor.fetchall()
     return [pk for pk, answered in reversed(recent) if not answered]
@@ -95,7 +94,7 @@ def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
 
 @dataclass
 class NextTurn:
-    """What :func:`prepare_next_turn` found: the message ids it tried, the prepared turn
+    """What :func:`turn_prepare_next` found: the message ids it tried, the prepared turn
     (None when nothing is waiting), whether more messages wait after it, and the messages
     whose preparation failed unexpectedly as ``(user message id, failed reply id)``."""
 
@@ -111,7 +110,7 @@ INTERNAL_ERROR_TEXT = (
 )
 
 
-def prepare_next_turn(
+def turn_prepare_next(
     tenant_id: int, conversation_id: int, skip: frozenset[int] = frozenset()
 ) -> NextTurn:
     """Prepare the reply to the oldest waiting message not in ``skip``. A message whose
@@ -122,10 +121,10 @@ def prepare_next_turn(
     for position, message_id in enumerate(waiting):
         found.tried.append(message_id)
         try:
-            prepared = prepare_turn(tenant_id, message_id)
+            prepared = turn_prepare(tenant_id, message_id)
         except Exception:
             logger.exception("preparing the reply to message %s failed", message_id)
-            found.failures.append((message_id, record_internal_error(tenant_id, message_id)))
+            found.failures.append((message_id, internal_error_record(tenant_id, message_id)))
             continue
         if prepared is not None:
             found.prepared = prepared
@@ -134,17 +133,17 @@ def prepare_next_turn(
     return found
 
 
-def record_internal_error(tenant_id: int, user_message_id: int) -> int | None:
+def internal_error_record(tenant_id: int, user_message_id: int) -> int | None:
     """Give ``user_message_id`` a failed reply saying an internal error happened; returns the
     reply's id, or None when even that could not be stored (logged, never raised)."""
     try:
-        return fail_unexpectedly(tenant_id, user_message_id, INTERNAL_ERROR_TEXT)
+        return turn_fail_unexpectedly(tenant_id, user_message_id, INTERNAL_ERROR_TEXT)
     except Exception:
         logger.exception("could not mark the reply to %s failed", user_message_id)
         return None
 
 
-def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:
+def turn_fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:
     """Mark the reply to ``user_message_id`` failed after an unexpected error (creating the
     row if needed), so the user message is never left without an outcome. Returns its id."""
     with tenant_scope(tenant_id):
@@ -154,7 +153,7 @@ def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int |
         conversation = Conversation.objects.get(pk=user_message.conversation_id)
         reply, _ = message_create(
             conversation=conversation,
-            role=Role.ASSISTANT,
+            role=MessageRole.ASSISTANT,
             content="",
             answers=user_message,
             status=Status.FAILED,
@@ -175,7 +174,7 @@ def fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int |
     return reply.pk
 
 
-def prepare_turn(
+def turn_prepare(
     tenant_id: int,
     user_message_id: int,
     *,
@@ -223,6 +222,10 @@ def prepare_turn(
             # The database's one-reply-per-message rule: another runner created the reply
             # since we looked, and answers it. Nothing of ours was stored.
             return None
+        # The facts this prompt holds are used: marked once the turn is stored (one update).
+        used_facts = [item.id for item in turn.prompt.included if item.kind == "fact"]
+        if used_facts:
+            transaction.on_commit(lambda: facts_mark_used(tenant_id, used_facts))
         now = timezone.now()
         full_history = full_history_usage_for(turn, conversation, now)
         conversation_window_advance(
@@ -261,7 +264,7 @@ def _reply_and_record_insert(turn: TurnContext, user_message: Message) -> int:
     record = turn_record_build(turn=turn, user_message=user_message)
     fields = message_fields(
         user_message.conversation,
-        Role.ASSISTANT,
+        MessageRole.ASSISTANT,
         "",
         answers=user_message,
         status=Status.STREAMING,
@@ -298,7 +301,7 @@ def _message_and_reply(tenant_id: int, user_message_id: int) -> MessageAndReply:
     return found
 
 
-def flush_content(tenant_id: int, message_id: int, content: str) -> None:
+def reply_content_flush(tenant_id: int, message_id: int, content: str) -> None:
     """Store the reply as it grows (called at intervals, not per token)."""
     with tenant_scope(tenant_id):
         # updated_at is the reply's heartbeat: the recovery sweep spares replies written to
@@ -308,7 +311,7 @@ def flush_content(tenant_id: int, message_id: int, content: str) -> None:
         )
 
 
-def finish_turn(
+def turn_finish(
     prepared: PreparedTurn,
     *,
     content: str,
@@ -441,7 +444,7 @@ def unreported_prompt_usage(prepared: PreparedTurn) -> Usage:
 def after_reply(conversation: Conversation) -> None:
     """What the policy asks after a reply: a rolling summary when the threshold is crossed;
     an untitled conversation's title."""
-    name_after_first_exchange(conversation)  # never raises
+    conversation_name_after_first_exchange(conversation)  # never raises
     schedule_embedding(conversation)  # retrieval by meaning: embed the new turns; never raises
     try:
         schedule_summary_if_needed(conversation)

@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 WARM_UP_TIMEOUT_SECONDS = 20.0
 
 
-def warm_up_database_threads(timeout: float = WARM_UP_TIMEOUT_SECONDS) -> int:
+def database_threads_warm_up(timeout: float = WARM_UP_TIMEOUT_SECONDS) -> int:
     """In every thread of the reply path's pool (``settings.DB_THREADS``): open its
     persistent connection and run the turn's read statements once, for ids that match
     nothing. Returns how many threads were warmed.
@@ -68,7 +68,7 @@ async def warm_up() -> None:
     the coordination with one connection open. Never raises: what could not be warmed is set
     up by the first turn that needs it. (The reply path's modules, the provider SDKs among
     them, are imported with the ASGI application, before ``gc.freeze``.)"""
-    await asyncio.to_thread(warm_up_database_threads)
+    await asyncio.to_thread(database_threads_warm_up)
     hub = coordination()
     if isinstance(hub, RedisCoordination):
         try:

@@ -24,15 +24,22 @@ otherwise retrieval is full-text only and the turn's breakdown says so (:func:`d
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from django.db.models import Exists, OuterRef, Q
 
 from chatplatform.models import ContextPolicy
-from chatplatform.models.conversations import Conversation, Message, MessageEmbedding, Role, Status
+from chatplatform.models.conversations import (
+    Conversation,
+    Message,
+    MessageEmbedding,
+    MessageRole,
+    Status,
+)
 from chatplatform.policies import DEFAULT_PRESET, policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
@@ -54,10 +61,19 @@ SCHEDULE_CLAIM = "embed_conversation_messages"
 #: Conversations the beat sweep looks at per batch.
 BACKFILL_BATCH = 200
 
-RETRIEVABLE_ROLES = (Role.USER, Role.ASSISTANT, Role.TOOL)
+RETRIEVABLE_ROLES = (MessageRole.USER, MessageRole.ASSISTANT, MessageRole.TOOL)
 SKIPPED_STATUSES = (Status.STREAMING, Status.FAILED)
 
-OFF, ON, UNAVAILABLE = "off", "on", "unavailable"
+
+class DenseRetrieval(StrEnum):
+    """Retrieval by meaning for a turn (stored as its value in the turn's record)."""
+
+    #: The policy does not ask for it (or nothing was retrieved).
+    OFF = "off"
+    ON = "on"
+    #: Asked for, but the embeddings requirements are missing or the model failed to load:
+    #: full-text only.
+    UNAVAILABLE = "unavailable"
 
 
 def dense_enabled(policy: ContextPolicy) -> bool:
@@ -65,12 +81,12 @@ def dense_enabled(policy: ContextPolicy) -> bool:
     return bool(getattr(policy, "retrieval_dense", False)) and policy.strategy == "hybrid"
 
 
-def dense_status(policy: ContextPolicy) -> str:
-    """``"off"`` (the policy does not ask for it), ``"on"``, or ``"unavailable"`` (asked for,
-    but the embeddings requirements are missing or the model failed to load: lexical only)."""
+def dense_status(policy: ContextPolicy) -> DenseRetrieval:
+    """Off (the policy does not ask for it), on, or unavailable (asked for, but the
+    embeddings requirements are missing or the model failed to load: lexical only)."""
     if not dense_enabled(policy):
-        return OFF
-    return ON if embeddings.available() else UNAVAILABLE
+        return DenseRetrieval.OFF
+    return DenseRetrieval.ON if embeddings.available() else DenseRetrieval.UNAVAILABLE
 
 
 # --- writing -------------------------------------------------------------------------------
@@ -155,21 +171,21 @@ def embed_conversation(
     """Embed up to ``limit`` of the conversation's newest messages that lack a vector.
     Idempotent. ``status == "more"`` when some remain (the task runs again)."""
     if not embeddings.available():
-        return EmbedResult(UNAVAILABLE)
+        return EmbedResult("unavailable")
     with tenant_scope(tenant_id):
         conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None:
         return EmbedResult("missing")
     if check_policy:
         if not dense_enabled(policy_for(conversation)):
-            return EmbedResult(OFF)
+            return EmbedResult("off")
     rows = missing_messages(
         tenant_id, conversation_id, limit=limit + 1, last_seq=conversation.last_seq
     )
     try:
         embedded = embed_messages(tenant_id, rows[:limit])
     except embeddings.EmbeddingsUnavailable:
-        return EmbedResult(UNAVAILABLE)
+        return EmbedResult("unavailable")
     return EmbedResult("more" if len(rows) > limit else "done", embedded)
 
 
@@ -265,16 +281,3 @@ def dense_scores(
         return None
     seqs, vectors = stored_vectors(conversation, before_seq=before_seq, window=window)
     return embeddings.top_by_cosine(seqs, vectors, query, top_k)
-
-
-def embedded_seqs(conversation: Conversation, seqs: Iterable[int]) -> set[int]:
-    """Which of ``seqs`` have a vector of the current model (tests, diagnostics)."""
-    with tenant_scope(conversation.tenant_id):
-        return set(
-            MessageEmbedding.objects.filter(
-                tenant_id=conversation.tenant_id,
-                conversation_id=conversation.pk,
-                model=embeddings.MODEL_NAME,
-                seq__in=list(seqs),
-            ).values_list("seq", flat=True)
-        )

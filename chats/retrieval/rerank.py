@@ -52,7 +52,6 @@ class Candidate:
     seq: int
     text: str
     author: object = None
-    db_score: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from typing import Any
 from chatplatform.core.context.formatting import person_label
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy
-from chatplatform.models.conversations import Conversation, Message, Role, Status
+from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
 from chatplatform.tenancy.scoping import tenant_scope
 from summaries.models import Summary
 from summaries.selectors import current_summaries
@@ -46,7 +46,7 @@ from .search import search_messages, search_summaries
 SUMMARY_ID_PREFIX = "summary:"
 
 #: Roles of messages retrieval may return (system prompts and the like stay out).
-RETRIEVABLE_ROLES = (Role.USER, Role.ASSISTANT, Role.TOOL)
+RETRIEVABLE_ROLES = (MessageRole.USER, MessageRole.ASSISTANT, MessageRole.TOOL)
 SKIPPED_STATUSES = (Status.STREAMING, Status.FAILED)
 
 
@@ -111,7 +111,7 @@ def _names(row: dict[str, Any]) -> list[str]:
 def _item(row: dict[str, Any], bot_name: str) -> MessageItem:
     """The pure view of a fetched row; labels as the recent-history selector makes them."""
     role = row["role"]
-    if role == Role.ASSISTANT:
+    if role == MessageRole.ASSISTANT:
         author = bot_name
     else:
         author = person_label(

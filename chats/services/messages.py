@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from chatplatform.core.tokens.base import TokenCounter
 from chatplatform.counting import storage_counter_for
-from chatplatform.models.conversations import Conversation, Message, Role, Status
+from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageInfo
@@ -89,7 +89,7 @@ def message_create(
     transaction to roll back) instead of returning the first message.
     """
     policy = policy_for(conversation)
-    if validate and role == Role.USER:
+    if validate and role == MessageRole.USER:
         if image is not None and isinstance(content, str) and not content.strip():
             content = ""  # an image alone is a message
         else:

@@ -30,15 +30,14 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
-from chatplatform.models import Membership
-from chatplatform.models import Role as MemberRole
+from chatplatform.models import Membership, MembershipRole
 from chatplatform.models.conversations import (
     Conversation,
     Message,
     MessageEmbedding,
     MessageRevision,
+    MessageRole,
     RevisionReason,
-    Role,
     Status,
     TurnRecord,
 )
@@ -81,11 +80,11 @@ def reply_regenerate(
     (``admin``: the caller's credential says so, e.g. an admin API key; else the user's
     membership decides). Raises :class:`RevisionRefused`."""
     with tenant_scope(conversation.tenant_id):
-        _must_exist(conversation, reply_id, Role.ASSISTANT)
+        _must_exist(conversation, reply_id, MessageRole.ASSISTANT)
     with tenant_scope(conversation.tenant_id), transaction.atomic():
         user_message, reply = _last_exchange(conversation)
         if reply is None or row_id(reply_id) != reply.pk:
-            _refuse_other(conversation, reply_id, Role.ASSISTANT, "reply")
+            _refuse_other(conversation, reply_id, MessageRole.ASSISTANT, "reply")
         assert reply is not None
         if not (_is_author(user_message, user) or admin or _is_tenant_admin(conversation, user)):
             raise RevisionRefused(
@@ -105,12 +104,12 @@ def user_message_edit(
     :class:`RevisionRefused`, or ``MessageRejected`` for text that would not be accepted as a
     new message (nothing changed either way)."""
     with tenant_scope(conversation.tenant_id):
-        _must_exist(conversation, message_id, Role.USER)
+        _must_exist(conversation, message_id, MessageRole.USER)
     policy = policy_for(conversation)
     with tenant_scope(conversation.tenant_id), transaction.atomic():
         user_message, reply = _last_exchange(conversation)
         if row_id(message_id) != user_message.pk:
-            _refuse_other(conversation, message_id, Role.USER, "message")
+            _refuse_other(conversation, message_id, MessageRole.USER, "message")
         if not _is_author(user_message, user):
             raise RevisionRefused("forbidden", "Only the author of a message can edit it.")
         if reply is None:
@@ -154,13 +153,13 @@ def _last_exchange(conversation: Conversation) -> tuple[Message, Message | None]
     Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
     user_message = (
         Message.objects.select_related("author")
-        .filter(conversation_id=conversation.pk, role=Role.USER)
+        .filter(conversation_id=conversation.pk, role=MessageRole.USER)
         .order_by("-seq")
         .first()
     )
     if user_message is None:
         raise RevisionRefused("not_found", "No such message in this conversation.")
-    reply = Message.objects.filter(answers=user_message, role=Role.ASSISTANT).first()
+    reply = Message.objects.filter(answers=user_message, role=MessageRole.ASSISTANT).first()
     if reply is not None and reply.status == Status.STREAMING:
         raise RevisionRefused(
             "busy", "A reply is being written: stop it or wait for it to finish first."
@@ -177,7 +176,7 @@ def _is_tenant_admin(conversation: Conversation, user: Any) -> bool:
     user_id = getattr(user, "pk", None)
     return user_id is not None and (
         Membership.objects.filter(
-            tenant_id=conversation.tenant_id, user_id=user_id, role=MemberRole.ADMIN
+            tenant_id=conversation.tenant_id, user_id=user_id, role=MembershipRole.ADMIN
         ).exists()
     )
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from chatplatform.models.conversations import Conversation, Message, Role, Status
+from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
 from chatplatform.tenancy.scoping import tenant_scope
 
 TITLE_CHARS = 60
@@ -153,7 +153,7 @@ def conversation_title_from_first_exchange(conversation: Conversation) -> str | 
             return None
         reply = (
             Message.objects.filter(
-                conversation_id=conversation.pk, role=Role.ASSISTANT, status=Status.COMPLETE
+                conversation_id=conversation.pk, role=MessageRole.ASSISTANT, status=Status.COMPLETE
             )
             .order_by("seq")
             .values("content")
@@ -162,7 +162,7 @@ def conversation_title_from_first_exchange(conversation: Conversation) -> str | 
         if reply is None:
             return None
         first = (
-            Message.objects.filter(conversation_id=conversation.pk, role=Role.USER)
+            Message.objects.filter(conversation_id=conversation.pk, role=MessageRole.USER)
             .order_by("seq")
             .values("content")
             .first()

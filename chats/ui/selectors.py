@@ -12,7 +12,13 @@ from django.db.models.functions import Coalesce
 
 from chatplatform.core.context.formatting import person_label
 from chatplatform.models import Membership, Tenant
-from chatplatform.models.conversations import Conversation, Message, Participant, Role, TurnRecord
+from chatplatform.models.conversations import (
+    Conversation,
+    Message,
+    MessageRole,
+    Participant,
+    TurnRecord,
+)
 from chatplatform.policies import policy_for
 from chatplatform.selectors import administered_tenant_ids
 from chatplatform.tenancy.scoping import tenant_scope
@@ -115,10 +121,6 @@ class ChatMessage:
     #: earlier versions are kept as revisions, which the page lets the reader step through).
     versions: int = 1
 
-    @property
-    def is_assistant(self) -> bool:
-        return self.message.role == Role.ASSISTANT
-
 
 @dataclass(frozen=True)
 class MessageWindow:
@@ -161,7 +163,7 @@ def message_window(
 
 
 def _author(message: Message, bot_name: str) -> str:
-    if message.role == Role.ASSISTANT:
+    if message.role == MessageRole.ASSISTANT:
         return bot_name
     user = message.author
     if user is None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from chatplatform.models import Role
+from chatplatform.models import MembershipRole
 from chatplatform.services import api_key_create
 from tests.fakes.fixtures import (  # noqa: F401  (fixtures of the fake model server)
     fake_anthropic,
@@ -30,7 +30,9 @@ def key_a(tenant_a, member_a) -> str:
 
 @pytest.fixture
 def admin_key_a(tenant_a, admin_a) -> str:
-    return api_key_create(tenant=tenant_a, name="admin a", user=admin_a, role=Role.ADMIN)[1]
+    return api_key_create(tenant=tenant_a, name="admin a", user=admin_a, role=MembershipRole.ADMIN)[
+        1
+    ]
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from chatplatform.models.conversations import Conversation, Message, Role, TurnRecord
+from chatplatform.models.conversations import Conversation, Message, MessageRole, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services.messages import message_create
 from summaries.models import Summary
@@ -14,7 +14,7 @@ from summaries.models import Summary
 
 def add_message(conversation: Conversation, author: Any, text: str, **kwargs: Any) -> Message:
     return message_create(
-        conversation=conversation, role=Role.USER, content=text, author=author, **kwargs
+        conversation=conversation, role=MessageRole.USER, content=text, author=author, **kwargs
     )[0]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.models import ContextPolicy, ModelProfile
-from chatplatform.models.conversations import Message, Role, TurnRecord
+from chatplatform.models.conversations import Message, MessageRole, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import message_create
 from tests.api.conftest import API, error_of
@@ -102,7 +102,7 @@ def answered(record: TurnRecord, text: str = "the answer") -> Message:
     conversation = record.conversation
     reply, _ = message_create(
         conversation=conversation,
-        role=Role.ASSISTANT,
+        role=MessageRole.ASSISTANT,
         content=text,
         answers=record.user_message,
         validate=False,

@@ -103,7 +103,7 @@ def in_process_server() -> Iterator[str]:
 
 
 def test_reply_streams_over_http(in_process_server, tenant_a, member_a):
-    runner.set_provider_factory(lambda prepared: OfflineProvider(delay=0.005))
+    runner.provider_factory_set(lambda prepared: OfflineProvider(delay=0.005))
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="live")
     _, key = api_key_create(tenant=tenant_a, name="live", user=member_a)
     events = stream_reply(in_process_server, key, conversation.pk, "Hello", client_id="h-1")
@@ -137,7 +137,7 @@ def test_json_send_waits_for_the_reply_under_asgi(in_process_server, tenant_a, m
 
 
 def test_reply_is_stored_when_the_client_leaves_mid_stream(in_process_server, tenant_a, member_a):
-    runner.set_provider_factory(lambda prepared: OfflineProvider(delay=0.01))
+    runner.provider_factory_set(lambda prepared: OfflineProvider(delay=0.01))
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="leave")
     _, key = api_key_create(tenant=tenant_a, name="live", user=member_a)
     with (

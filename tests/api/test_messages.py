@@ -193,7 +193,7 @@ def test_202_when_another_runner_holds_the_conversation(client_a, conversation_a
     assert client_a.get(f"{url(conversation_a)}{message_id}/").json()["role"] == "user"
     # The runner that holds the lock answers it later; the reply is then readable by id.
     async_to_sync(coordination().release)(lock, token)
-    async_to_sync(runner.run_replies)(conversation_a.tenant_id, conversation_a.pk)
+    async_to_sync(runner.replies_run)(conversation_a.tenant_id, conversation_a.pk)
     with tenant_scope(conversation_a.tenant_id):
         reply = Message.objects.get(answers_id=message_id)
     detail = client_a.get(f"{url(conversation_a)}{reply.pk}/").json()
@@ -212,7 +212,7 @@ def test_waits_for_a_reply_another_runner_produces(client_a, conversation_a, set
 
         async def release_and_run() -> None:
             await hub.release(lock, token or "")
-            await runner.run_replies(tenant_id, conversation_a.pk)
+            await runner.replies_run(tenant_id, conversation_a.pk)
 
         async_to_sync(release_and_run)()
 

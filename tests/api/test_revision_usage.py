@@ -15,8 +15,8 @@ from chatplatform.core.llm.base import Usage
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Status, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.replies.intake import accept_user_message
-from chats.replies.turns import finish_turn, prepare_turn
+from chats.replies.intake import user_message_accept
+from chats.replies.turns import turn_finish, turn_prepare
 from chats.services.revisions import reply_regenerate, user_message_edit
 from tests.api.conftest import API
 from tests.factories import make_policy, offline_profile
@@ -53,10 +53,10 @@ def cost_of(output_tokens: int) -> Decimal:
 def answer(conversation, question, output_tokens: int | None, status=Status.COMPLETE) -> int:
     """One attempt at the reply to ``question``, as the reply pipeline makes it; ``None``: the
     provider reported no usage (it failed before answering)."""
-    prepared = prepare_turn(conversation.tenant_id, question.pk)
+    prepared = turn_prepare(conversation.tenant_id, question.pk)
     assert prepared is not None
     usage = None if output_tokens is None else Usage(PROMPT_TOKENS, output_tokens)
-    finish_turn(prepared, content=f"{output_tokens} tokens", status=status, usage=usage)
+    turn_finish(prepared, content=f"{output_tokens} tokens", status=status, usage=usage)
     return prepared.assistant_message_id
 
 
@@ -69,7 +69,7 @@ def test_regenerated_and_edited_replies_stay_in_the_usage_and_only_the_newest_is
     priced_policy, conversation_a, member_a, admin_a, tenant_a, admin_client_a, client_a, client
 ):
     conversation = conversation_a
-    question, _ = accept_user_message(
+    question, _ = user_message_accept(
         conversation=conversation, user=member_a, content="What is the capital of France?"
     )
     reply_id = answer(conversation, question, 100)
@@ -128,7 +128,7 @@ def test_a_failed_attempt_stays_in_the_usage_only_when_the_provider_billed_it(
     priced_policy, conversation_a, member_a, tenant_a
 ):
     conversation = conversation_a
-    question, _ = accept_user_message(conversation=conversation, user=member_a, content="Hello")
+    question, _ = user_message_accept(conversation=conversation, user=member_a, content="Hello")
     answer(conversation, question, None, status=Status.FAILED)  # nothing reached the provider
     answer(conversation, question, 50, status=Status.FAILED)  # billed, then cut off
     answer(conversation, question, 70)

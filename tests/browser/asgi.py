@@ -48,7 +48,7 @@ def provider_factory(prepared: PreparedTurn) -> Provider:
 
 
 def install() -> None:
-    runner.set_provider_factory(provider_factory)
+    runner.provider_factory_set(provider_factory)
 
 
 install()

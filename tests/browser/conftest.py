@@ -103,11 +103,11 @@ def browser() -> Iterator[Any]:
 @pytest.fixture(autouse=True)
 def _test_provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every browser test starts with the controllable offline provider, replying at once."""
-    from chats.replies.coordination import reset_coordination
+    from chats.replies.coordination import coordination_reset
     from tests.browser.asgi import DELAY_VARIABLE, install
 
     monkeypatch.setenv(DELAY_VARIABLE, "0")
-    reset_coordination()
+    coordination_reset()
     install()
     yield
 

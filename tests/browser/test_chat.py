@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from chatplatform.models.conversations import Message, Role
+from chatplatform.models.conversations import Message, MessageRole
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
 from tests.browser.asgi import DELAY_VARIABLE, FAIL_ONCE_MARKER
@@ -31,7 +31,9 @@ def send(page, text: str) -> None:
 
 def stored_reply(tenant, conversation) -> Message:
     with tenant_scope(tenant):
-        return Message.objects.filter(conversation=conversation, role=Role.ASSISTANT).latest("seq")
+        return Message.objects.filter(conversation=conversation, role=MessageRole.ASSISTANT).latest(
+            "seq"
+        )
 
 
 def test_log_in_start_a_conversation_and_see_the_reply_stream_in(page, tenant_a, member_a):
@@ -139,8 +141,10 @@ def test_a_provider_error_offers_retry_with_the_same_message(page, tenant_a, mem
     notice.locator("button.retry").click()
     page.wait_for_selector(COMPLETE_REPLY)
     with tenant_scope(tenant_a):
-        users = Message.objects.filter(conversation=conversation, role=Role.USER).count()
-        replies = Message.objects.filter(conversation=conversation, role=Role.ASSISTANT).count()
+        users = Message.objects.filter(conversation=conversation, role=MessageRole.USER).count()
+        replies = Message.objects.filter(
+            conversation=conversation, role=MessageRole.ASSISTANT
+        ).count()
     assert (users, replies) == (1, 1)  # the retry re-sent the same client_id
     assert page.locator("li.msg-user").count() == 1
 

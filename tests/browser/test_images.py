@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from chatplatform.models.conversations import Message, Role
+from chatplatform.models.conversations import Message, MessageRole
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
 from tests.browser.conftest import log_in, screenshot
@@ -102,7 +102,7 @@ def test_an_image_goes_with_the_message_and_shows_as_a_thumbnail(
     assert loaded_width(page, THUMBNAIL) == 64
     assert page.locator("#attachment-chip").is_hidden()
     with tenant_scope(tenant_a):
-        sent = Message.objects.get(conversation=conversation, role=Role.USER)
+        sent = Message.objects.get(conversation=conversation, role=MessageRole.USER)
     assert sent.content == "What is in this picture?" and sent.attachment_type == "image/png"
     image_path = f"/chats/{conversation.pk}/messages/{sent.pk}/image/"
     page.wait_for_selector(f"li.msg-user .msg-image[href='{image_path}']")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chatplatform.models import Invitation, Membership, Role
+from chatplatform.models import Invitation, Membership, MembershipRole
 from chatplatform.tenancy.scoping import all_tenants
 from tests.browser.conftest import log_in, screenshot, watch_csp
 
@@ -27,7 +27,7 @@ def test_admin_invites_by_link_and_the_guest_joins(
     page.set_viewport_size({"width": width, "height": 900})
     log_in(page, admin_a.username)
     page.goto("/admin/chatplatform/invitation/add/")
-    page.select_option("select[name=role]", Role.MEMBER)
+    page.select_option("select[name=role]", MembershipRole.MEMBER)
     screenshot(page, f"50-invitation-add-{width}")
     page.click("input[name=_save]")
     link_field = page.locator("input.invitation-link")
@@ -79,5 +79,5 @@ def test_admin_invites_by_link_and_the_guest_joins(
     with all_tenants():
         membership = Membership.objects.get(user__username=name)
         invitation = Invitation.objects.get(tenant=tenant_a)
-    assert membership.tenant_id == tenant_a.pk and membership.role == Role.MEMBER
+    assert membership.tenant_id == tenant_a.pk and membership.role == MembershipRole.MEMBER
     assert invitation.accepted_by_id == membership.user_id

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.models.conversations import Message, MessageRevision, Role
+from chatplatform.models.conversations import Message, MessageRevision, MessageRole
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
 from tests.browser.asgi import DELAY_VARIABLE
@@ -203,7 +203,7 @@ def test_edit_the_last_message_and_send_it_again(page, tenant_a, member_a, width
     assert message.locator(".msg-body").inner_text() == "What is the capital of France?"
     assert message.locator("form.msg-edit").count() == 0
     with tenant_scope(tenant_a):
-        stored = Message.objects.get(conversation=conversation, role=Role.USER)
+        stored = Message.objects.get(conversation=conversation, role=MessageRole.USER)
         kept = MessageRevision.objects.get(message=stored)
     assert stored.content == "What is the capital of France?" and stored.edited_at
     assert kept.content == "What is the capitol of France?"

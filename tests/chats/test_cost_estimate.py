@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from chatplatform.models import ContextPolicy, ModelProfile
-from chatplatform.models.conversations import Conversation, Message, Role
+from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.cost_estimate import expected_turn_cost
 from chats.services import conversation_create, message_create
@@ -58,13 +58,13 @@ def chat(tenant, user, turns: int, gap: timedelta) -> Conversation:
     conversation = conversation_create(tenant=tenant, created_by=user, title="Long")
     start = timezone.now() - gap * turns * 2
     for i in range(turns * 2):
-        role = Role.USER if i % 2 == 0 else Role.ASSISTANT
+        role = MessageRole.USER if i % 2 == 0 else MessageRole.ASSISTANT
         text = f"Line {i}: " + "the garden, the trains and the weather in Lisbon. " * 12
         message, _ = message_create(
             conversation=conversation,
             role=role,
             content=text,
-            author=user if role == Role.USER else None,
+            author=user if role == MessageRole.USER else None,
             validate=False,
         )
         with tenant_scope(tenant):

@@ -15,7 +15,7 @@ from chatplatform.config.celery import app as celery_app
 from chatplatform.core.tokens import get_counter
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.replies.turns import prepare_turn
+from chats.replies.turns import turn_prepare
 from chats.services import conversation_create, message_create
 from chats.token_counts.backfill import backfill_messages
 from tests.chats.test_assembly import make_policy
@@ -109,7 +109,7 @@ def test_turn_queues_its_on_the_fly_counts_after_commit(
     legacy, foreign = break_counts(chat)
     question = ask(chat, member_a, "What was the budget again?")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        prepare_turn(chat.tenant_id, question.pk)
+        turn_prepare(chat.tenant_id, question.pk)
     assert not recount_runs  # nothing is sent before the commit
     for callback in callbacks:
         callback()
@@ -128,12 +128,12 @@ def test_one_task_per_conversation_per_window(
 ):
     legacy, _foreign = break_counts(chat)
     with django_capture_on_commit_callbacks(execute=True):
-        prepare_turn(chat.tenant_id, ask(chat, member_a, "First?").pk)
+        turn_prepare(chat.tenant_id, ask(chat, member_a, "First?").pk)
     assert len(recount_runs) == 1
 
     break_counts(chat)  # broken again (e.g. another import) within the window
     with django_capture_on_commit_callbacks(execute=True):
-        prepare_turn(chat.tenant_id, ask(chat, member_a, "Second?").pk)
+        turn_prepare(chat.tenant_id, ask(chat, member_a, "Second?").pk)
     assert len(recount_runs) == 1  # deduplicated: the window is claimed
     with tenant_scope(chat.tenant_id):
         assert Message.objects.filter(pk__in=legacy, token_count__isnull=True).count() == 4
@@ -143,7 +143,7 @@ def test_counted_history_queues_nothing(
     chat, member_a, recount_runs, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        prepare_turn(chat.tenant_id, ask(chat, member_a, "Anything?").pk)
+        turn_prepare(chat.tenant_id, ask(chat, member_a, "Anything?").pk)
     assert not recount_runs
     assert not [c for c in callbacks if getattr(c, "__qualname__", "").startswith("recount")]
 

@@ -92,7 +92,7 @@ async def wait_for_rows(conversation: Any, predicate: Any, timeout: float = 15) 
 
 @dataclass
 class SdkProviders:
-    """A ``runner.set_provider_factory`` factory: the real SDK provider of the turn's model
+    """A ``runner.provider_factory_set`` factory: the real SDK provider of the turn's model
     against a fake server, with a short idle timeout and fast (recorded) backoff sleeps."""
 
     anthropic_url: str = ""

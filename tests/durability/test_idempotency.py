@@ -42,7 +42,7 @@ ANSWER = "The one and only answer to this question."
 @pytest.fixture
 def chat(tenant_a, member_a, fake_anthropic):
     use_model(tenant_a, provider="anthropic")
-    runner.set_provider_factory(SdkProviders(anthropic_url=fake_anthropic.url))
+    runner.provider_factory_set(SdkProviders(anthropic_url=fake_anthropic.url))
     return conversation_create(tenant=tenant_a, created_by=member_a, title="idempotent")
 
 

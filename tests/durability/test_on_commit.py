@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from chatplatform.models.conversations import Message, Role, TurnRecord
+from chatplatform.models.conversations import Message, MessageRole, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner, turns
 from chats.replies.events import broadcast_on_commit, conversation_group, message_event
@@ -52,7 +52,7 @@ async def next_event(layer: Any, channel: str, timeout: float) -> dict[str, Any]
 def write_and_broadcast(conversation, user, text: str, *, fail: bool) -> None:
     with transaction.atomic():
         message, _ = message_create(
-            conversation=conversation, role=Role.USER, content=text, author=user
+            conversation=conversation, role=MessageRole.USER, content=text, author=user
         )
         broadcast_on_commit(conversation.tenant_id, conversation.pk, message_event(message))
         if fail:
@@ -104,11 +104,11 @@ async def test_error_inside_the_final_write_sends_no_done(
     conversation = await database_sync_to_async(conversation_create)(
         tenant=tenant_a, created_by=member_a, title="boom"
     )
-    runner.set_provider_factory(SdkProviders(anthropic_url=fake_anthropic.url))
+    runner.provider_factory_set(SdkProviders(anthropic_url=fake_anthropic.url))
     fake_anthropic.script(b.Reply("A reply that is never stored as complete."))
 
     def fail_after_the_write(*args: Any, **kwargs: Any) -> None:
-        # Called inside finish_turn's transaction, after message_finish wrote the reply.
+        # Called inside turn_finish's transaction, after message_finish wrote the reply.
         assert transaction.get_connection().in_atomic_block
         raise Boom("database hiccup after the write")
 

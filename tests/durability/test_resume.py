@@ -10,7 +10,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from chatplatform.core.llm.offline_provider import OfflineProvider
-from chatplatform.models.conversations import Role, Status
+from chatplatform.models.conversations import MessageRole, Status
 from chats.replies import runner
 from chats.services import conversation_create
 from chats.services.messages import message_create
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
 def slow_offline(delay: float) -> None:
-    runner.set_provider_factory(lambda prepared: OfflineProvider(delay=delay))
+    runner.provider_factory_set(lambda prepared: OfflineProvider(delay=delay))
 
 
 async def start_and_drop(conversation, user, n: int) -> tuple[int, str]:
@@ -114,11 +114,14 @@ async def test_reconnect_when_the_delta_log_is_gone_is_told_to_resync(
 
     def stored_reply() -> int:
         question, _ = message_create(
-            conversation=conversation, role=Role.USER, content="Old question", author=member_a
+            conversation=conversation,
+            role=MessageRole.USER,
+            content="Old question",
+            author=member_a,
         )
         reply, _ = message_create(
             conversation=conversation,
-            role=Role.ASSISTANT,
+            role=MessageRole.ASSISTANT,
             content="An answer from before the restart.",
             answers=question,
             validate=False,

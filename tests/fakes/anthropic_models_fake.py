@@ -10,7 +10,6 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-EPOCH = "1970-01-01T00:00:00Z"
 _STRATEGIES = ("clear_thinking_20251015", "clear_tool_uses_20250919", "compact_20260112")
 
 

@@ -27,7 +27,7 @@ PROVIDERS = ["anthropic", "openai"]
 
 async def failed_reply(tenant, user, provider: str, providers: SdkProviders) -> dict:
     """The closing frame of a reply to "Hello?" (checked against the stored row)."""
-    runner.set_provider_factory(providers)
+    runner.provider_factory_set(providers)
 
     def chat():
         use_model(tenant, provider=provider)

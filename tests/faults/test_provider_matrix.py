@@ -140,7 +140,7 @@ async def test_fault_end_to_end(
         else (fake_openai, "/v1/chat/completions")
     )
     providers = SdkProviders(anthropic_url=fake_anthropic.url, openai_url=fake_openai.url)
-    runner.set_provider_factory(providers)
+    runner.provider_factory_set(providers)
     fake.script(*case.script)
     conversation = await database_sync_to_async(chat)(provider)
 

@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.replies.coordination import reset_coordination
+from chats.replies.coordination import coordination_reset
 from chats.services.messages import message_create
 from tests.api.conftest import error_of
 from tests.scale.processes import free_port
@@ -46,11 +46,11 @@ def redis_unreachable() -> Iterator[None]:
             }
         },
     ):
-        reset_coordination()
+        coordination_reset()
         try:
             yield
         finally:
-            reset_coordination()
+            coordination_reset()
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_the_same_send_once_redis_is_back_is_accepted_once(client_a, conversatio
     body = {"content": "Are you there?", "client_id": "down-2"}
     with redis_unreachable():
         unavailable(client_a.post(url, body, format="json"))
-    reset_coordination()
+    coordination_reset()
     accepted = client_a.post(url, body, format="json")
     assert accepted.status_code == 201, accepted.content[:500]
     assert accepted.json()["duplicate"] is False

@@ -82,8 +82,9 @@ async def test_stream_with_retry_never_retries_after_an_event() -> None:
 @pytest.mark.asyncio
 async def test_stream_with_retry_raises_the_last_error_never_an_empty_success() -> None:
     async def attempt() -> AsyncIterator[StreamEvent]:
+        for _ in ():  # a generator that fails before its first event
+            yield TextDelta("unreachable")  # pragma: no cover
         raise ProviderUnavailable("down")
-        yield TextDelta("unreachable")  # pragma: no cover
 
     sleep = RecordingSleep()
     with pytest.raises(ProviderError) as raised:

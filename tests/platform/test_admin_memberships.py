@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from chatplatform.models import Role
+from chatplatform.models import MembershipRole
 from chatplatform.services import membership_add
 from tests.factories import make_tenant, membership_of
 
@@ -54,20 +54,20 @@ def test_promoting_in_the_admin_lets_the_member_in_and_demoting_takes_it_away(
     membership = membership_of(tenant_a, member_a)
     assert not enters_admin(member_a)
 
-    assert set_role(admin_client_a, membership, Role.ADMIN).status_code == 302
+    assert set_role(admin_client_a, membership, MembershipRole.ADMIN).status_code == 302
     member_a.refresh_from_db()
     assert member_a.is_staff
     assert enters_admin(member_a)
     assert admin_login_works(member_a)
 
-    assert set_role(admin_client_a, membership, Role.MEMBER).status_code == 302
+    assert set_role(admin_client_a, membership, MembershipRole.MEMBER).status_code == 302
     member_a.refresh_from_db()
     assert not member_a.is_staff
     assert not enters_admin(member_a)
 
 
 def test_removing_the_admin_membership_takes_the_admin_away(admin_client_a, tenant_a, member_a):
-    membership = membership_add(tenant=tenant_a, user=member_a, role=Role.ADMIN)
+    membership = membership_add(tenant=tenant_a, user=member_a, role=MembershipRole.ADMIN)
     assert enters_admin(member_a)
     delete = reverse("admin:chatplatform_membership_delete", args=[membership.pk])
     assert admin_client_a.post(delete, {"post": "yes"}).status_code == 302
@@ -76,7 +76,7 @@ def test_removing_the_admin_membership_takes_the_admin_away(admin_client_a, tena
 
 
 def test_bulk_removal_takes_the_admin_away(admin_client_a, tenant_a, member_a):
-    membership = membership_add(tenant=tenant_a, user=member_a, role=Role.ADMIN)
+    membership = membership_add(tenant=tenant_a, user=member_a, role=MembershipRole.ADMIN)
     admin_client_a.post(
         reverse("admin:chatplatform_membership_changelist"),
         {"action": "delete_selected", "_selected_action": [membership.pk], "post": "yes"},
@@ -89,14 +89,14 @@ def test_an_admin_of_another_tenant_and_a_superuser_keep_the_staff_flag(
     admin_client_a, tenant_a, member_a, django_user_model
 ):
     other = make_tenant("Other")
-    membership_add(tenant=other, user=member_a, role=Role.ADMIN)
-    membership = membership_add(tenant=tenant_a, user=member_a, role=Role.ADMIN)
-    set_role(admin_client_a, membership, Role.MEMBER)
+    membership_add(tenant=other, user=member_a, role=MembershipRole.ADMIN)
+    membership = membership_add(tenant=tenant_a, user=member_a, role=MembershipRole.ADMIN)
+    set_role(admin_client_a, membership, MembershipRole.MEMBER)
     member_a.refresh_from_db()
     assert member_a.is_staff  # still the admin of "Other"
 
     root = django_user_model.objects.create_superuser("root", "r@example.com", "pw")
-    membership = membership_add(tenant=tenant_a, user=root, role=Role.ADMIN)
-    set_role(admin_client_a, membership, Role.MEMBER)
+    membership = membership_add(tenant=tenant_a, user=root, role=MembershipRole.ADMIN)
+    set_role(admin_client_a, membership, MembershipRole.MEMBER)
     root.refresh_from_db()
     assert root.is_staff

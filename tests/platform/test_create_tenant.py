@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command, execute_from_comm
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from chatplatform.models import ApiKey, ContextPolicy, Membership, Role, Tenant
+from chatplatform.models import ApiKey, ContextPolicy, Membership, MembershipRole, Tenant
 from chatplatform.policies import DEFAULT_PRESET
 from chatplatform.tenancy.scoping import all_tenants
 
@@ -55,7 +55,7 @@ def test_a_new_tenant_its_admin_logs_in_through_the_link_and_its_key_works(clien
     with all_tenants():
         tenant = Tenant.objects.get(slug="acme-corp")
         preset = ContextPolicy.objects.get(tenant__isnull=True, name=DEFAULT_PRESET)
-        membership = Membership.objects.get(tenant=tenant, role=Role.ADMIN)
+        membership = Membership.objects.get(tenant=tenant, role=MembershipRole.ADMIN)
     assert tenant.name == "Acme Corp" and tenant.active_policy_id == preset.pk
     assert tenant.service_user_id is not None  # keys without a member act as it
     admin = membership.user
@@ -88,7 +88,7 @@ def test_an_existing_user_becomes_the_admin_and_no_key_is_made_unasked(client, p
     lines = create_tenant("Beta", "--admin-email", "ROOT@example.com")
     with all_tenants():
         tenant = Tenant.objects.get(slug="beta")
-        assert Membership.objects.get(tenant=tenant, role=Role.ADMIN).user_id == root.pk
+        assert Membership.objects.get(tenant=tenant, role=MembershipRole.ADMIN).user_id == root.pk
         assert not ApiKey.objects.exists()
     assert get_user_model().objects.filter(email__iexact="root@example.com").count() == 1
     assert "existing user" in lines[1] and "optional: they have one" in lines[2]

@@ -24,7 +24,7 @@ from chatplatform.invitations import (
     invitation_revoke,
 )
 from chatplatform.middleware import SESSION_TENANT_KEY
-from chatplatform.models import Invitation, Membership, Role
+from chatplatform.models import Invitation, Membership, MembershipRole
 from chatplatform.models.invitations import hash_invitation_token
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from tests.factories import UserFactory, membership_of
@@ -90,14 +90,14 @@ def test_a_new_visitor_creates_an_account_and_lands_in_the_chats(client, tenant_
     assert response["Location"] == reverse("chats_ui:conversation_list")
     user = get_user_model().objects.get(username="ada")
     assert user.email == "ada@example.com" and user.check_password(PASSWORD)
-    assert membership_of(tenant_a, user).role == Role.MEMBER
+    assert membership_of(tenant_a, user).role == MembershipRole.MEMBER
     assert client.session["_auth_user_id"] == str(user.pk)
     assert client.session[SESSION_TENANT_KEY] == tenant_a.pk
     assert client.get(reverse("chats_ui:conversation_list")).status_code == 200
 
 
 def test_a_link_without_address_asks_for_one_and_checks_the_password(client, tenant_a, admin_a):
-    _invitation, link = invite(tenant_a, admin_a, role=Role.ADMIN)
+    _invitation, link = invite(tenant_a, admin_a, role=MembershipRole.ADMIN)
     weak = client.post(
         link, {"username": "bo", "email": "bo@example.com", "password1": "123", "password2": "123"}
     )
@@ -110,7 +110,7 @@ def test_a_link_without_address_asks_for_one_and_checks_the_password(client, ten
     assert response.status_code == 302
     with all_tenants():
         membership = Membership.objects.get(user__username="bo")
-    assert membership.tenant_id == tenant_a.pk and membership.role == Role.ADMIN
+    assert membership.tenant_id == tenant_a.pk and membership.role == MembershipRole.ADMIN
     assert membership.user.is_staff  # the admin role opens the admin
 
 
@@ -170,21 +170,21 @@ def test_an_existing_user_joins_without_losing_a_higher_role(client, tenant_a, t
     page = client.get(link)
     assert page.status_code == 200 and b"logged in as" in page.content
     assert client.post(link).status_code == 302
-    assert membership_of(tenant_a, user).role == Role.MEMBER
+    assert membership_of(tenant_a, user).role == MembershipRole.MEMBER
     assert client.session[SESSION_TENANT_KEY] == tenant_a.pk
 
     # An admin accepting a member invitation stays an admin.
     _invitation, link = invite(tenant_a, admin_a)
     client.force_login(admin_a)
     client.post(link)
-    assert membership_of(tenant_a, admin_a).role == Role.ADMIN
+    assert membership_of(tenant_a, admin_a).role == MembershipRole.ADMIN
     with all_tenants():
         assert not Membership.objects.filter(tenant=tenant_b, user=user).exists()
 
 
 def test_an_admin_cannot_invite_to_another_tenant(tenant_a, tenant_b, admin_a, member_a):
     with pytest.raises(InvitationNotAllowed):
-        invite(tenant_b, admin_a, role=Role.ADMIN)
+        invite(tenant_b, admin_a, role=MembershipRole.ADMIN)
     with pytest.raises(InvitationNotAllowed):
         invite(tenant_a, member_a)  # a member is no admin
     with all_tenants():
@@ -262,7 +262,7 @@ def test_an_invitation_is_not_edited_once_sent(client, tenant_a, admin_a):
     )
     assert posted.status_code == 403
     with tenant_scope(tenant_a):
-        assert Invitation.objects.get(pk=invitation.pk).role == Role.MEMBER
+        assert Invitation.objects.get(pk=invitation.pk).role == MembershipRole.MEMBER
 
 
 def test_an_inactive_tenants_link_is_as_unknown(client, tenant_a, admin_a):

@@ -187,7 +187,7 @@ async def test_reply_survives_a_closed_socket_and_resume_replays(conversation, m
     from chatplatform.core.llm.offline_provider import OfflineProvider
     from chats.replies import runner
 
-    runner.set_provider_factory(lambda prepared: OfflineProvider(delay=0.01))
+    runner.provider_factory_set(lambda prepared: OfflineProvider(delay=0.01))
     headers = await database_sync_to_async(session_headers)(member_a)
     ws, _, _ = await connect(conversation, headers)
     await ws.send_json_to({"type": "message", "client_id": "bye", "content": "Tell me a lot"})
@@ -222,7 +222,7 @@ async def test_stop_ends_the_reply_incomplete(conversation, member_a, tenant_a):
     from chatplatform.core.llm.offline_provider import OfflineProvider
     from chats.replies import runner
 
-    runner.set_provider_factory(lambda prepared: OfflineProvider(delay=0.05))
+    runner.provider_factory_set(lambda prepared: OfflineProvider(delay=0.05))
     ws, _, _ = await connect(conversation, await database_sync_to_async(session_headers)(member_a))
     await ws.send_json_to({"type": "message", "content": "Go on and on"})
     await receive_until(ws, "delta")

@@ -20,7 +20,7 @@ from chats.replies.coordination import (
     runner_lock_name,
 )
 from chats.replies.deltas import DeltaSender
-from chats.replies.turns import flush_content
+from chats.replies.turns import reply_content_flush
 from chats.services import conversation_create
 from chats.services.messages import message_create
 from chats.tasks import mark_stale_replies
@@ -105,7 +105,7 @@ def test_stale_streaming_replies_become_incomplete_with_their_text(tenant_a, mem
         status=Status.STREAMING,
         validate=False,
     )
-    flush_content(tenant_a.pk, reply.pk, "partial answer")
+    reply_content_flush(tenant_a.pk, reply.pk, "partial answer")
 
     async def hold_lock() -> str | None:
         hub = coordination()

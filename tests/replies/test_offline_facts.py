@@ -11,7 +11,7 @@ from django.urls import reverse
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
-from chats.replies.intake import accept_user_message
+from chats.replies.intake import user_message_accept
 from chats.services import conversation_create
 from memory.selectors import current_facts
 
@@ -19,10 +19,10 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
 async def send(conversation, user, text: str) -> str:
-    message, _ = await database_sync_to_async(accept_user_message)(
+    message, _ = await database_sync_to_async(user_message_accept)(
         conversation=conversation, user=user, content=text
     )
-    await runner.run_replies(conversation.tenant_id, conversation.pk)
+    await runner.replies_run(conversation.tenant_id, conversation.pk)
 
     def reply() -> str:
         with tenant_scope(conversation.tenant_id):

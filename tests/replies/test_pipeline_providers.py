@@ -12,7 +12,7 @@ from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
-from chats.replies.intake import accept_user_message
+from chats.replies.intake import user_message_accept
 from chats.services import conversation_create
 from tests.factories import PNG_1x1
 from tests.fakes.behaviours import (
@@ -67,10 +67,10 @@ def anthropic_chat(settings, fake_anthropic, tenant_a, member_a):
 
 
 async def send(conversation, user, text: str, client_id: str | None = None):
-    message, _ = await database_sync_to_async(accept_user_message)(
+    message, _ = await database_sync_to_async(user_message_accept)(
         conversation=conversation, user=user, content=text, client_id=client_id
     )
-    await runner.run_replies(conversation.tenant_id, conversation.pk)
+    await runner.replies_run(conversation.tenant_id, conversation.pk)
     return message
 
 
@@ -203,13 +203,13 @@ async def test_image_goes_to_a_vision_model_as_an_image_block(
 
     clear_policy_cache()
     fake_anthropic.script(Reply("A single pixel."))
-    message, _ = await database_sync_to_async(accept_user_message)(
+    message, _ = await database_sync_to_async(user_message_accept)(
         conversation=anthropic_chat,
         user=member_a,
         content="What is this?",
         image={"media_type": "image/png", "data": PNG_1x1},
     )
-    await runner.run_replies(anthropic_chat.tenant_id, anthropic_chat.pk)
+    await runner.replies_run(anthropic_chat.tenant_id, anthropic_chat.pk)
     reply, _ = await database_sync_to_async(reply_to)(tenant_a, message)
     assert reply.content == "A single pixel."
     last = fake_anthropic.message_requests[0]["messages"][-1]
@@ -223,13 +223,13 @@ async def test_image_is_described_to_a_model_without_vision(
     anthropic_chat, fake_anthropic, tenant_a, member_a
 ):
     fake_anthropic.script(Reply("I cannot see it."))
-    await database_sync_to_async(accept_user_message)(
+    await database_sync_to_async(user_message_accept)(
         conversation=anthropic_chat,
         user=member_a,
         content="",
         image={"media_type": "image/png", "data": PNG_1x1},
     )
-    await runner.run_replies(anthropic_chat.tenant_id, anthropic_chat.pk)
+    await runner.replies_run(anthropic_chat.tenant_id, anthropic_chat.pk)
     last = fake_anthropic.message_requests[0]["messages"][-1]
     text = last["content"] if isinstance(last["content"], str) else last["content"][-1]["text"]
     assert "cannot see images" in text and "1x1" in text
@@ -250,7 +250,7 @@ async def test_bad_images_are_rejected(anthropic_chat, member_a, image, code):
     from chats.services.messages import MessageRejected
 
     with pytest.raises(MessageRejected) as info:
-        await database_sync_to_async(accept_user_message)(
+        await database_sync_to_async(user_message_accept)(
             conversation=anthropic_chat, user=member_a, content="look", image=image
         )
     assert info.value.code == code

@@ -22,7 +22,7 @@ from chats.replies import coordination as coordination_module
 from chats.replies import recovery, runner
 from chats.replies.coordination import coordination, keep_alive, runner_lock_name
 from chats.replies.events import conversation_group
-from chats.replies.turns import flush_content
+from chats.replies.turns import reply_content_flush
 from chats.services import conversation_create
 from chats.services.messages import message_create
 from chats.tasks import mark_stale_replies
@@ -42,7 +42,7 @@ STREAMED = ["The first", " part, and", " the second."]
 @pytest.fixture
 def chat(tenant_a, member_a, fake_anthropic):
     use_model(tenant_a, provider="anthropic")
-    runner.set_provider_factory(SdkProviders(anthropic_url=fake_anthropic.url))
+    runner.provider_factory_set(SdkProviders(anthropic_url=fake_anthropic.url))
     fake_anthropic.default_reply = b.Reply(ANSWER)
     return conversation_create(tenant=tenant_a, created_by=member_a, title="recovery")
 
@@ -65,7 +65,7 @@ def dead_reply(chat: Any, user: Any, client_id: str | None = None) -> tuple[Mess
         status=Status.STREAMING,
         validate=False,
     )
-    flush_content(chat.tenant_id, reply.pk, STREAMED[0])
+    reply_content_flush(chat.tenant_id, reply.pk, STREAMED[0])
     return question, reply
 
 
@@ -129,7 +129,7 @@ async def test_a_dead_runner_is_recovered_at_once(chat, member_a, fake_anthropic
     ]
 
     for tenant_id, conversation_id in swept.handed_off:  # as the sweeper or the task does
-        await runner.run_replies(tenant_id, conversation_id)
+        await runner.replies_run(tenant_id, conversation_id)
     rows = await rows_async(chat)
     assert [(r["role"], r["status"]) for r in rows] == [
         ("user", "complete"),
@@ -188,7 +188,7 @@ async def test_a_message_stored_by_a_process_that_died_is_answered(chat, member_
 
     assert swept.handed_off == [(chat.tenant_id, chat.pk)]
     for key in swept.handed_off:
-        await runner.run_replies(*key)
+        await runner.replies_run(*key)
     rows = await rows_async(chat)
     assert [(r["role"], r["status"], r["answers_id"]) for r in rows][1] == (
         "assistant",
@@ -276,21 +276,21 @@ def test_beat_task_recovers_through_shared_locks(chat, member_a, fake_anthropic)
 @pytest.mark.asyncio
 async def test_the_web_process_sweeps_its_own_locks(chat, member_a, fake_anthropic):
     if recovery.shared_locks():
-        assert recovery.start_sweeper() is None  # beat sweeps when the locks are on Redis
+        assert recovery.sweeper_start() is None  # beat sweeps when the locks are on Redis
         return
     _, reply = await database_sync_to_async(dead_reply)(chat, member_a)
     await log_deltas(reply)
     waiting, _ = await database_sync_to_async(message_create)(
         conversation=chat, role="user", content="A second question", author=member_a
     )
-    sweeper = recovery.start_sweeper(interval=0.1)
+    sweeper = recovery.sweeper_start(interval=0.1)
     assert sweeper is not None
     try:
         rows = await wait_for_rows(
             chat, lambda rows: len(rows) == 4 and rows[3]["status"] == "complete"
         )
     finally:
-        await recovery.stop_sweeper()
+        await recovery.sweeper_stop()
     assert (rows[1]["status"], rows[1]["content"]) == ("incomplete", "".join(STREAMED))
     assert rows[3]["answers_id"] == waiting.pk and rows[3]["content"] == ANSWER
 

@@ -72,7 +72,7 @@ async def test_a_regenerated_reply_can_be_stopped(conversation, member_a, tenant
 
     ws, _, _ = await connect(conversation, await database_sync_to_async(session_headers)(member_a))
     _, reply_id = await first_exchange(ws)
-    runner.set_provider_factory(lambda prepared: OfflineProvider(delay=0.05))
+    runner.provider_factory_set(lambda prepared: OfflineProvider(delay=0.05))
     await ws.send_json_to({"type": "regenerate", "message_id": reply_id})
     await receive_until(ws, "delta")
     await ws.send_json_to({"type": "stop"})

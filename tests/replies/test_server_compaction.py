@@ -14,7 +14,7 @@ from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
-from chats.replies.intake import accept_user_message
+from chats.replies.intake import user_message_accept
 from summaries.models import Summary
 from tests.factories import make_conversation, make_message, make_policy
 from tests.fakes.behaviours import FakeToolUse, Reply
@@ -85,10 +85,10 @@ def long_chat(settings, fake_anthropic, tenant_a, member_a):
 
 
 async def send(conversation, user, text: str):
-    message, _ = await database_sync_to_async(accept_user_message)(
+    message, _ = await database_sync_to_async(user_message_accept)(
         conversation=conversation, user=user, content=text
     )
-    await runner.run_replies(conversation.tenant_id, conversation.pk)
+    await runner.replies_run(conversation.tenant_id, conversation.pk)
     return message
 
 

@@ -15,7 +15,7 @@ from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
 from chats.replies.coordination import coordination
-from chats.replies.intake import accept_user_message
+from chats.replies.intake import user_message_accept
 from chats.services import conversation_create
 from chats.ui.meter import meter_payload
 from tests.fakes.behaviours import Reply
@@ -39,10 +39,10 @@ def stop_at_the_first_words(monkeypatch):
 
 
 async def ask(conversation, user, text: str) -> Message:
-    message, _ = await database_sync_to_async(accept_user_message)(
+    message, _ = await database_sync_to_async(user_message_accept)(
         conversation=conversation, user=user, content=text
     )
-    await runner.run_replies(conversation.tenant_id, conversation.pk)
+    await runner.replies_run(conversation.tenant_id, conversation.pk)
     return message
 
 

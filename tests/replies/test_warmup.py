@@ -14,8 +14,8 @@ from django.conf import settings
 from django.db import connections
 
 from chats.replies.coordination import RedisCoordination, coordination
-from chats.replies.db import close_pool_connections, on_every_thread
-from chats.replies.warmup import warm_up, warm_up_database_threads
+from chats.replies.db import on_every_thread, pool_connections_close
+from chats.replies.warmup import database_threads_warm_up, warm_up
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(autouse=True)
 def _close_pool_connections() -> Any:
     yield
-    assert close_pool_connections()  # the test database can be dropped afterwards
+    assert pool_connections_close()  # the test database can be dropped afterwards
 
 
 def _open_connection_threads() -> set[str]:
@@ -39,7 +39,7 @@ def _open_connection_threads() -> set[str]:
 
 
 def test_every_thread_of_the_pool_is_connected_and_has_run_the_turn_statements() -> None:
-    assert warm_up_database_threads(timeout=20) == settings.DB_THREADS
+    assert database_threads_warm_up(timeout=20) == settings.DB_THREADS
     assert len(_open_connection_threads()) == settings.DB_THREADS
 
 
@@ -48,7 +48,7 @@ def test_a_warm_up_that_fails_is_logged_not_raised(monkeypatch, caplog) -> None:
         raise RuntimeError("database is down")
 
     monkeypatch.setattr("chats.replies.warmup.waiting_messages", broken)
-    assert warm_up_database_threads(timeout=20) == 0
+    assert database_threads_warm_up(timeout=20) == 0
     assert "warming a database thread failed" in caplog.text
 
 

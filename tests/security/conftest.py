@@ -19,8 +19,8 @@ from django.utils.http import urlsafe_base64_encode
 from rest_framework.test import APIClient
 
 from chatplatform.invitations import invitation_create
-from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Role, Tenant
-from chatplatform.models.conversations import Message, Participant, TurnRecord
+from chatplatform.models import ContextPolicy, Membership, MembershipRole, ModelProfile, Tenant
+from chatplatform.models.conversations import Participant, TurnRecord
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import conversation_create
@@ -242,7 +242,9 @@ def attack(presets) -> Attack:
     admin_b = make_admin(tenant_b, username="beta-admin")
     member_b = make_member(tenant_b, username="beta-member")
     b = build_world(tenant_b, admin_b, member_b, "beta")
-    _, key_b = api_key_create(tenant=tenant_b, name="b admin", user=admin_b, role=Role.ADMIN)
+    _, key_b = api_key_create(
+        tenant=tenant_b, name="b admin", user=admin_b, role=MembershipRole.ADMIN
+    )
     _, member_key_b = api_key_create(tenant=tenant_b, name="b member", user=member_b)
     return Attack(
         a=a,
@@ -288,13 +290,3 @@ def snapshot(world: World) -> dict[str, Any]:
     for label in ("chats.Conversation", "chats.Message", "memory.UserFact", "chats.TurnRecord"):
         assert data[label], label
     return data
-
-
-def a_messages(world: World) -> int:
-    with tenant_scope(world.tenant):
-        return Message.objects.count()
-
-
-def api_keys_of(world: World) -> list[ApiKey]:
-    with tenant_scope(world.tenant):
-        return list(ApiKey.objects.all())

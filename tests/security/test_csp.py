@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from chatplatform.models import Role
+from chatplatform.models import MembershipRole
 from chatplatform.services import membership_add
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
@@ -33,8 +33,10 @@ def directives(response: Any) -> dict[str, list[str]]:
 @pytest.fixture
 def superuser_client(tenant_a, tenant_b) -> Client:
     user = get_user_model().objects.create_superuser("root", "root@example.com", "pw")
-    membership_add(tenant=tenant_a, user=user, role=Role.ADMIN)
-    membership_add(tenant=tenant_b, user=user, role=Role.MEMBER)  # shows the tenant switch
+    membership_add(tenant=tenant_a, user=user, role=MembershipRole.ADMIN)
+    membership_add(
+        tenant=tenant_b, user=user, role=MembershipRole.MEMBER
+    )  # shows the tenant switch
     client = Client()
     client.force_login(user)
     return client

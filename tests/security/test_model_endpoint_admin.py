@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.debug import SafeExceptionReporterFilter
 from rest_framework.test import APIClient
 
-from chatplatform.models import ModelProfile, Role
+from chatplatform.models import MembershipRole, ModelProfile
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from tests.security.model_endpoints import TENANT_KEY, allow_local_endpoints, make_profile
@@ -151,7 +151,7 @@ def test_removing_the_endpoint_drops_the_own_key(admin_client, tenant_a, setting
 def test_the_api_never_returns_the_key(tenant_a, admin_a, settings):
     allow_local_endpoints(settings)
     profile = make_profile(tenant_a, base_url="http://127.0.0.1:11434/v1", key=TENANT_KEY)
-    _, raw = api_key_create(tenant=tenant_a, name="k", user=admin_a, role=Role.ADMIN)
+    _, raw = api_key_create(tenant=tenant_a, name="k", user=admin_a, role=MembershipRole.ADMIN)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     for url in ("/api/v1/model-profiles/", f"/api/v1/model-profiles/{profile.pk}/"):

@@ -21,7 +21,7 @@ from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
-from chats.replies.intake import accept_user_message
+from chats.replies.intake import user_message_accept
 from chats.services import conversation_create
 from summaries.summarizer import SourceMessage, SummaryFailed
 from summaries.summarizer.engine import summarizer_for
@@ -52,10 +52,10 @@ def chat_with(tenant, user, profile):
 
 async def send(conversation, user, text: str = "Hello"):
     """Store a user message and answer it; returns (user message, reply), as stored."""
-    message, _ = await database_sync_to_async(accept_user_message)(
+    message, _ = await database_sync_to_async(user_message_accept)(
         conversation=conversation, user=user, content=text
     )
-    await runner.run_replies(conversation.tenant_id, conversation.pk)
+    await runner.replies_run(conversation.tenant_id, conversation.pk)
 
     def stored():
         with tenant_scope(conversation.tenant_id):

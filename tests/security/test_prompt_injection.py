@@ -19,7 +19,7 @@ from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.replies import runner
-from chats.replies.intake import accept_user_message
+from chats.replies.intake import user_message_accept
 from chats.services import conversation_create
 from memory.services import fact_save
 from tests.factories import make_member
@@ -97,8 +97,8 @@ def mallory_takes_over(tenant, chat: Conversation, mallory) -> None:
 
 
 async def send(chat: Conversation, user, text: str) -> None:
-    await database_sync_to_async(accept_user_message)(conversation=chat, user=user, content=text)
-    await runner.run_replies(chat.tenant_id, chat.pk)
+    await database_sync_to_async(user_message_accept)(conversation=chat, user=user, content=text)
+    await runner.replies_run(chat.tenant_id, chat.pk)
 
 
 def system_text(request: dict) -> str:

@@ -15,7 +15,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from chatplatform.config.asgi import application
-from chatplatform.models import Membership, Role
+from chatplatform.models import Membership, MembershipRole
 from chatplatform.models.conversations import Message, MessageRevision
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -49,7 +49,7 @@ def group(tenant_a, alice, mallory, boss):
     )
 
 
-def api_of(user, role: str = Role.MEMBER):
+def api_of(user, role: str = MembershipRole.MEMBER):
     tenant = membership_tenant(user)
     return key_client(api_key_create(tenant=tenant, name=user.username, user=user, role=role)[1])
 
@@ -90,7 +90,9 @@ def test_an_admin_role_key_may_as_the_tenant_admin_may(tenant_a, group, alice, m
     sent = alice_asks(group, alice)
     reply_id = sent["reply"]["id"]
     # An admin-role key acts with the tenant's admin rights: it may, as the admin may.
-    response = api_of(mallory, Role.ADMIN).post(f"{messages_url(group)}{reply_id}/regenerate/")
+    response = api_of(mallory, MembershipRole.ADMIN).post(
+        f"{messages_url(group)}{reply_id}/regenerate/"
+    )
     assert response.status_code == 200, response.json()
     assert reply_state(tenant_a, reply_id)[2] == 1
 

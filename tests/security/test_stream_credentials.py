@@ -95,7 +95,7 @@ def served() -> Iterator[Served]:
 @pytest.fixture
 def endless() -> Iterator[threading.Event]:
     finish = threading.Event()
-    runner.set_provider_factory(lambda prepared: EndlessProvider(finish))
+    runner.provider_factory_set(lambda prepared: EndlessProvider(finish))
     yield finish
     finish.set()
 

@@ -143,7 +143,7 @@ async def test_200_clients_of_four_tenants_never_cross(presets):
     concurrent writers at once (instead of waiting as a file database does), so there the 200
     clients are connected and listening together, across tenants, while one client per
     conversation sends, one turn at a time (the reply's bookkeeping included)."""
-    runner.set_provider_factory(lambda prepared: OfflineProvider())
+    runner.provider_factory_set(lambda prepared: OfflineProvider())
     chats = await database_sync_to_async(build)()
     concurrent = connection.vendor == "postgresql"
     serial = asyncio.Lock()

@@ -9,7 +9,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from chatplatform.models.conversations import Message, Role
+from chatplatform.models.conversations import Message, MessageRole
 from chatplatform.tenancy.scoping import all_tenants
 from tooling.evaluation import beam, datasets, recall
 from tooling.evaluation.recall import EvalOptions, run_eval
@@ -125,10 +125,10 @@ def test_assistant_messages_are_stored_as_replies(tmp_path, monkeypatch):
     monkeypatch.setattr(recall, "message_create", spy)
     run_eval(write(tmp_path), EvalOptions(strategy="sliding_window", budget=1200))
     assert stored[:4] == [
-        (Role.USER, False),
-        (Role.ASSISTANT, True),
-        (Role.USER, False),
-        (Role.ASSISTANT, True),
+        (MessageRole.USER, False),
+        (MessageRole.ASSISTANT, True),
+        (MessageRole.USER, False),
+        (MessageRole.ASSISTANT, True),
     ]
     assert beam.CORE_ABILITIES[-1] == "multi_session_reasoning"
 

@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from chatplatform.models import ModelProfile, Role
+from chatplatform.models import MembershipRole, ModelProfile
 from chatplatform.models.conversations import TurnRecord
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -75,7 +75,7 @@ def test_a_dearer_turn_tells_the_same_story_on_the_meter_the_admin_and_the_api(
     assert "read from cache (simulated)" in body
     assert "Cache figures of turns answered by the offline provider are simulated" in body
 
-    raw = api_key_create(tenant=tenant_a, name="admin", user=admin_a, role=Role.ADMIN)[1]
+    raw = api_key_create(tenant=tenant_a, name="admin", user=admin_a, role=MembershipRole.ADMIN)[1]
     api = key_client(raw)
     totals = api.get(f"{API}/usage/").json()["totals"]
     assert totals["savings_usd"] == "0.000000" and totals["extra_cost_usd"] == "0.004200"

@@ -36,7 +36,7 @@ from chatplatform.core.llm.context_management import compaction_trigger
 from chatplatform.core.llm.prompt_cache import CacheUsage, PromptCache, anthropic_segments
 from chatplatform.core.tokens.bpe import BpeCounter
 from chatplatform.models import ContextPolicy, Tenant
-from chatplatform.models.conversations import Message, Role
+from chatplatform.models.conversations import Message, MessageRole
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.request import chat_request
@@ -221,7 +221,7 @@ def _replay(
                 message = turn_message(conversation, turn, users, first)
                 Message.objects.filter(pk=message.pk).update(created_at=when)
                 message.created_at = when
-            if message.role == Role.ASSISTANT:
+            if message.role == MessageRole.ASSISTANT:
                 # The platform's own reply: stored, part of the history, not a turn.
                 history.append(_item(message, turn, when))
                 continue
@@ -266,7 +266,7 @@ def _item(message: Message, turn: locomo.Turn, when: datetime) -> MessageItem:
     return MessageItem(
         id=message.pk,
         seq=message.seq,
-        role="assistant" if message.role == Role.ASSISTANT else "user",
+        role="assistant" if message.role == MessageRole.ASSISTANT else "user",
         content=turn.text,
         author=turn.speaker,
         tokens=message.token_count,

@@ -30,18 +30,17 @@ from django.db import transaction
 
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy, ModelProfile, Tenant
-from chatplatform.models.conversations import Conversation, Message, Role
+from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.services import tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import Retriever, assemble_context
 from chats.retrieval import embeddings
-from chats.retrieval.dense import dense_enabled, dense_status, embed_conversation
+from chats.retrieval.dense import DenseRetrieval, dense_enabled, dense_status, embed_conversation
 from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
 from tooling.evaluation import beam, datasets, locomo
 
 STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
-QUESTION_AUTHOR = "Question"
 
 
 class _Rollback(Exception):
@@ -112,7 +111,7 @@ def _run(
         loaded = _load(tenant, policy, sample, index)
         if progress:
             progress(f"{sample.sample_id}: {len(sample.turns())} turns loaded")
-        if dense_status(policy) == "on":
+        if dense_status(policy) == DenseRetrieval.ON:
             started = time.perf_counter()
             embedded = _embed_all(loaded.conversation)
             embed_ms += (time.perf_counter() - started) * 1000
@@ -156,7 +155,9 @@ def _run(
         "mean_prompt_tokens": round(sum(prompt_tokens) / n, 1),
         "mean_history_tokens": round(sum(history_tokens) / n, 1),
         "dense_retrieval": dense_status(policy),
-        "embedding_model": embeddings.MODEL_NAME if dense_status(policy) == "on" else "",
+        "embedding_model": embeddings.MODEL_NAME
+        if dense_status(policy) == DenseRetrieval.ON
+        else "",
         "embedding_ms": round(embed_ms, 1),
     }
 
@@ -310,9 +311,9 @@ def turn_message(
     """A loaded turn stored as a message: a BEAM assistant's message as the platform's own
     reply, anyone else's as a user message of its speaker (``first`` for unknown speakers)."""
     if turn.speaker == beam.ASSISTANT and beam.ASSISTANT not in users:
-        role, author = Role.ASSISTANT, None
+        role, author = MessageRole.ASSISTANT, None
     else:
-        role, author = Role.USER, users.get(turn.speaker, first)
+        role, author = MessageRole.USER, users.get(turn.speaker, first)
     message, _ = message_create(
         conversation=conversation, role=role, content=turn.text, author=author, validate=False
     )

@@ -148,7 +148,9 @@ def _assemble(
     strategy.add_summaries(d, policy, cap, excluded, truncs)
     fixed = d.facts.used + d.summaries.used
     kept = keep_window(d, policy, rest - fixed)
-    strategy.fill(d, policy, rest, fixed, kept, excluded)
+    strategy.fill(
+        d, policy, room=rest, facts_and_summaries=fixed, window_kept=kept, excluded=excluded
+    )
     history_room = rest - fixed - d.recalled.used - d.retrieval.used
     if not d.history.count:
         cut = d.history.truncate_newest(history_room, MIN_CUT_TOKENS)

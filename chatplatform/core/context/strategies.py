@@ -67,22 +67,24 @@ class Strategy:
 
     def fill(
         self,
-        d: Draft,
+        draft: Draft,
         policy: PackingPolicy,
-        rest: int,
-        fixed: int,
-        kept: bool,
+        *,
+        room: int,
+        facts_and_summaries: int,
+        window_kept: bool,
         excluded: list[Excluded],
     ) -> None:
-        """Fill what facts and summaries (``fixed``) leave of ``rest``: history, restarted
-        at the trim mark unless the cached window was ``kept``; retrieved messages are left
-        out."""
+        """Fill what the facts and summaries (``facts_and_summaries`` tokens) leave of ``room``
+        (the tokens after the system prompt, the new message and the turn's values): history,
+        restarted at the trim mark unless the cached window was kept (``window_kept``);
+        retrieved messages are left out."""
         excluded += [
             Excluded("retrieved", r.message.id, r.message.tokens, "strategy")
-            for r in d.inputs.retrieved
+            for r in draft.inputs.retrieved
         ]
-        if not kept:
-            d.history.extend(restart_size(d, policy, rest - fixed))
+        if not window_kept:
+            draft.history.extend(restart_size(draft, policy, room - facts_and_summaries))
 
 
 class SlidingWindow(Strategy):
@@ -127,28 +129,34 @@ class Hybrid(Strategy):
 
     def fill(
         self,
-        d: Draft,
+        draft: Draft,
         policy: PackingPolicy,
-        rest: int,
-        fixed: int,
-        kept: bool,
+        *,
+        room: int,
+        facts_and_summaries: int,
+        window_kept: bool,
         excluded: list[Excluded],
     ) -> None:
-        if kept:
+        if window_kept:
             # The cached window stands; this turn's own finds go after the new message, within
             # the policy's share of the retrieval budget and what the window leaves.
-            cap = section_cap(policy, policy.retrieval_budget, rest)
-            cap = min(cap * policy.turn_retrieval_percent // 100, rest - fixed - d.window_used())
-            d.retrieval = _pick(d, policy, d.inputs.retrieved, cap, excluded)
+            cap = section_cap(policy, policy.retrieval_budget, room)
+            cap = min(
+                cap * policy.turn_retrieval_percent // 100,
+                room - facts_and_summaries - draft.window_used(),
+            )
+            draft.retrieval = _pick(draft, policy, draft.inputs.retrieved, cap, excluded)
             return
         # A new window: recalled messages and history share the trim mark of the room, so
         # the next turns can append; the recalled block is part of the cached prefix.
-        target = restart_size(d, policy, rest - fixed)
-        cap = min(section_cap(policy, policy.retrieval_budget, rest), target - d.history.used)
-        d.recalled = _pick(d, policy, d.inputs.retrieved, max(0, cap), excluded)
+        target = restart_size(draft, policy, room - facts_and_summaries)
+        cap = min(section_cap(policy, policy.retrieval_budget, room), target - draft.history.used)
+        draft.recalled = _pick(draft, policy, draft.inputs.retrieved, max(0, cap), excluded)
         while True:
-            d.history.extend(target - d.recalled.used)
-            if not d.recalled.entries or not d.recalled.remove(d.history.ids(), excluded):
+            draft.history.extend(target - draft.recalled.used)
+            if not draft.recalled.entries or not draft.recalled.remove(
+                draft.history.ids(), excluded
+            ):
                 break
 
 

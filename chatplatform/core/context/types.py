@@ -29,9 +29,6 @@ STRATEGIES: tuple[Strategy, ...] = (
 )
 BUDGET_UNITS: tuple[BudgetUnit, ...] = ("tokens", "percent")
 OversizedMessage = Literal["cut", "whole"]
-OVERSIZED_MESSAGE_RULES: tuple[OversizedMessage, ...] = ("cut", "whole")
-SUMMARY_KINDS: tuple[SummaryKind, ...] = ("rolling", "recent", "long", "carried", "compaction")
-ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
 #: Summary kinds that change rarely: they sit in the cacheable (stable) prefix of ``system``.
 STABLE_SUMMARY_KINDS: frozenset[str] = frozenset({"carried", "long", "recent"})
 

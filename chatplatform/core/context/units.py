@@ -73,10 +73,6 @@ class Taken(NamedTuple):
     #: ``Included`` records of the messages (same order), built once with the unit.
     records: Sequence[Included]
 
-    @property
-    def first_role(self) -> str:
-        return self.turns[0].role
-
 
 #: Positions of :class:`MessageItem` fields: the columns of :func:`transpose`.
 ID, SEQ, ROLE, CONTENT, AUTHOR, TOKENS, COUNTED_BY, CREATED_AT, EXCERPT, TOOL_GROUP = map(

@@ -4,7 +4,8 @@
 :class:`Provider`; ``provider.stream(ChatRequest(...))`` yields ``TextDelta`` / ``ToolCall``,
 then ``Usage`` and ``Done``, or raises a :class:`ProviderError` subclass.
 Each provider is one entry of :mod:`.providers` (:class:`ProviderKind`), which answers for it.
-SDK-backed providers are imported lazily, so importing this package stays cheap.
+Importing this package imports the provider registry and with it both SDKs (``anthropic``,
+``openai``): a process pays for them once, at start-up, not on its first reply.
 """
 
 from .base import (

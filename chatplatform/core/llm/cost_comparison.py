@@ -16,6 +16,9 @@ from typing import Any, Literal, Protocol
 
 Outcome = Literal["saved", "extra", "same", "unbilled"]
 
+#: Costs are stored and shown to the micro-dollar (the cost columns' precision).
+COST_QUANTUM = Decimal("0.000001")
+
 #: What the meter and the admin say when the cache figures are the offline provider's.
 SIMULATED_NOTE = (
     "Cache figures of turns answered by the offline provider are simulated: it reports what "
@@ -223,7 +226,7 @@ class CostComparison:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: amounts as strings of the stored precision, the sentences included."""
-        quantum = Decimal("0.000001")
+        quantum = COST_QUANTUM
         return {
             "outcome": self.outcome,
             "turns": self.turns,

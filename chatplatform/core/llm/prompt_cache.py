@@ -22,9 +22,8 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-CacheTtl = Literal["5m", "1h"]
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}
 WRITE_MULTIPLIER: dict[str, float] = {"5m": 1.25, "1h": 2.0}
 READ_MULTIPLIER = 0.1

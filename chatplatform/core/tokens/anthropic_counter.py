@@ -76,7 +76,6 @@ class AnthropicCounter(TokenCounter):
         self._lock = threading.Lock()
         self._framing: int | None = None
         self.last_source: CountSource | None = None
-        self.api_calls = 0
         self.cache_hits = 0
         self.fallbacks = 0
 
@@ -131,7 +130,6 @@ class AnthropicCounter(TokenCounter):
             self._down_until = time.monotonic() + self.cooldown
             logger.warning("count_tokens failed (%s): using %s", exc, self.fallback.name)
             return None
-        self.api_calls += 1
         return result.input_tokens
 
     def close(self) -> None:

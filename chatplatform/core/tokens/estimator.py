@@ -130,10 +130,6 @@ class EstimatorCounter(TokenCounter):
             + per_char * max_lexicon_word_chars
         )
 
-    def raw_estimate(self, text: str) -> float:
-        """The unrounded model value for ``text`` (tokens, >= 0)."""
-        return sum(map(mul, self._weights, extract_features(text, self._lexicon)))
-
     def count(self, text: str) -> int:
         if not text:
             return 0

@@ -26,6 +26,7 @@ from rest_framework.response import Response
 from chatplatform.models.conversations import Conversation, Message, Status
 from chats.api import selectors
 from chats.api.bridge import run_async, stream_for
+from chats.api.drf_internals import django_request
 from chats.api.errors import ApiError
 from chats.api.pagination import MessageCursor
 from chats.api.renderers import EventStreamRenderer
@@ -204,7 +205,7 @@ class MessageListView(TenantAPIView):
                     **self._stream_timing(),
                 )
                 return self._stream(events)
-            sent = run_async(request._request, send, timeout=SEND_TIMEOUT_SECONDS)
+            sent = run_async(django_request(request), send, timeout=SEND_TIMEOUT_SECONDS)
         except SendRateLimited as exc:
             raise RateLimited(wait=exc.window_seconds, detail=exc.message) from None
         except MessageRejected as exc:
@@ -247,7 +248,7 @@ class MessageListView(TenantAPIView):
             wait = float(settings.API_REPLY_WAIT_SECONDS)
             try:
                 reply = run_async(
-                    self.request._request,
+                    django_request(self.request),
                     lambda: wait_for_reply(sent.runner, tenant_id, message.pk, timeout=wait),
                     timeout=wait + 10,
                 )
@@ -264,7 +265,7 @@ class MessageListView(TenantAPIView):
     def _grant(self, conversation: Conversation) -> SocketGrant:
         """What opened this request's event stream: it ends when that credential does."""
         principal = self.principal
-        session = getattr(self.request._request, "session", None)
+        session = getattr(django_request(self.request), "session", None)
         return SocketGrant(
             tenant_id=conversation.tenant_id,
             conversation_id=conversation.pk,
@@ -285,10 +286,10 @@ class MessageListView(TenantAPIView):
         """The event stream's response; its first event (``ack``) is taken here, so that a
         send refused (rate limit, bad input) is answered with an HTTP error instead."""
         first = run_async(
-            self.request._request, lambda: anext(events), timeout=SEND_TIMEOUT_SECONDS
+            django_request(self.request), lambda: anext(events), timeout=SEND_TIMEOUT_SECONDS
         )
         response = StreamingHttpResponse(
-            stream_for(self.request._request, _after(first, events)),
+            stream_for(django_request(self.request), _after(first, events)),
             content_type="text/event-stream; charset=utf-8",
         )
         response["Cache-Control"] = "no-cache"

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from chats.api import selectors
 from chats.api.bridge import run_async
+from chats.api.drf_internals import django_request
 from chats.api.errors import ApiError
 from chats.api.replies import is_final, wait_for_reply
 from chats.api.schema import error_response
@@ -65,7 +66,7 @@ Refused while the reply is being written (409 `busy`) and for any but the last e
 class RevisionView(TenantAPIView):
     def _answer(self, request: Request, start: Any) -> Response:
         try:
-            resent: Resent = run_async(request._request, start, timeout=SEND_TIMEOUT_SECONDS)
+            resent: Resent = run_async(django_request(request), start, timeout=SEND_TIMEOUT_SECONDS)
         except SendRateLimited as exc:
             raise RateLimited(wait=exc.window_seconds, detail=exc.message) from None
         except MessageRejected as exc:
@@ -76,7 +77,7 @@ class RevisionView(TenantAPIView):
         wait = float(settings.API_REPLY_WAIT_SECONDS)
         try:
             reply = run_async(
-                request._request,
+                django_request(request),
                 lambda: wait_for_reply(resent.runner, tenant_id, message.pk, timeout=wait),
                 timeout=wait + 10,
             )

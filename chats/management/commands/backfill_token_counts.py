@@ -15,6 +15,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from chatplatform.django_internals import output_stream
 from chatplatform.models import Tenant
 from chats.token_counts.backfill import (
     DEFAULT_BATCH_SIZE,
@@ -71,7 +72,7 @@ class Command(BaseCommand):
                 desc=f"tenant {tenant.pk}",
                 unit="msg",
                 disable=not show or not total,
-                file=self.stderr._out,
+                file=output_stream(self.stderr),
             )
 
             def on_batch(scanned: int, updated: int, bar: Any = bar) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import Model
 
+from chatplatform.django_internals import instance_mark_saved
+
 
 @functools.cache
 def insert_statement(model: type[Model]) -> tuple[str, tuple[Any, ...]]:
@@ -32,13 +34,7 @@ def insert_instance(instance: Model) -> None:
     with connection.cursor() as cursor:
         cursor.execute(sql, db_values(instance, fields))
         instance.pk = cursor.fetchone()[0]
-    mark_saved(instance)
-
-
-def mark_saved(instance: Model) -> None:
-    """What ``save()`` leaves on an instance it inserted."""
-    instance._state.adding = False
-    instance._state.db = connection.alias
+    instance_mark_saved(instance, connection.alias)
 
 
 def db_values(instance: Model, fields: Sequence[Any]) -> list[Any]:

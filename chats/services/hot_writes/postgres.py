@@ -19,9 +19,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Model
 
+from chatplatform.django_internals import instance_mark_saved
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
 
-from .inserts import db_values, insert_statement, mark_saved
+from .inserts import db_values, insert_statement
 from .interface import HotWrites, MessageAndReply
 from .orm import OrmHotWrites
 
@@ -124,7 +125,7 @@ class PostgresHotWrites(HotWrites):
                 f"conversation {fields['conversation'].pk} does not exist"
             )
         record.pk, record.assistant_message_id = row[2], row[0]
-        mark_saved(record)
+        instance_mark_saved(record, connection.alias)
         return _saved_message(fields, row[0], row[1], now)
 
     def reply_finish(
@@ -218,7 +219,7 @@ def _insert_message_params(fields: dict[str, Any], tokens_added: int, now: datet
 
 def _saved_message(fields: dict[str, Any], pk: int, seq: int, now: datetime) -> Message:
     message = Message(id=pk, seq=seq, created_at=now, updated_at=now, **fields)
-    mark_saved(message)
+    instance_mark_saved(message, connection.alias)
     return message
 
 

@@ -89,7 +89,7 @@ class Command(BaseCommand):
         """Assembly and raw fetch alternate, run by run, so both see the same load (other
         processes share the CPU) and the same warm caches.
 
-        The assembly is called as the reply pipeline calls it (``prepare_turn``): with a
+        The assembly is called as the reply pipeline calls it (``turn_prepare``): with a
         conversation it has just read (``conversation_is_fresh``), the policy resolved.
         """
         item = MessageItem(
