@@ -29,6 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from chatplatform.core.context import AssemblyInputs, MessageItem, SystemPart, assemble
+from chatplatform.core.context.strategies import strategy_for
 from chatplatform.core.tokens import get_counter
 from chats.evaluation import locomo
 from chats.retrieval import embeddings
@@ -61,7 +62,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     )
     tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
     prompt_tokens: list[int] = []
-    dense = args.dense and args.strategy == "hybrid" and embeddings.available()
+    retrieves = strategy_for(args.strategy).needs.retrieval
+    dense = (
+        args.dense
+        and strategy_for(args.strategy).needs.retrieval_by_meaning
+        and embeddings.available()
+    )
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
     for index, sample in enumerate(locomo.load_samples(args.dataset)):
         items: list[MessageItem] = []
@@ -123,7 +129,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             )
             retrieved = []
             order: list[int] = []
-            if args.strategy == "hybrid":
+            if retrieves:
                 query = build_query(q.question)
                 plain = [t for t in query.terms if not t.bigram]
                 matching = [

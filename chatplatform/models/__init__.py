@@ -1,5 +1,5 @@
 from .invitations import Invitation, InvitationStatus
-from .policies import ContextPolicy, Strategy
+from .policies import ContextPolicy
 from .profiles import ModelProfile, Provider
 from .tenants import ApiKey, Membership, Role, Tenant
 
@@ -12,6 +12,5 @@ __all__ = [
     "ModelProfile",
     "Provider",
     "Role",
-    "Strategy",
     "Tenant",
 ]

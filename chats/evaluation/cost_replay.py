@@ -26,6 +26,7 @@ from typing import Any
 from django.db import transaction
 
 from chatplatform.core.context import AssemblyInputs, MessageItem, PackingPolicy, assemble
+from chatplatform.core.context.strategies import strategy_for, strategy_names
 from chatplatform.core.llm.anthropic_payload import build_params
 from chatplatform.core.llm.base import ChatRequest, TextPart
 from chatplatform.core.llm.base import Message as LlmMessage
@@ -44,7 +45,7 @@ from chats.evaluation.recall import sample_conversation, scratch_policy, scratch
 from chats.services import message_create
 from chats.services.conversations import conversation_window_advance
 
-STRATEGIES = ("hybrid", "sliding_window", "rolling_summary", "server_compaction")
+STRATEGIES = strategy_names(lambda s: s.in_cost_replay)
 SECONDS_PER_TURN = 30
 #: The replay's model: Claude Sonnet 4.5's prices and minimum cacheable prompt.
 MODEL = "claude-sonnet-4-5"
@@ -146,7 +147,7 @@ def _run(
     billed = managed.billed / n
     baseline = full.billed / max(1, full.turns)
     compaction = {}
-    if options.strategy == "server_compaction":
+    if strategy_for(options.strategy).needs.provider_compaction:
         compaction = {"compaction_trigger": _trigger(options), "compactions": managed.compactions}
     return {
         "strategy": options.strategy,
@@ -183,6 +184,7 @@ def _replay(
     managed_cache = PromptCache(min_tokens=MIN_CACHEABLE_TOKENS)
     full_cache = PromptCache(min_tokens=MIN_CACHEABLE_TOKENS)
     history: list[MessageItem] = []
+    compacts = strategy_for(policy.strategy).needs.provider_compaction
     epoch = datetime(2000, 1, 1, tzinfo=UTC)
     for session in sample.sessions:
         for k, turn in enumerate(t for t in session.turns if t.text.strip()):
@@ -209,7 +211,7 @@ def _replay(
             request = chat_request(prepared, tools=False)
             usage = managed_cache.price(_segments(request, counter), clock)
             prompt = prepared.prompt
-            if policy.strategy == "server_compaction" and usage.total > trigger:
+            if compacts and usage.total > trigger:
                 # The provider compacts first (billed apart), then answers from the block.
                 done = compact_turn(
                     conversation,

@@ -25,6 +25,7 @@ from typing import IO, Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from chatplatform.core.context.strategies import strategy_for, strategy_names
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Conversation, Message, Role
@@ -37,7 +38,7 @@ from chats.retrieval.dense import dense_enabled, dense_status, embed_conversatio
 from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
 
-STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
+STRATEGIES = strategy_names(lambda s: s.in_recall_eval)
 QUESTION_AUTHOR = "Question"
 
 
@@ -216,7 +217,7 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
             "provider": "offline",
             "model": "offline",
         },
-        retrieval_dense=options.dense and options.strategy == "hybrid",
+        retrieval_dense=options.dense and strategy_for(options.strategy).needs.retrieval_by_meaning,
     )
 
 
