@@ -197,8 +197,8 @@ class ContextPolicyAdmin(PolicyFitMixin, PolicyCopyMixin, TenantScopedAdmin):
         js = ("admin-extras/policy-bar.js",)
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        form = type(form.__name__, (PolicyRulesAfterFieldsMixin, form), {})
+        base = super().get_form(request, obj, change=change, **kwargs)
+        form: Any = type(base.__name__, (PolicyRulesAfterFieldsMixin, base), {})
         strategy = form.base_fields.get("strategy")
         if strategy is not None:  # what each choice does, from the strategies themselves
             strategy.help_text = " ".join(

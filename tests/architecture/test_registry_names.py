@@ -51,7 +51,7 @@ def _files(suffixes: tuple[str, ...]) -> Iterator[Path]:
 
 def _names_in(node: ast.AST | None) -> list[str]:
     """The strategy names ``node`` is (a string) or holds (a tuple, list or set of strings)."""
-    if isinstance(node, ast.Constant) and node.value in NAMES:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in NAMES:
         return [node.value]
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         return [n for item in node.elts for n in _names_in(item)]
@@ -83,7 +83,7 @@ def name_comparisons(source: str) -> list[tuple[int, str]]:
 
 _SCRIPT_COMPARISON = re.compile(
     r"""(?:[!=]==?\s*["'](?P<a>{names})["'])|(?:["'](?P<b>{names})["']\s*[!=]==?)""".format(
-        names="|".join(sorted(map(re.escape, NAMES)))
+        names="|".join(re.escape(name) for name in sorted(NAMES))
     )
 )
 
@@ -91,8 +91,8 @@ _SCRIPT_COMPARISON = re.compile(
 def test_no_strategy_name_is_compared_outside_the_registry() -> None:
     places = []
     for path in _files((".py",)):
-        for line, what in name_comparisons((ROOT / path).read_text(encoding="utf-8")):
-            places.append(f"{path}:{line}: {what}")
+        for number, what in name_comparisons((ROOT / path).read_text(encoding="utf-8")):
+            places.append(f"{path}:{number}: {what}")
     for path in _files((".js", ".html")):
         text = (ROOT / path).read_text(encoding="utf-8", errors="replace")
         for number, line in enumerate(text.splitlines(), start=1):

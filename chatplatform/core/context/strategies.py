@@ -93,8 +93,11 @@ class DataNeeds:
 class HistoryLimits(Protocol):
     """The policy's history limits (a ``PackingPolicy`` or the policy model)."""
 
-    recent_message_cap: int
-    raw_history_limit: int
+    @property
+    def recent_message_cap(self) -> int: ...
+
+    @property
+    def raw_history_limit(self) -> int: ...
 
 
 class ContextStrategy:
