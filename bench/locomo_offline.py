@@ -62,12 +62,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     )
     tallies = {c: locomo.Tally() for c in locomo.CATEGORIES}
     prompt_tokens: list[int] = []
-    retrieves = strategy_for(args.strategy).needs.retrieval
-    dense = (
-        args.dense
-        and strategy_for(args.strategy).needs.retrieval_by_meaning
-        and embeddings.available()
-    )
+    needs = strategy_for(args.strategy).needs
+    retrieves = needs.retrieval
+    dense = args.dense and needs.retrieval_by_meaning and embeddings.available()
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
     for index, sample in enumerate(locomo.load_samples(args.dataset)):
         items: list[MessageItem] = []
