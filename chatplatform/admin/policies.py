@@ -32,6 +32,8 @@ from chatplatform.admin.policy_preview import (
 )
 from chatplatform.admin.reports import policy_usage_report
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
+from chatplatform.core.context.strategies import STRATEGIES
+from chatplatform.core.context.types import DEFAULT_STRATEGY
 from chatplatform.django_internals import InstanceValidationHook
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.services import tenant_set_active_policy
@@ -197,8 +199,14 @@ class ContextPolicyAdmin(PolicyFitMixin, PolicyCopyMixin, TenantScopedAdmin):
         js = ("admin-extras/policy-bar.js",)
 
     def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any):
-        form = super().get_form(request, obj, change=change, **kwargs)
-        return type(form.__name__, (PolicyRulesAfterFieldsMixin, form), {})
+        base = super().get_form(request, obj, change=change, **kwargs)
+        form: Any = type(base.__name__, (PolicyRulesAfterFieldsMixin, base), {})
+        strategy = form.base_fields.get("strategy")
+        if strategy is not None:  # what each choice does, from the strategies themselves
+            strategy.help_text = " ".join(
+                [str(strategy.help_text)] + [f"{s.title}: {s.help}" for s in STRATEGIES]
+            )
+        return form
 
     # --- the active policy: a column, an action and a button on the change page -------------
 
@@ -272,6 +280,13 @@ class ContextPolicyAdmin(PolicyFitMixin, PolicyCopyMixin, TenantScopedAdmin):
         field = form.fields.get("model_profile")
         profiles = list(field.queryset) if field is not None else []
         context["model_windows"] = model_windows(profiles)
+        context["strategy_sections"] = {
+            "default": DEFAULT_STRATEGY,
+            "strategies": {
+                s.name: {"summaries": bool(s.needs.summaries), "retrieval": s.needs.retrieval}
+                for s in STRATEGIES
+            },
+        }
         if obj is not None:
             tenant_ids = None if request.user.is_superuser else _tenant_ids(request)
             usage = policy_usage_report(obj, tenant_ids, days=POLICY_USAGE_DAYS)

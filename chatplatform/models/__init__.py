@@ -1,5 +1,5 @@
 from .invitations import Invitation, InvitationStatus
-from .policies import ContextPolicy, Strategy
+from .policies import ContextPolicy
 from .profiles import ModelProfile
 from .tenants import ApiKey, Membership, MembershipRole, Tenant
 
@@ -11,6 +11,5 @@ __all__ = [
     "Membership",
     "MembershipRole",
     "ModelProfile",
-    "Strategy",
     "Tenant",
 ]

@@ -19,6 +19,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
+from chatplatform.core.context.strategies import strategy_choices
+from chatplatform.core.context.types import DEFAULT_STRATEGY
 from chatplatform.models.policy_validation import policy_errors
 from chatplatform.tenancy.scoping import TenantScopedManager
 
@@ -28,16 +30,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "Pronouns of the user: {user_pronouns}.\n"
     "Tools you can use: {tools}."
 )
-
-
-class Strategy(models.TextChoices):
-    SLIDING_WINDOW = "sliding_window", "Sliding window (recent messages only)"
-    ROLLING_SUMMARY = "rolling_summary", "Rolling summary (summaries + recent messages)"
-    HYBRID = "hybrid", "Hybrid (summaries + retrieval + facts + recent messages)"
-    SERVER_COMPACTION = (
-        "server_compaction",
-        "Server compaction (the provider summarises the conversation itself + recent messages)",
-    )
 
 
 class ContextEditing(models.TextChoices):
@@ -83,8 +75,8 @@ class ContextPolicy(models.Model):
     )
     strategy = models.CharField(
         max_length=32,
-        choices=Strategy.choices,
-        default=Strategy.HYBRID,
+        choices=strategy_choices(),
+        default=DEFAULT_STRATEGY,
         help_text="How a long conversation reaches the model: only the latest messages "
         "(cheapest), plus summaries of older ones, or also older messages that match the new "
         "one and the facts saved about the user.",

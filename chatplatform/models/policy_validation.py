@@ -14,6 +14,12 @@ from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 
 from chatplatform.core.context.budget import policy_issues
+from chatplatform.core.context.strategies import (
+    STRATEGIES,
+    ContextStrategy,
+    UnknownStrategy,
+    strategy_for,
+)
 from chatplatform.core.llm.capabilities import COMPACTION
 from chatplatform.core.llm.context_management import (
     EDITING_CHOICES,
@@ -65,13 +71,18 @@ def policy_errors(policy: ContextPolicy) -> dict[str, list[str]]:
             f"the recent summary ({policy.recent_summary_days} days) must cover fewer days than "
             f"the long one ({policy.long_summary_days} days)",
         )
-    if policy.retrieval_dense and policy.strategy != "hybrid":
+    try:
+        strategy: ContextStrategy | None = strategy_for(policy.strategy)
+    except UnknownStrategy:
+        strategy = None  # the core's checks below say so
+    if policy.retrieval_dense and strategy and not strategy.needs.retrieval_by_meaning:
+        offering = [s.title for s in STRATEGIES if s.needs.retrieval_by_meaning]
         add(
             "retrieval_dense",
-            "retrieval by meaning only works with the hybrid strategy: choose Hybrid or "
-            "turn it off",
+            f"retrieval by meaning only works with the {' or '.join(offering).lower()} "
+            f"strategy: choose {' or '.join(offering)} or turn it off",
         )
-    for field, message in _provider_context_errors(policy):
+    for field, message in _provider_context_errors(policy, strategy):
         add(field, message)
     packing = replace(
         packing_policy_for(policy),
@@ -83,13 +94,15 @@ def policy_errors(policy: ContextPolicy) -> dict[str, list[str]]:
     return errors
 
 
-def _provider_context_errors(policy: ContextPolicy) -> list[tuple[str, str]]:
+def _provider_context_errors(
+    policy: ContextPolicy, strategy: ContextStrategy | None
+) -> list[tuple[str, str]]:
     """The provider's own context management: only where the model reports it supports it."""
     profile = policy.model_profile
     capabilities = profile.capabilities or {}
     kind = profile.provider_kind
     out: list[tuple[str, str]] = []
-    if policy.strategy == "server_compaction":
+    if strategy is not None and strategy.needs.provider_compaction:
         budget = min(policy.max_context_tokens, profile.context_window)
         budget -= policy.reserved_response_tokens
         if not kind.supports_context_strategy(capabilities, COMPACTION):

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from chatplatform.core.context.formatting import CONVERSATION_START
+from chatplatform.core.context.strategies import strategy_for
 from chatplatform.core.llm.base import (
     ChatRequest,
     CompactionPart,
@@ -178,7 +179,7 @@ def context_management_for(turn: TurnContext) -> ContextManagement:
     if not turn.profile.provider_kind.context_management:
         return ContextManagement()
     budget = turn.prompt.budget
-    compact = policy.strategy == "server_compaction"
+    compact = strategy_for(policy.strategy).needs.provider_compaction
     return ContextManagement(
         compact_trigger=compaction_trigger(budget) if compact else None,
         clear=EDITING_CHOICES.get(policy.context_editing, ()),

@@ -25,6 +25,7 @@ from chatplatform.core.context.budget import (
 )
 from chatplatform.core.context.formatting import person_label
 from chatplatform.core.context.packing import assemble
+from chatplatform.core.context.strategies import strategy_for
 from chatplatform.core.context.template import time_values
 from chatplatform.core.context.types import (
     AssembledPrompt,
@@ -200,13 +201,15 @@ def assemble_context(
         counter_overhead=counter.message_overhead,
     )
 
+    strategy = strategy_for(policy.strategy)
+    needs = strategy.needs
     compaction_block: dict[str, Any] | None = None
-    if policy.strategy == "server_compaction":
+    if needs.provider_compaction:
         # The provider's newest compaction stands for everything it covers.
         compaction = latest_compaction(conversation)
         summaries = [compaction[0]] if compaction is not None else []
         compaction_block = compaction[1] if compaction is not None else None
-    elif policy.strategy != "sliding_window":
+    elif needs.own_summaries:
         summaries = current_summaries(conversation, max_rolling=policy.max_summaries_in_context)
     else:
         summaries = []
@@ -221,21 +224,16 @@ def assemble_context(
             summaries = kept
         else:  # one was merged or deleted since: the window restarts
             window_start = None
-    after_seq = 0
-    window = policy.recent_message_cap
-    if policy.strategy == "rolling_summary":
-        rolling = [s for s in summaries if s.kind == "rolling"]
-        after_seq = max((s.last_seq for s in rolling), default=0)
-        window = min(window, policy.raw_history_limit)
-    elif summaries and compaction_block is not None:
-        after_seq = summaries[0].last_seq
+    # The history starts after the newest summary of the kinds the strategy says stand for
+    # the messages they cover (rolling summaries, the provider's compaction).
+    after_seq = max((s.last_seq for s in summaries if s.kind in needs.history_after), default=0)
     recent, facts = selectors.recent_messages_and_facts(
         conversation,
         user_id=getattr(author, "pk", None),
-        max_facts=policy.max_facts_per_user if policy.facts_enabled else 0,
+        max_facts=policy.max_facts_per_user if policy.facts_enabled and needs.facts else 0,
         before_seq=new_message.seq,
         after_seq=after_seq,
-        limit=window,
+        limit=strategy.history_limit(policy),
         ceiling=ceiling,
         min_messages=packing.min_recent_messages,
         overhead=counter.message_overhead,
@@ -246,7 +244,7 @@ def assemble_context(
     )
     retrieved: list[RetrievedItem] = []
     dense = DenseRetrieval.OFF
-    if policy.strategy == "hybrid" and policy.retrieval_max_items > 0:
+    if needs.retrieval and policy.retrieval_max_items > 0:
         retriever = retriever or retrieve_for_assembly
         # Everything before the new message is a candidate: history shows only what retrieval
         # leaves, and the core drops retrieved turns that history already shows.
@@ -257,11 +255,7 @@ def assemble_context(
             dense = dense_status(policy)
 
     recalled: list[MessageItem] = []
-    if (
-        window_start is not None
-        and policy.strategy == "hybrid"
-        and conversation.window_recalled_ids
-    ):
+    if window_start is not None and needs.retrieval and conversation.window_recalled_ids:
         recalled = recalled_items(conversation, conversation.window_recalled_ids, bot_name)
     members = conversation.participants.count() if conversation.is_group else 1
     variables = _system_variables(conversation, author, policy, now, members)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from django.db.models import Exists, OuterRef, Q
 
+from chatplatform.core.context.strategies import strategy_for, strategy_names
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import (
     Conversation,
@@ -78,7 +79,10 @@ class DenseRetrieval(StrEnum):
 
 def dense_enabled(policy: ContextPolicy) -> bool:
     """Whether ``policy`` asks for dense retrieval (whatever is installed)."""
-    return bool(getattr(policy, "retrieval_dense", False)) and policy.strategy == "hybrid"
+    return (
+        bool(getattr(policy, "retrieval_dense", False))
+        and strategy_for(policy.strategy).needs.retrieval_by_meaning
+    )
 
 
 def dense_status(policy: ContextPolicy) -> DenseRetrieval:
@@ -204,9 +208,10 @@ def dense_conversations(*, after_id: int, batch_size: int) -> list[Mapping[str, 
     ``policy_for``'s rule) uses dense retrieval. Cross-tenant maintenance: two queries."""
     with all_tenants():
         dense_ids = list(
-            ContextPolicy.objects.filter(retrieval_dense=True, strategy="hybrid").values_list(
-                "pk", flat=True
-            )
+            ContextPolicy.objects.filter(
+                retrieval_dense=True,
+                strategy__in=strategy_names(lambda s: s.needs.retrieval_by_meaning),
+            ).values_list("pk", flat=True)
         )
         if not dense_ids:
             return []

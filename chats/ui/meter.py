@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chatplatform.core.context.strategies import strategy_for
 from chatplatform.core.llm.context_report import exclusion_label
 from chatplatform.models.conversations import TurnRecord
 from chats.assembly.records import turn_cost_comparison
@@ -63,10 +64,11 @@ def meter_payload(record: TurnRecord) -> dict[str, Any]:
         cost=turn_cost_comparison(record).as_dict(),
         provider_context=provider_context_lines(record.provider_context),
     )
-    if record.strategy == "server_compaction":
+    summaries_label = strategy_for(record.strategy).summaries_label
+    if summaries_label is not None:
         for segment in meter["segments"]:
             if segment["name"] == "summaries":
-                segment["label"] = "Compaction (by the provider)"
+                segment["label"] = summaries_label
     return meter
 
 

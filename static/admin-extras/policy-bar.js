@@ -9,6 +9,9 @@
     var windowsElement = document.getElementById("policy-model-windows");
     if (!root || !windowsElement) return;
     var windows = JSON.parse(windowsElement.textContent);
+    // Which sections each strategy shows (its registry entry's needs).
+    var strategiesElement = document.getElementById("policy-strategy-sections");
+    var strategies = strategiesElement ? JSON.parse(strategiesElement.textContent) : null;
     var form = root.closest("form") || document.querySelector("#contextpolicy_form");
     if (!form) return;
     var track = document.getElementById("policy-bar-track");
@@ -46,13 +49,16 @@
       var usable = Math.min(maxContext, modelWindow);
       var reserve = num("reserved_response_tokens");
       var prompt = usable - reserve;
-      var strategy = text("strategy") || "hybrid";
+      var shows = strategies
+        ? strategies.strategies[text("strategy") || strategies["default"]]
+        : null;
+      shows = shows || { summaries: true, retrieval: false };
       var percent = text("budget_unit") === "percent";
       var asked = {
         system: num("system_budget"),
         facts: checked("facts_enabled") ? num("facts_budget") : 0,
-        summaries: strategy === "sliding_window" ? 0 : num("summaries_budget"),
-        retrieval: strategy === "hybrid" ? num("retrieval_budget") : 0,
+        summaries: shows.summaries ? num("summaries_budget") : 0,
+        retrieval: shows.retrieval ? num("retrieval_budget") : 0,
       };
       var tokens = {};
       if (percent) {

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from chatplatform.core.context.strategies import strategy_for
 from chatplatform.locks import exclusive
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.models.conversations import Conversation, Message
@@ -71,7 +72,7 @@ def periodic_settings(policy: ContextPolicy, kind: str) -> PeriodicSettings:
 def periodic_enabled(policy: ContextPolicy) -> bool:
     return (
         policy.periodic_summaries_enabled
-        and policy.strategy != "sliding_window"
+        and strategy_for(policy.strategy).needs.periodic_summaries
         and policy.summaries_budget > 0
     )
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
+from chatplatform.core.context.strategies import strategy_for
 from chatplatform.locks import cooldown, exclusive, in_cooldown
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Conversation
@@ -107,8 +108,8 @@ def rolling_state(
 
 
 def uses_summaries(policy: ContextPolicy) -> bool:
-    """Whether the policy's prompts can show summaries at all."""
-    return policy.strategy != "sliding_window" and policy.summaries_budget > 0
+    """Whether the policy's prompts can show rolling summaries (the rolling job works for it)."""
+    return strategy_for(policy.strategy).needs.rolling_summaries and policy.summaries_budget > 0
 
 
 def failure_key(conversation: Conversation, first_seq: int) -> str:

@@ -59,6 +59,16 @@ def test_tenant_admin_edits_a_policy_fixes_an_error_previews_it_and_makes_it_act
     assert "History (what is left)" in bar.inner_text()
     screenshot(page, "11-policy-editor")
 
+    # The bar shows the sections the chosen strategy fills (its registry entry says which).
+    legend = page.locator("#policy-bar-legend")
+    assert "Retrieved: 2,000" in legend.inner_text()
+    page.select_option("select[name=strategy]", "sliding_window")
+    assert "Summaries: 0 " in legend.inner_text() and "Retrieved: 0 " in legend.inner_text()
+    page.select_option("select[name=strategy]", "rolling_summary")
+    assert "Summaries: 2,000" in legend.inner_text() and "Retrieved: 0 " in legend.inner_text()
+    page.select_option("select[name=strategy]", "hybrid")
+    assert "Retrieved: 2,000" in legend.inner_text()
+
     # The live bar reacts to the fields before anything is saved.
     page.fill("input[name=max_context_tokens]", "300000")
     page.wait_for_selector("#policy-bar-warning:visible")

@@ -22,7 +22,7 @@ from chatplatform.core.context import (
 )
 from chatplatform.core.context.budget import usable_prompt_tokens
 from chatplatform.core.context.formatting import FACTS_CLOSE, FACTS_NOTE, FACTS_OPEN, format_turn
-from chatplatform.core.context.types import STRATEGIES
+from chatplatform.core.context.types import STRATEGY_NAMES
 from chatplatform.core.tokens.bpe import BpeCounter
 
 COUNTER = BpeCounter("o200k_base")
@@ -93,7 +93,7 @@ def policies(draw: st.DrawFn, strategy: str | None = None) -> PackingPolicy:
         budgets = [draw(st.integers(0, 40)), *(draw(st.integers(0, 33)) for _ in range(3))]
     min_recent = draw(st.integers(0, 25))
     p = PackingPolicy(
-        strategy=draw(st.sampled_from(STRATEGIES)) if strategy is None else strategy,  # type: ignore[arg-type]
+        strategy=draw(st.sampled_from(STRATEGY_NAMES)) if strategy is None else strategy,  # type: ignore[arg-type]
         context_window=window,
         max_context_tokens=max_ctx,
         reserved_response_tokens=reserved,

@@ -30,6 +30,7 @@ from typing import Any
 from django.db import transaction
 
 from chatplatform.core.context import AssemblyInputs, MessageItem, PackingPolicy, assemble
+from chatplatform.core.context.strategies import strategy_for, strategy_names
 from chatplatform.core.llm.anthropic_payload import build_params
 from chatplatform.core.llm.base import ChatRequest, RequestMessage, TextPart
 from chatplatform.core.llm.context_management import compaction_trigger
@@ -51,8 +52,7 @@ from tooling.evaluation.recall import (
     turn_message,
 )
 
-STRATEGIES = ("hybrid", "sliding_window", "rolling_summary", "server_compaction")
-SLIDING_WINDOW = "sliding_window"
+STRATEGIES = strategy_names(lambda s: s.in_cost_replay)
 SECONDS_PER_TURN = 30
 #: The replay's model: Claude Sonnet 4.5's prices and minimum cacheable prompt.
 MODEL = "claude-sonnet-4-5"
@@ -147,12 +147,7 @@ def _against_sliding_window(
 ) -> dict[str, Any]:
     """The same replay under the sliding window at the same budget (the cheapest managed
     prompt), and this policy's bill per turn against it."""
-    if options.strategy == SLIDING_WINDOW:
-        window = result["billed_per_turn"]
-    else:
-        window = _run(samples, replace(options, strategy=SLIDING_WINDOW), progress)[
-            "billed_per_turn"
-        ]
+    window = _run(samples, replace(options, strategy="sliding_window"), progress)["billed_per_turn"]
     ratio = round(result["billed_per_turn"] / window, 3) if window else None
     return {"sliding_window_per_turn": window, "ratio_to_sliding_window": ratio}
 
@@ -174,7 +169,7 @@ def _run(
     billed = managed.billed / n
     baseline = full.billed / max(1, full.turns)
     compaction = {}
-    if options.strategy == "server_compaction":
+    if strategy_for(options.strategy).needs.provider_compaction:
         compaction = {"compaction_trigger": _trigger(options), "compactions": managed.compactions}
     return {
         "strategy": options.strategy,
@@ -211,6 +206,7 @@ def _replay(
     managed_cache = PromptCache(min_tokens=MIN_CACHEABLE_TOKENS)
     full_cache = PromptCache(min_tokens=MIN_CACHEABLE_TOKENS)
     history: list[MessageItem] = []
+    compacts = strategy_for(policy.strategy).needs.provider_compaction
     epoch = datetime(2000, 1, 1, tzinfo=UTC)
     multi_user = len(sample.speakers) > 1
     for session in sample.sessions:
@@ -237,7 +233,7 @@ def _replay(
             request = chat_request(prepared, tools=False)
             usage = managed_cache.price(_segments(request, counter), clock)
             prompt = prepared.prompt
-            if policy.strategy == "server_compaction" and usage.total > trigger:
+            if compacts and usage.total > trigger:
                 # The provider compacts first (billed apart), then answers from the block.
                 done = compact_turn(
                     conversation,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from chatplatform.core.context.formatting import unframe_content
+from chatplatform.core.context.strategies import strategy_for
 from chatplatform.core.context.types import PackingPolicy
 
 #: Categories asked (5, adversarial, has no answer and no evidence to recall).
@@ -231,22 +232,22 @@ def eval_policy_fields(
     the recent history whatever retrieval leaves; the other strategies give the history
     everything (rolling summary would also hold summaries, none exist in scratch data).
     """
-    hybrid = strategy == "hybrid"
+    needs = strategy_for(strategy).needs
+    retrieves = needs.retrieval
     return {
         "strategy": strategy,
         "max_context_tokens": budget + EVAL_RESERVED_RESPONSE,
         "reserved_response_tokens": EVAL_RESERVED_RESPONSE,
         "system_budget": system_budget,
         "facts_budget": 0,
-        "summaries_budget": budget // 4
-        if strategy in ("rolling_summary", "server_compaction")
-        else 0,
-        "retrieval_budget": max(0, budget - system_budget - history_reserve) if hybrid else 0,
-        "min_recent_messages": recent if hybrid else 20,
+        # Summaries take a quarter where they stand in for retrieval.
+        "summaries_budget": budget // 4 if needs.summaries and not retrieves else 0,
+        "retrieval_budget": max(0, budget - system_budget - history_reserve) if retrieves else 0,
+        "min_recent_messages": recent if retrieves else 20,
         "recent_message_cap": 500,
         "raw_history_limit": 500,
         "max_summaries_in_context": 3,
-        "retrieval_max_items": retrieval_max_items if hybrid else 0,
+        "retrieval_max_items": retrieval_max_items if retrieves else 0,
         "retrieval_neighbors": 0,
     }
 

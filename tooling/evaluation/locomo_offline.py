@@ -37,6 +37,7 @@ os.environ.setdefault("DEBUG", "1")
 django.setup()
 
 from chatplatform.core.context import AssemblyInputs, MessageItem, SystemPart, assemble
+from chatplatform.core.context.strategies import strategy_for
 from chatplatform.core.tokens import get_counter
 from chats.retrieval import embeddings
 from chats.retrieval.query import build_query, words_of
@@ -69,7 +70,9 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     )
     tallies: dict[int | str, locomo.Tally] = {c: locomo.Tally() for c in locomo.CATEGORIES}
     prompt_tokens: list[int] = []
-    dense = args.dense and args.strategy == "hybrid" and embeddings.available()
+    needs = strategy_for(args.strategy).needs
+    retrieves = needs.retrieval
+    dense = args.dense and needs.retrieval_by_meaning and embeddings.available()
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
     for index, sample in enumerate(locomo.load_samples(args.dataset)):
         items: list[MessageItem] = []
@@ -131,7 +134,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             )
             retrieved = []
             order: list[int] = []
-            if args.strategy == "hybrid":
+            if retrieves:
                 query = build_query(q.question)
                 plain = [t for t in query.terms if not t.bigram]
                 matching = [

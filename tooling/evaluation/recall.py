@@ -28,6 +28,7 @@ from typing import IO, Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from chatplatform.core.context.strategies import strategy_for, strategy_names
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Conversation, Message, MessageRole
@@ -40,7 +41,7 @@ from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
 from tooling.evaluation import beam, datasets, locomo
 
-STRATEGIES = ("hybrid", "sliding_window", "rolling_summary")
+STRATEGIES = strategy_names(lambda s: s.in_recall_eval)
 
 
 class _Rollback(Exception):
@@ -236,7 +237,7 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
             "provider": "offline",
             "model": "offline",
         },
-        retrieval_dense=options.dense and options.strategy == "hybrid",
+        retrieval_dense=options.dense and strategy_for(options.strategy).needs.retrieval_by_meaning,
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import NamedTuple
 
-from .types import BUDGET_UNITS, STRATEGIES, PackingPolicy
+from .types import BUDGET_UNITS, PackingPolicy
 
 #: Room always kept for the new message (possibly truncated with a marker).
 MIN_NEW_MESSAGE_TOKENS = 64
@@ -223,9 +223,16 @@ _RANGES: tuple[tuple[str, float, float | None, str], ...] = (
 
 
 def _basic_issues(p: PackingPolicy) -> _Issues:
+    # The strategies pack with this module's arithmetic: their registry is imported when a
+    # policy is checked, not with this module.
+    from .strategies import UnknownStrategy, strategy_for
+
     out = _Issues()
-    if p.strategy not in STRATEGIES:
-        out.add("strategy", f"strategy {p.strategy!r} is unknown: pick one of {STRATEGIES}")
+    strategy = None
+    try:
+        strategy = strategy_for(p.strategy)
+    except UnknownStrategy as unknown:
+        out.add("strategy", str(unknown))
     if p.budget_unit not in BUDGET_UNITS:
         out.add("budget_unit", f"budget unit {p.budget_unit!r} is unknown: tokens or percent")
     if p.context_window <= 0:
@@ -266,12 +273,8 @@ def _basic_issues(p: PackingPolicy) -> _Issues:
             f"the recent message cap ({p.recent_message_cap}): lower them to at most "
             f"{p.recent_message_cap} or raise the cap",
         )
-    if p.strategy == "rolling_summary" and p.raw_history_limit < 1:
-        out.add(
-            "raw_history_limit",
-            "the rolling summary strategy needs a raw history limit "
-            "of at least 1 (the messages not yet summarised)",
-        )
+    for field, message in strategy.issues(p) if strategy is not None else ():
+        out.add(field, message)
     return out
 
 

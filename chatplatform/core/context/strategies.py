@@ -1,4 +1,5 @@
-"""The context strategies: what each adds to the prompt beside the recent history.
+"""The context strategies, one registry entry each: what a strategy needs from the data, how
+it packs the prompt, and what the admin form and the evaluations offer.
 
 A tenant's policy picks one:
 
@@ -12,39 +13,134 @@ A tenant's policy picks one:
 
 Every strategy takes the system prompt, the new message, the guaranteed recent messages and
 the facts first (:mod:`.packing`); the window it fills is the sliding window's
-(:mod:`.window`).
+(:mod:`.window`). Everything outside this module asks a strategy what it needs
+(:attr:`ContextStrategy.needs`) through :func:`strategy_for`, never by comparing its name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
 
 from .budget import section_cap
 from .draft import Draft
 from .sections import Picked, Retrieval, pick_retrieved, pick_summaries
 from .truncate import MIN_CUT_TOKENS
 from .types import (
+    STRATEGY_NAMES,
     AssemblyInputs,
     Excluded,
     Included,
     PackingPolicy,
     RetrievedItem,
+    StrategyName,
+    SummaryKind,
     Truncation,
 )
 from .window import restart_size
 
+#: The summaries the platform writes itself (rolling and periodic) and carries over from a
+#: continued conversation: what the summary strategies show.
+OWN_SUMMARY_KINDS: frozenset[SummaryKind] = frozenset({"rolling", "recent", "long", "carried"})
+PERIODIC_SUMMARY_KINDS: frozenset[SummaryKind] = frozenset({"recent", "long"})
 
-class Strategy:
-    """What every strategy does unless it says otherwise: the summaries that fit, then the
-    history, restarted at the trim mark unless the cached window was kept."""
 
-    name: ClassVar[str]
+class UnknownStrategy(ValueError):
+    """A strategy name that no registry entry has."""
+
+
+@dataclass(frozen=True, slots=True)
+class DataNeeds:
+    """What a strategy's prompts show beside the recent history: what assembly fetches for it
+    and what the background jobs keep up to date for it."""
+
+    #: The kinds of summaries its prompts can show (``compaction``: the provider's own).
+    summaries: frozenset[SummaryKind] = frozenset()
+    #: Older messages retrieved for the new message (full-text).
+    retrieval: bool = False
+    #: Retrieval by meaning as well, where the policy asks for it.
+    retrieval_by_meaning: bool = False
+    #: The facts saved about the user.
+    facts: bool = True
+    #: The history starts after the newest summary of these kinds that the prompt shows.
+    history_after: frozenset[SummaryKind] = frozenset()
+    #: The history is at most the policy's ``raw_history_limit`` messages.
+    raw_history_limit: bool = False
+
+    @property
+    def own_summaries(self) -> bool:
+        """Whether it shows summaries the platform writes (assembly fetches the current ones)."""
+        return bool(self.summaries & OWN_SUMMARY_KINDS)
+
+    @property
+    def rolling_summaries(self) -> bool:
+        """Whether the rolling summary job works for it."""
+        return "rolling" in self.summaries
+
+    @property
+    def periodic_summaries(self) -> bool:
+        """Whether the periodic (recent and long) summary jobs work for it."""
+        return bool(self.summaries & PERIODIC_SUMMARY_KINDS)
+
+    @property
+    def provider_compaction(self) -> bool:
+        """Whether the provider compacts the conversation itself (requests ask it to, and its
+        newest compaction stands for the messages it covers)."""
+        return "compaction" in self.summaries
+
+
+class HistoryLimits(Protocol):
+    """The policy's history limits (a ``PackingPolicy`` or the policy model)."""
+
+    @property
+    def recent_message_cap(self) -> int: ...
+
+    @property
+    def raw_history_limit(self) -> int: ...
+
+
+class ContextStrategy:
+    """One registry entry. Packing: what every strategy does unless it says otherwise is the
+    summaries that fit, then the history, restarted at the trim mark unless the cached window
+    was kept."""
+
+    name: ClassVar[StrategyName]
+    #: The admin form's choice (stored values are ``name``).
+    label: ClassVar[str]
+    #: What it does, in one sentence for the admin form.
+    help: ClassVar[str]
+    #: Its name in sentences ("choose Hybrid").
+    title: ClassVar[str]
+    needs: ClassVar[DataNeeds]
+    #: The label of the summaries section in the context meter, where it is not "Summaries".
+    summaries_label: ClassVar[str | None] = None
+    #: Offered by the recall evaluation (``eval_recall``) and the cost replay (``bench_cost``).
+    in_recall_eval: ClassVar[bool] = True
+    in_cost_replay: ClassVar[bool] = True
+
+    def history_limit(self, policy: HistoryLimits) -> int:
+        """The most history messages the prompt may show."""
+        if self.needs.raw_history_limit:
+            return min(policy.recent_message_cap, policy.raw_history_limit)
+        return policy.recent_message_cap
 
     def history_span(self, policy: PackingPolicy, inputs: AssemblyInputs) -> tuple[int, int | None]:
         """The most history messages the prompt may show, and the seq they must come after
         (``None``: any)."""
-        return policy.recent_message_cap, None
+        return self.history_limit(policy), None
+
+    def issues(self, policy: PackingPolicy) -> list[tuple[str, str]]:
+        """(field, message) for each of the policy's settings this strategy cannot work with."""
+        if self.needs.raw_history_limit and policy.raw_history_limit < 1:
+            return [
+                (
+                    "raw_history_limit",
+                    f"the {self.title.lower()} strategy needs a raw history limit "
+                    "of at least 1 (the messages not yet summarised)",
+                )
+            ]
+        return []
 
     def add_summaries(
         self,
@@ -87,10 +183,14 @@ class Strategy:
             draft.history.extend(restart_size(draft, policy, room - facts_and_summaries))
 
 
-class SlidingWindow(Strategy):
+class SlidingWindow(ContextStrategy):
     """The recent history only: summaries are left out too."""
 
     name = "sliding_window"
+    label = "Sliding window (recent messages only)"
+    title = "Sliding window"
+    help = "Only the latest messages: the cheapest, and the model forgets what scrolled out."
+    needs = DataNeeds()
 
     def add_summaries(
         self,
@@ -103,20 +203,28 @@ class SlidingWindow(Strategy):
         excluded += [Excluded("summary", s.id, s.tokens, "strategy") for s in d.inputs.summaries]
 
 
-class RollingSummary(Strategy):
+class RollingSummary(ContextStrategy):
     """Summaries of the older conversation, then only the messages after the newest summary
     shown, at most ``raw_history_limit`` of them."""
 
     name = "rolling_summary"
+    label = "Rolling summary (summaries + recent messages)"
+    title = "Rolling summary"
+    help = "Summaries of the older conversation, then the messages they do not cover yet."
+    needs = DataNeeds(
+        summaries=OWN_SUMMARY_KINDS,
+        history_after=frozenset({"rolling"}),
+        raw_history_limit=True,
+    )
 
     def history_span(self, policy: PackingPolicy, inputs: AssemblyInputs) -> tuple[int, int | None]:
-        limit = min(policy.recent_message_cap, policy.raw_history_limit)
+        limit = self.history_limit(policy)
         shown = policy.max_summaries_in_context > 0 and policy.summaries_budget > 0
         covered = [s.last_seq for s in inputs.summaries if s.kind != "carried" and shown]
         return limit, max(covered) if covered else None
 
 
-class Hybrid(Strategy):
+class Hybrid(ContextStrategy):
     """Summaries, and older messages retrieved for the new message beside the recent history.
 
     Retrieval's share of the prompt: a new window takes the recalled messages first, within
@@ -126,6 +234,13 @@ class Hybrid(Strategy):
     """
 
     name = "hybrid"
+    label = "Hybrid (summaries + retrieval + facts + recent messages)"
+    title = "Hybrid"
+    help = (
+        "Summaries, and older messages that match the new one, beside the latest messages "
+        "(retrieval by meaning only here)."
+    )
+    needs = DataNeeds(summaries=OWN_SUMMARY_KINDS, retrieval=True, retrieval_by_meaning=True)
 
     def fill(
         self,
@@ -181,7 +296,7 @@ def _pick(
     )
 
 
-class ServerCompaction(Strategy):
+class ServerCompaction(ContextStrategy):
     """The provider's own compaction (Anthropic's ``compact_20260112``): the newest compaction
     block it returned, then only the messages after the messages it covers. The block goes to
     the provider as it came (a content block before the history, not system text), so it is
@@ -192,6 +307,17 @@ class ServerCompaction(Strategy):
     a plain sliding window."""
 
     name = "server_compaction"
+    label = "Server compaction (the provider summarises the conversation itself + recent messages)"
+    title = "Server compaction"
+    help = (
+        "The provider summarises the conversation itself when the prompt grows past its "
+        "trigger (models that report it only); no summaries of ours are made or shown."
+    )
+    #: Only the provider's compaction: no rolling or periodic summaries are made for it.
+    needs = DataNeeds(summaries=frozenset({"compaction"}), history_after=frozenset({"compaction"}))
+    summaries_label = "Compaction (by the provider)"
+    #: The recall evaluation makes no provider calls, so it would measure a sliding window.
+    in_recall_eval = False
 
     def history_span(self, policy: PackingPolicy, inputs: AssemblyInputs) -> tuple[int, int | None]:
         covered = [s.last_seq for s in inputs.summaries if s.kind == "compaction"]
@@ -227,11 +353,33 @@ class ServerCompaction(Strategy):
         d.outside_tokens = tokens
 
 
-_BY_NAME: dict[str, Strategy] = {
-    s.name: s for s in (SlidingWindow(), RollingSummary(), Hybrid(), ServerCompaction())
-}
+#: The registry, in the order the admin form offers them.
+STRATEGIES: tuple[ContextStrategy, ...] = (
+    SlidingWindow(),
+    RollingSummary(),
+    Hybrid(),
+    ServerCompaction(),
+)
+_BY_NAME: dict[str, ContextStrategy] = {s.name: s for s in STRATEGIES}
 
 
-def strategy_for(name: str) -> Strategy:
-    """The strategy a policy names (``check_policy`` has made sure it is one of them)."""
-    return _BY_NAME[name]
+def strategy_for(name: str) -> ContextStrategy:
+    """The strategy a policy names; :class:`UnknownStrategy` for a name no entry has."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UnknownStrategy(
+            f"strategy {name!r} is unknown: pick one of {STRATEGY_NAMES}"
+        ) from None
+
+
+def strategy_names(
+    where: Callable[[ContextStrategy], bool] = lambda s: True,
+) -> tuple[StrategyName, ...]:
+    """The names of the strategies ``where`` accepts, in the registry's order."""
+    return tuple(s.name for s in STRATEGIES if where(s))
+
+
+def strategy_choices() -> list[tuple[str, str]]:
+    """(stored value, label) of every strategy: the policy model's choices."""
+    return [(s.name, s.label) for s in STRATEGIES]

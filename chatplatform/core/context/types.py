@@ -15,18 +15,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-Strategy = Literal["sliding_window", "rolling_summary", "hybrid", "server_compaction"]
+#: The stored name of a context strategy; each has one registry entry in :mod:`.strategies`.
+StrategyName = Literal["sliding_window", "rolling_summary", "hybrid", "server_compaction"]
 BudgetUnit = Literal["tokens", "percent"]
 SummaryKind = Literal["rolling", "recent", "long", "carried", "compaction"]
 Role = Literal["user", "assistant", "tool"]
 ItemId = int | str
 
-STRATEGIES: tuple[Strategy, ...] = (
+STRATEGY_NAMES: tuple[StrategyName, ...] = (
     "sliding_window",
     "rolling_summary",
     "hybrid",
     "server_compaction",
 )
+#: The default preset's strategy.
+DEFAULT_STRATEGY: StrategyName = "hybrid"
 BUDGET_UNITS: tuple[BudgetUnit, ...] = ("tokens", "percent")
 OversizedMessage = Literal["cut", "whole"]
 #: Summary kinds that change rarely: they sit in the cacheable (stable) prefix of ``system``.
@@ -47,7 +50,7 @@ class PackingPolicy:
     others of what is left after the system prompt, the new message and framing.
     """
 
-    strategy: Strategy = "hybrid"
+    strategy: StrategyName = DEFAULT_STRATEGY
     context_window: int = 200_000
     max_context_tokens: int = 200_000
     reserved_response_tokens: int = 4_096
@@ -275,7 +278,7 @@ class AssembledPrompt:
     counted_limit: int
     margin_ratio: float
     counter_name: str
-    strategy: Strategy
+    strategy: StrategyName
     #: Number of history messages dropped by the final recount check (normally 0).
     trimmed_after_recount: int = 0
     #: The content blocks of each message of ``messages`` (one per turn; the last message's
