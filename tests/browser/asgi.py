@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-from chatplatform.config.asgi import application as platform_application
+from config.asgi import application as platform_application
 from chatplatform.core.llm.base import ChatRequest, Provider, StreamEvent, message_text
 from chatplatform.core.llm.errors import ProviderUnreachable
 from chatplatform.core.llm.offline_provider import OfflineProvider

@@ -11,7 +11,7 @@ import pytest
 from celery.signals import task_prerun
 from django.db.models import Count, Sum
 
-from chatplatform.config.celery import app as celery_app
+from config.celery import app as celery_app
 from chatplatform.core.tokens import get_counter
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope

@@ -11,7 +11,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
+from config.asgi import application
 from chatplatform.core.llm.anthropic_provider import AnthropicProvider
 from chatplatform.core.llm.base import Provider
 from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider

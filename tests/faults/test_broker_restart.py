@@ -15,7 +15,7 @@ import uuid
 import pytest
 from django.db import connection
 
-from chatplatform.config.celery import app
+from config.celery import app
 from chats.token_counts import tasks as token_tasks
 from summaries import tasks
 from tests.factories import make_conversation

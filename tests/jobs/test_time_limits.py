@@ -16,7 +16,7 @@ from django.utils import timezone
 
 import chats.tasks
 import summaries.tasks
-from chatplatform.config.celery import app as celery_app
+from config.celery import app as celery_app
 from chatplatform.locks import exclusive, lock_key
 from summaries import tasks
 from summaries.services import periodic, rolling

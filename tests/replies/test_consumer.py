@@ -10,7 +10,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
+from config.asgi import application
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.services import api_key_create, api_key_revoke
 from chatplatform.tenancy.scoping import tenant_scope

@@ -7,7 +7,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
+from config.asgi import application
 from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
 from tests.factories import make_conversation

@@ -19,7 +19,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from chatplatform.config.asgi import application
+from config.asgi import application
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.services import api_key_create

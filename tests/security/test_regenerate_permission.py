@@ -14,7 +14,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
+from config.asgi import application
 from chatplatform.models import Membership, Role
 from chatplatform.models.conversations import Message, MessageRevision
 from chatplatform.services import api_key_create

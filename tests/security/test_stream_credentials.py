@@ -25,7 +25,7 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
+from config.asgi import application
 from chatplatform.core.llm.base import ChatRequest, Done, StreamEvent, TextDelta, Usage
 from chatplatform.core.llm.offline_provider import OfflineProvider
 from chatplatform.models import Tenant

@@ -18,7 +18,7 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 from django.test import Client
 
-from chatplatform.config.asgi import application
+from config.asgi import application
 from chatplatform.core.llm.offline_provider import OfflineProvider
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
