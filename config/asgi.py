@@ -15,12 +15,12 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from config.body_limits import BodyLimitMiddleware  # noqa: E402
-from config.routing import websocket_urlpatterns  # noqa: E402
-from config.startup import require_secret_key, require_static_manifest  # noqa: E402
 from chatplatform.core.tokens import get_counter  # noqa: E402
 from chats.replies.recovery import start_sweeper, stop_sweeper  # noqa: E402
 from chats.replies.warmup import warm_up  # noqa: E402
+from config.body_limits import BodyLimitMiddleware  # noqa: E402
+from config.routing import websocket_urlpatterns  # noqa: E402
+from config.startup import require_secret_key, require_static_manifest  # noqa: E402
 
 require_secret_key()
 require_static_manifest()

@@ -36,7 +36,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "daphne",
-    "chatplatform.admin_site.ChatPlatformAdminConfig",
+    "console.site.ChatPlatformAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "chats",
     "memory",
     "summaries",
+    "console",
 ]
 
 MIDDLEWARE = [

@@ -10,7 +10,6 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from chatplatform.admin.reports import policy_usage_report, usage_report
 from chatplatform.core.llm.base import Usage
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Status, TurnRecord
@@ -18,6 +17,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies.intake import accept_user_message
 from chats.replies.turns import finish_turn, prepare_turn
 from chats.services.revisions import reply_regenerate, user_message_edit
+from console.reports import policy_usage_report, usage_report
 from tests.api.conftest import API
 from tests.factories import make_policy, offline_profile
 
