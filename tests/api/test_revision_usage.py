@@ -119,7 +119,7 @@ def test_regenerated_and_edited_replies_stay_in_the_usage_and_only_the_newest_is
 
     # The tenant admin's list of turn records tells the superseded ones apart.
     client.force_login(admin_a)
-    changelist = reverse("admin:chats_turnrecord_changelist")
+    changelist = reverse("admin:chatplatform_turnrecord_changelist")
     page = client.get(changelist, {"superseded_at__isempty": "0"})
     assert page.status_code == 200 and page.context["cl"].result_count == 2
 
