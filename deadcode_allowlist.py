@@ -19,6 +19,7 @@ _.ChatsConfig
 _.MemoryConfig
 _.SummariesConfig
 _.ToolingConfig
+_.ConsoleConfig
 _.app_name  # URL namespaces
 
 # Choices members (TextChoices): stored and compared by their values, listed in forms.

@@ -37,7 +37,7 @@ class UserFact(TenantOwnedModel):
     text = models.TextField()
     source = models.CharField(max_length=8, choices=FactSource.choices, default=FactSource.USER)
     source_message = models.ForeignKey(
-        "chats.Message", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        "chatplatform.Message", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     superseded_by = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

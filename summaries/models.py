@@ -23,15 +23,15 @@ class Summary(TenantOwnedModel):
     ``superseded_at``; only summaries with neither are current."""
 
     conversation = models.ForeignKey(
-        "chats.Conversation", on_delete=models.CASCADE, related_name="+"
+        "chatplatform.Conversation", on_delete=models.CASCADE, related_name="+"
     )
     kind = models.CharField(max_length=16, choices=SummaryKind.choices)
     level = models.PositiveSmallIntegerField(default=0)
     first_message = models.ForeignKey(
-        "chats.Message", on_delete=models.SET_NULL, null=True, related_name="+"
+        "chatplatform.Message", on_delete=models.SET_NULL, null=True, related_name="+"
     )
     last_message = models.ForeignKey(
-        "chats.Message", on_delete=models.SET_NULL, null=True, related_name="+"
+        "chatplatform.Message", on_delete=models.SET_NULL, null=True, related_name="+"
     )
     first_seq = models.PositiveBigIntegerField()
     last_seq = models.PositiveBigIntegerField()

@@ -25,7 +25,7 @@ if _worker and os.environ.get("REDIS_URL") and not os.environ.get("TEST_REDIS_PE
     # and load these settings again: they must keep this database, not move one further down.
     os.environ["TEST_REDIS_PER_WORKER"] = "1"
 
-from chatplatform.config.settings import *  # noqa: E402, F403
+from config.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

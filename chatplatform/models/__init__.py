@@ -1,3 +1,4 @@
+from . import conversations  # noqa: F401  (the conversation records, this app's models too)
 from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy
 from .profiles import ModelProfile

@@ -2,9 +2,10 @@
 held: the conversation records that chats, summaries and memory all read.
 
 They live in the platform layer so that the apps depend on them and not on each other (a
-summary covers messages, a fact cites its source message). Their Django app label stays
-``chats``: the tables, migrations and admin pages are the chats app's (``chats/models.py``
-is that app's models module and imports them from here)."""
+summary covers messages, a fact cites its source message), and carry the platform's app label
+(``chatplatform``): their migrations and admin pages are the platform's. Their tables keep the
+names they were created with (``chats_*``, ``db_table``): raw SQL, indexes and the SQLite
+full-text triggers name them."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ class Conversation(TenantOwnedModel):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        app_label = "chats"
+        db_table = "chats_conversation"
         indexes = [
             models.Index(fields=["tenant", "-updated_at"], name="conversation_recent_idx"),
         ]
@@ -88,7 +89,7 @@ class Participant(TenantOwnedModel):
     joined_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        app_label = "chats"
+        db_table = "chats_participant"
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "conversation", "user"], name="participant_unique"
@@ -159,7 +160,7 @@ class Message(TenantOwnedModel):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        app_label = "chats"
+        db_table = "chats_message"
         ordering = ["conversation_id", "seq"]
         constraints = [
             # Covering: the assembly walks (conversation, seq desc) reading token counts only,
@@ -229,7 +230,7 @@ class MessageRevision(TenantOwnedModel):
     revised_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        app_label = "chats"
+        db_table = "chats_messagerevision"
         ordering = ["message_id", "revised_at"]
         indexes = [
             models.Index(fields=["tenant", "message", "revised_at"], name="revision_message_idx"),
@@ -301,7 +302,7 @@ class TurnRecord(TenantOwnedModel):
     objects: ClassVar[TurnRecordManager] = TurnRecordManager()
 
     class Meta:
-        app_label = "chats"
+        db_table = "chats_turnrecord"
         constraints = [
             models.UniqueConstraint(
                 fields=["tenant", "user_message"],
@@ -333,7 +334,7 @@ class MessageEmbedding(TenantOwnedModel):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        app_label = "chats"
+        db_table = "chats_messageembedding"
         constraints = [
             # One vector per message and model; also the retriever's index (newest first).
             models.UniqueConstraint(

@@ -3,7 +3,7 @@ malformed or too deeply nested ones with 400.
 
 The API has its own limit, not Django's ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (form data, 2 MB by
 default, which a message with a 5 MB image as base64 passes): the ASGI server refuses a larger
-body before reading it (``chatplatform.config.body_limits``), the base view checks the declared
+body before reading it (``config.body_limits``), the base view checks the declared
 ``Content-Length``, and this parser the bytes it reads. The parser reads the request as a
 stream: DRF gives its own ``JSONParser`` (and subclasses) ``request.body``, which is held to
 Django's form-data limit and raised an unhandled error for any larger message."""

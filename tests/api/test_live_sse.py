@@ -86,7 +86,7 @@ def stream_reply(base_url: str, key: str, conversation_id: int, content: str, **
 def in_process_server() -> Iterator[str]:
     import uvicorn
 
-    from chatplatform.config.asgi import application
+    from config.asgi import application
 
     port = free_port()
     server = uvicorn.Server(
@@ -190,14 +190,14 @@ def server_process(fake_anthropic) -> Iterator[str]:
         "DEBUG": "1",
         "ANTHROPIC_API_KEY": "sk-test",
         "ANTHROPIC_BASE_URL": fake_anthropic.url,
-        "DJANGO_SETTINGS_MODULE": "chatplatform.config.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     process = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "uvicorn",
-            "chatplatform.config.asgi:application",
+            "config.asgi:application",
             "--port",
             str(port),
             "--log-level",

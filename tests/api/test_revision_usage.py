@@ -10,7 +10,6 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
-from chatplatform.admin.reports import policy_usage_report, usage_report
 from chatplatform.core.llm.base import Usage
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Status, TurnRecord
@@ -18,6 +17,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies.intake import user_message_accept
 from chats.replies.turns import turn_finish, turn_prepare
 from chats.services.revisions import reply_regenerate, user_message_edit
+from console.reports import policy_usage_report, usage_report
 from tests.api.conftest import API
 from tests.factories import make_policy, offline_profile
 
@@ -119,7 +119,7 @@ def test_regenerated_and_edited_replies_stay_in_the_usage_and_only_the_newest_is
 
     # The tenant admin's list of turn records tells the superseded ones apart.
     client.force_login(admin_a)
-    changelist = reverse("admin:chats_turnrecord_changelist")
+    changelist = reverse("admin:chatplatform_turnrecord_changelist")
     page = client.get(changelist, {"superseded_at__isempty": "0"})
     assert page.status_code == 200 and page.context["cl"].result_count == 2
 

@@ -16,12 +16,12 @@ from collections.abc import AsyncIterator
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-from chatplatform.config.asgi import application as platform_application
 from chatplatform.core.llm.base import ChatRequest, Provider, StreamEvent, message_text
 from chatplatform.core.llm.errors import ProviderUnreachable
 from chatplatform.core.llm.offline_provider import OfflineProvider
 from chats.replies import runner
 from chats.replies.turns import PreparedTurn
+from config.asgi import application as platform_application
 
 DELAY_VARIABLE = "BROWSER_TEST_PROVIDER_DELAY"
 FAIL_ONCE_MARKER = "[fail-once]"

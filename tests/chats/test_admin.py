@@ -19,9 +19,9 @@ def test_the_admin_offers_no_message_add_and_refuses_one(client, admin_a, tenant
         conversation=conversation, role="user", content="hi", author=member_a
     )
     client.force_login(admin_a)
-    changelist = client.get(reverse("admin:chats_message_changelist"))
+    changelist = client.get(reverse("admin:chatplatform_message_changelist"))
     assert changelist.status_code == 200
-    add = reverse("admin:chats_message_add")
+    add = reverse("admin:chatplatform_message_add")
     assert add not in changelist.content.decode()
     assert client.get(add).status_code == 403
     posted = client.post(
@@ -38,5 +38,5 @@ def test_the_admin_offers_no_message_add_and_refuses_one(client, admin_a, tenant
     with tenant_scope(tenant_a):
         assert list(Message.objects.values_list("content", flat=True)) == ["hi"]
     # Reading and editing a message stay possible.
-    change = reverse("admin:chats_message_change", args=[message.pk])
+    change = reverse("admin:chatplatform_message_change", args=[message.pk])
     assert client.get(change).status_code == 200

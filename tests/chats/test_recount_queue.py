@@ -11,13 +11,13 @@ import pytest
 from celery.signals import task_prerun
 from django.db.models import Count, Sum
 
-from chatplatform.config.celery import app as celery_app
 from chatplatform.core.tokens import get_counter
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies.turns import turn_prepare
 from chats.services import conversation_create, message_create
 from chats.token_counts.backfill import backfill_messages
+from config.celery import app as celery_app
 from tests.chats.test_assembly import make_policy
 
 pytestmark = pytest.mark.django_db

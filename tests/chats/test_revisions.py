@@ -174,7 +174,7 @@ def test_the_admin_shows_a_messages_earlier_versions(client, admin_a, conversati
         conversation=conversation, user=member_a, message_id=question.pk, content="Reworded"
     )
     client.force_login(admin_a)
-    page = client.get(reverse("admin:chats_message_change", args=[question.pk]))
+    page = client.get(reverse("admin:chatplatform_message_change", args=[question.pk]))
     assert page.status_code == 200
     html = page.content.decode()
     assert "The first wording" in html and "Edited by its author" in html

@@ -56,7 +56,7 @@ def production_env(static_root: Path, port: int) -> dict[str, str]:
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": os.environ.get("HOME", "/tmp"),
         "LANG": "C.UTF-8",
-        "DJANGO_SETTINGS_MODULE": "chatplatform.config.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DEBUG": "0",
         "SECRET_KEY": secrets.token_urlsafe(50),
         "ALLOWED_HOSTS": "127.0.0.1",

@@ -13,7 +13,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from chatplatform.config.startup import require_static_manifest
+from config.startup import require_static_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST_STORAGE = {
@@ -22,11 +22,11 @@ MANIFEST_STORAGE = {
 }
 
 
-@pytest.mark.parametrize("entry_point", ["chatplatform.config.asgi", "chatplatform.config.wsgi"])
+@pytest.mark.parametrize("entry_point", ["config.asgi", "config.wsgi"])
 def test_servers_refuse_to_start_without_the_static_manifest(entry_point, tmp_path):
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "chatplatform.config.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DEBUG": "0",
         "SECRET_KEY": "a-secret-key-for-this-test-only-0123456789-abcdefghijklmnop",
         "STATIC_MANIFEST": "1",

@@ -11,13 +11,13 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
 from chatplatform.core.llm.anthropic_provider import AnthropicProvider
 from chatplatform.core.llm.base import Provider
 from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
 from chatplatform.core.llm.retry import RetryPolicy
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
+from config.asgi import application
 from tests.replies.conftest import session_headers
 
 FINAL = ("done", "error")

@@ -15,8 +15,8 @@ import uuid
 import pytest
 from django.db import connection
 
-from chatplatform.config.celery import app
 from chats.token_counts import tasks as token_tasks
+from config.celery import app
 from summaries import tasks
 from tests.factories import make_conversation
 from tests.fakes.behaviours import Reply

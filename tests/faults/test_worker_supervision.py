@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from chatplatform.config.celery import app
+from config.celery import app
 
 ROOT = Path(settings.BASE_DIR)
 

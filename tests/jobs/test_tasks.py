@@ -11,8 +11,8 @@ from django.db import OperationalError
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from chatplatform.config.celery import app as celery_app
 from chats.token_counts import tasks as token_tasks
+from config.celery import app as celery_app
 from summaries import tasks
 from summaries.summarizer import SummaryUnavailable
 from tests.factories import make_conversation

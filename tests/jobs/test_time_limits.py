@@ -16,8 +16,8 @@ from django.utils import timezone
 
 import chats.tasks
 import summaries.tasks
-from chatplatform.config.celery import app as celery_app
 from chatplatform.locks import exclusive, lock_key
+from config.celery import app as celery_app
 from summaries import tasks
 from summaries.services import periodic, rolling
 from tests.factories import make_conversation

@@ -72,7 +72,7 @@ def worker(tmp_path):
                 "-m",
                 "celery",
                 "-A",
-                "chatplatform.config.celery",
+                "config.celery",
                 "worker",
                 "-Q",
                 queue,

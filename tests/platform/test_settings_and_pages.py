@@ -25,7 +25,7 @@ def run_settings(
 ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(env_overrides)
-    env["DJANGO_SETTINGS_MODULE"] = "chatplatform.config.settings"
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
     return subprocess.run(
         [sys.executable, "-c", PRINT_SETTINGS],
         cwd=ROOT,
@@ -58,13 +58,13 @@ def test_redis_url_moves_layer_broker_and_cache_to_redis():
 def run_code(code: str, env_overrides: dict[str, str], unset: tuple[str, ...] = ()):
     env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(env_overrides)
-    env["DJANGO_SETTINGS_MODULE"] = "chatplatform.config.settings"
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings"
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
 
 
-@pytest.mark.parametrize("entry_point", ["chatplatform.config.asgi", "chatplatform.config.wsgi"])
+@pytest.mark.parametrize("entry_point", ["config.asgi", "config.wsgi"])
 def test_servers_refuse_to_start_without_a_secret_key_when_debug_is_off(entry_point):
     result = run_code(f"import {entry_point}", {"DEBUG": "0"}, unset=("SECRET_KEY",))
     assert result.returncode != 0
@@ -73,7 +73,7 @@ def test_servers_refuse_to_start_without_a_secret_key_when_debug_is_off(entry_po
 
 def test_celery_worker_refuses_to_start_without_a_secret_key():
     code = (
-        "from chatplatform.config.celery import app; from celery.signals import worker_init; "
+        "from config.celery import app; from celery.signals import worker_init; "
         "worker_init.send(sender=None)"
     )
     result = run_code(code, {"DEBUG": "0"}, unset=("SECRET_KEY",))

@@ -10,10 +10,10 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.services import api_key_create, api_key_revoke
 from chatplatform.tenancy.scoping import tenant_scope
+from config.asgi import application
 from tests.replies.conftest import session_headers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

@@ -7,9 +7,9 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
 from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
+from config.asgi import application
 from tests.factories import make_conversation
 from tests.replies.conftest import session_headers
 

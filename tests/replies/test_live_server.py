@@ -48,14 +48,14 @@ def asgi_server(fake_anthropic):
         "DEBUG": "1",
         "ANTHROPIC_API_KEY": "sk-test",
         "ANTHROPIC_BASE_URL": fake_anthropic.url,
-        "DJANGO_SETTINGS_MODULE": "chatplatform.config.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
     }
     server = subprocess.Popen(
         [
             sys.executable,
             "-m",
             "uvicorn",
-            "chatplatform.config.asgi:application",
+            "config.asgi:application",
             "--port",
             str(port),
             "--ws-max-size",

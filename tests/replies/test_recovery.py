@@ -297,7 +297,7 @@ async def test_the_web_process_sweeps_its_own_locks(chat, member_a, fake_anthrop
 
 @pytest.mark.asyncio
 async def test_the_asgi_lifespan_starts_and_stops_the_web_process_sweep(monkeypatch):
-    from chatplatform.config import asgi
+    from config import asgi
 
     async def no_warm_up() -> None:
         return None

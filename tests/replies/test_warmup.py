@@ -54,7 +54,7 @@ def test_a_warm_up_that_fails_is_logged_not_raised(monkeypatch, caplog) -> None:
 
 @pytest.mark.asyncio
 async def test_the_lifespan_warms_up_at_startup_and_answers_shutdown(monkeypatch) -> None:
-    from chatplatform.config import asgi
+    from config import asgi
 
     calls: list[int] = []
 
@@ -83,7 +83,7 @@ def test_the_routing_loads_the_whole_reply_path_before_the_first_turn() -> None:
     interpreter would stall every turn of the process): loading the WebSocket routing, as
     the ASGI application does, loads the provider SDKs, facts, summaries and retrieval."""
     script = (
-        "import sys, django; django.setup(); import chatplatform.config.routing; "
+        "import sys, django; django.setup(); import config.routing; "
         "wanted = ['anthropic', 'openai', 'chatplatform.core.llm.anthropic_provider', "
         "'chatplatform.core.llm.openai_provider', 'chatplatform.core.llm.offline_provider', "
         "'chatplatform.core.tokens.anthropic_counter', 'chats.retrieval.dense', "

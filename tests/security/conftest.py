@@ -287,6 +287,11 @@ def snapshot(world: World) -> dict[str, Any]:
 
         data["periodic"] = list(PeriodicTask.objects.order_by("pk").values())
     # Every kind is present, so "unchanged" means something.
-    for label in ("chats.Conversation", "chats.Message", "memory.UserFact", "chats.TurnRecord"):
+    for label in (
+        "chatplatform.Conversation",
+        "chatplatform.Message",
+        "memory.UserFact",
+        "chatplatform.TurnRecord",
+    ):
         assert data[label], label
     return data

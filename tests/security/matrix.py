@@ -216,14 +216,14 @@ HTTP_CASES: dict[str, list[Case]] = {
     "admin:view_on_site": [
         Case(
             kwargs=lambda t, own: {
-                "content_type_id": t["ct:chats.conversation"],
+                "content_type_id": t["ct:chatplatform.conversation"],
                 "object_id": t["conversation"],
             }
         )
     ],
-    "admin:app_list": [Case(kwargs=const({"app_label": "chats"}))],
+    "admin:app_list": [Case(kwargs=const({"app_label": "chatplatform"}))],
     "admin/(?P<url>.*)$": [
-        Case(path=lambda t, own: f"/admin/chats/conversation/{t['conversation']}/change")
+        Case(path=lambda t, own: f"/admin/chatplatform/conversation/{t['conversation']}/change")
     ],
     "admin:chatplatform_contextpolicy_preview": [
         Case(
@@ -279,9 +279,9 @@ ADMIN_OBJECTS: dict[str, str] = {
     "chatplatform.apikey": "apikey",
     "chatplatform.invitation": "invitation",
     "chatplatform.modelprofile": "profile",
-    "chats.conversation": "conversation",
-    "chats.message": "message",
-    "chats.turnrecord": "turnrecord",
+    "chatplatform.conversation": "conversation",
+    "chatplatform.message": "message",
+    "chatplatform.turnrecord": "turnrecord",
     "memory.userfact": "fact",
     "summaries.summary": "summary",
     "summaries.tokenbackfillstate": "backfill",

@@ -19,12 +19,12 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from chatplatform.config.asgi import application
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
+from config.asgi import application
 from tests.api.conftest import error_of
 from tests.factories import policy_form_data
 

@@ -142,7 +142,7 @@ def live_port(transactional_db: None) -> Iterator[int]:
     database), on a free port."""
     import uvicorn
 
-    from chatplatform.config.asgi import application
+    from config.asgi import application
 
     port = free_port()
     server = uvicorn.Server(

@@ -18,9 +18,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chatplatform.bruteforce import _counter_key, client_ip, failure_rate, scope_client_ip
-from chatplatform.config.asgi import application
 from chatplatform.services import api_key_create
 from chats.services import conversation_create
+from config.asgi import application
 from tests.factories import make_admin
 
 API_ME = "/api/v1/me/"

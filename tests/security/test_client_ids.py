@@ -18,11 +18,11 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import reverse
 
-from chatplatform.config.asgi import application
 from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
+from config.asgi import application
 from tests.api.conftest import API, key_client
 from tests.factories import make_member
 from tests.replies.conftest import session_headers

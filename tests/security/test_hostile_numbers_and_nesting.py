@@ -12,11 +12,11 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from rest_framework.test import APIClient
 
-from chatplatform.config.asgi import application
 from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
+from config.asgi import application
 from memory.services import fact_save
 from tests.api.conftest import error_of
 from tests.replies.conftest import session_headers

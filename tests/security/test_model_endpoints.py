@@ -237,7 +237,7 @@ async def test_a_socket_sees_its_message_then_a_clear_error_for_a_refused_endpoi
 ):
     from channels.testing import WebsocketCommunicator
 
-    from chatplatform.config.asgi import application
+    from config.asgi import application
     from tests.replies.conftest import session_headers
 
     platform_keys(settings)  # no allow-list

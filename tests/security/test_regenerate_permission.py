@@ -14,12 +14,12 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
 from chatplatform.models import Membership, MembershipRole
 from chatplatform.models.conversations import Message, MessageRevision
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import conversation_create
+from config.asgi import application
 from tests.api.conftest import API, error_of, key_client
 from tests.factories import make_admin, make_member
 from tests.replies.conftest import session_headers

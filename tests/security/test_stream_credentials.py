@@ -25,7 +25,6 @@ from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from chatplatform.config.asgi import application
 from chatplatform.core.llm.base import ChatRequest, Done, StreamEvent, TextDelta, Usage
 from chatplatform.core.llm.offline_provider import OfflineProvider
 from chatplatform.models import Tenant
@@ -33,6 +32,7 @@ from chatplatform.services import api_key_create, api_key_revoke
 from chats import socket_access
 from chats.replies import runner
 from chats.services import conversation_create
+from config.asgi import application
 from tests.api.test_live_sse import free_port, read_events, wait_for_port
 from tests.replies.conftest import session_headers
 

@@ -18,13 +18,13 @@ from channels.testing import WebsocketCommunicator
 from django.test import Client
 from django.urls import reverse
 
-from chatplatform.config.asgi import application
 from chatplatform.models import ApiKey, Membership
 from chatplatform.models.conversations import Message
 from chatplatform.services import api_key_create, api_key_revoke
 from chatplatform.tenancy.scoping import tenant_scope
 from chats import socket_access
 from chats.services import conversation_create
+from config.asgi import application
 from memory.services import fact_save
 from tests.factories import make_admin
 

@@ -18,12 +18,12 @@ from channels.testing import WebsocketCommunicator
 from django.db import connection
 from django.test import Client
 
-from chatplatform.config.asgi import application
 from chatplatform.core.llm.offline_provider import OfflineProvider
 from chatplatform.models.conversations import Message, TurnRecord
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.replies import runner
 from chats.services import conversation_create
+from config.asgi import application
 from tests.factories import make_member, make_tenant
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

@@ -13,8 +13,8 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.urls import URLPattern
 
-from chatplatform.config.asgi import application
-from chatplatform.config.routing import websocket_urlpatterns
+from config.asgi import application
+from config.routing import websocket_urlpatterns
 from tests.security import matrix
 from tests.security.conftest import MARKER, Attack, World, snapshot
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 from django.core.cache import cache
 
-from chatplatform.config.celery import app as celery_app
+from config.celery import app as celery_app
 from tests.fakes.fixtures import fake_anthropic, fake_anthropic_server
 
 __all__ = ["fake_anthropic", "fake_anthropic_server"]

@@ -12,10 +12,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from chatplatform.admin.reports import policy_usage_report, usage_report
 from chatplatform.models import ContextPolicy
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import conversation_create
+from console.reports import policy_usage_report, usage_report
 from tests.api.helpers import add_turn
 from tests.factories import make_policy
 from tests.ui.test_admin_reports import json_script

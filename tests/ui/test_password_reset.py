@@ -64,7 +64,7 @@ def test_an_unknown_address_gets_the_same_answer_and_no_mail(client):
 
 def test_e_mail_goes_to_the_console_unless_a_server_is_configured():
     # The test runner swaps in its in-memory outbox; the configured default is the console.
-    from chatplatform.config import settings as configured
+    from config import settings as configured
 
     backend = getattr(configured, "EMAIL_BACKEND")  # noqa: B009  (set from EMAIL_URL)
     assert backend == "django.core.mail.backends.console.EmailBackend"

@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 # The retrieval package loads the models (no database is opened).
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.config.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("DEBUG", "1")
 django.setup()
 

@@ -245,7 +245,7 @@ class Command(BaseCommand):
             sys.executable,
             "-m",
             "uvicorn",
-            "chatplatform.config.asgi:application",
+            "config.asgi:application",
             "--ws-max-size",
             "1048576",
             "--ws-per-message-deflate",

@@ -13,9 +13,9 @@ from celery import Celery
 from celery.signals import beat_init, worker_init
 from django.core.exceptions import ImproperlyConfigured
 
-from chatplatform.config.startup import require_secret_key
+from config.startup import require_secret_key
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.config.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("chatplatform")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -8,19 +8,19 @@ from typing import Any
 
 from django.core.asgi import get_asgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chatplatform.config.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from chatplatform.config.body_limits import BodyLimitMiddleware  # noqa: E402
-from chatplatform.config.routing import websocket_urlpatterns  # noqa: E402
-from chatplatform.config.startup import require_secret_key, require_static_manifest  # noqa: E402
 from chatplatform.core.tokens import get_counter  # noqa: E402
 from chats.replies.recovery import sweeper_start, sweeper_stop  # noqa: E402
 from chats.replies.warmup import warm_up  # noqa: E402
+from config.body_limits import BodyLimitMiddleware  # noqa: E402
+from config.routing import websocket_urlpatterns  # noqa: E402
+from config.startup import require_secret_key, require_static_manifest  # noqa: E402
 
 require_secret_key()
 require_static_manifest()

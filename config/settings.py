@@ -16,7 +16,7 @@ import environ
 from .content_security import content_security_policy
 from .rest_api import API_SCHEMA_SETTINGS, rest_framework_settings
 
-BASE_DIR = Path(__file__).resolve().parent.parent.parent
+BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
@@ -28,7 +28,7 @@ if not _secret and DEBUG:
 # Without DEBUG there is no default: command-line tools that sign nothing (migrate, the
 # benchmarks and evaluations) still run, Django refuses any use of the empty key, and every
 # serving entry point (ASGI, WSGI, Celery, runserver) refuses to start:
-# ``chatplatform.config.startup.require_secret_key``.
+# ``config.startup.require_secret_key``.
 SECRET_KEY = _secret
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
@@ -36,7 +36,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "daphne",
-    "chatplatform.admin_site.ChatPlatformAdminConfig",
+    "console.site.ChatPlatformAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "chats",
     "memory",
     "summaries",
+    "console",
     "tooling",
 ]
 
@@ -70,9 +71,9 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "chatplatform.config.urls"
-ASGI_APPLICATION = "chatplatform.config.asgi.application"
-WSGI_APPLICATION = "chatplatform.config.wsgi.application"
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -296,7 +297,7 @@ if REDIS_URL:
 CHAT_MAX_MESSAGE_CHARS = env.int("CHAT_MAX_MESSAGE_CHARS", default=64 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 * 1024 * 1024)
 #: Largest request body outside the API (bytes), refused with 413 by the ASGI server before it
-#: is read (chatplatform/config/body_limits.py); the API's is API_MAX_BODY_BYTES.
+#: is read (config/body_limits.py); the API's is API_MAX_BODY_BYTES.
 REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=8 * 1024 * 1024)
 
 # Production hardening: on whenever DEBUG is off (check --deploy prints no warning).
@@ -319,11 +320,11 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
 
-# --- REST API (chats.api; its framework and schema settings: chatplatform/config/rest_api.py) -
+# --- REST API (chats.api; its framework and schema settings: config/rest_api.py) -
 REST_FRAMEWORK = rest_framework_settings(env)
 SPECTACULAR_SETTINGS = API_SCHEMA_SETTINGS
 #: Largest request body the API reads (bytes); larger ones get 413, before they are read
-#: (chatplatform/config/body_limits.py). The default leaves room for a message with an image
+#: (config/body_limits.py). The default leaves room for a message with an image
 #: (at most 5 MB, about 6.7 MB as base64) and its longest text.
 API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=8 * 1024 * 1024)
 #: How long a JSON message request waits for its reply before answering 202 (seconds).
@@ -361,7 +362,7 @@ AXES_CLIENT_IP_CALLABLE = "chatplatform.bruteforce.client_ip"
 #: valid keys included, until the period ends.
 API_KEY_FAILURE_RATE = env.str("API_KEY_FAILURE_RATE", default="20/min")
 
-# Content-Security-Policy on every page (chatplatform/config/content_security.py).
+# Content-Security-Policy on every page (config/content_security.py).
 # CSP_REPORT_ONLY=1 sends it as Content-Security-Policy-Report-Only, to try it on a deployment
 # first; CSP_REPORT_URI receives the reports.
 _csp_policy = content_security_policy(env.str("CSP_REPORT_URI", default=""))

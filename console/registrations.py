@@ -15,12 +15,12 @@ from django.urls import URLPattern, path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
-from chatplatform.admin.model_catalog import ModelCatalogActionMixin
-from chatplatform.admin.profile_form import ModelProfileForm
-from chatplatform.admin.reports import calibrations, job_status, usage_report
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
 from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
 from chatplatform.services import api_key_revoke, membership_remove, user_sync_staff
+from console.model_catalog import ModelCatalogActionMixin
+from console.profile_form import ModelProfileForm
+from console.reports import calibrations, job_status, usage_report
 
 
 @admin.register(Tenant)

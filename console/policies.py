@@ -22,21 +22,21 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
-from chatplatform.admin.model_catalog import PolicyFitMixin
-from chatplatform.admin.policy_copy import PolicyCopyMixin
-from chatplatform.admin.policy_preview import (
-    PolicyPreviewForm,
-    compare_policies,
-    model_windows,
-    preview_conversations,
-)
-from chatplatform.admin.reports import policy_usage_report
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
 from chatplatform.core.context.strategies import STRATEGIES
 from chatplatform.core.context.types import DEFAULT_STRATEGY
 from chatplatform.django_internals import InstanceValidationHook
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.services import tenant_set_active_policy
+from console.model_catalog import PolicyFitMixin
+from console.policy_copy import PolicyCopyMixin
+from console.policy_preview import (
+    PolicyPreviewForm,
+    compare_policies,
+    model_windows,
+    preview_conversations,
+)
+from console.reports import policy_usage_report
 
 #: The days of usage a policy's change page shows.
 POLICY_USAGE_DAYS = 30

@@ -24,4 +24,4 @@ class ChatPlatformAdminSite(admin.AdminSite):
 
 
 class ChatPlatformAdminConfig(AdminConfig):
-    default_site = "chatplatform.admin_site.ChatPlatformAdminSite"
+    default_site = "console.site.ChatPlatformAdminSite"

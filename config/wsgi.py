@@ -1,0 +1,11 @@
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+application = get_wsgi_application()
+
+from config.startup import require_secret_key, require_static_manifest  # noqa: E402
+
+require_secret_key()
+require_static_manifest()
