@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 from django.apps import apps
@@ -26,10 +27,12 @@ def runtime_sources() -> set[Path]:
     spec = importlib.util.find_spec(asgi_module)
     assert spec is not None and spec.origin is not None
     roots.add(Path(spec.origin).parent)  # the settings' package
+    installed = Path(sys.prefix).resolve()  # a virtualenv inside the checkout is not ours
     return {
         path
         for root in roots
         if root.resolve().is_relative_to(ROOT.resolve())
+        and not root.resolve().is_relative_to(installed)
         for path in root.rglob("*.py")
         if "migrations" not in path.parts
     }
