@@ -1,0 +1,157 @@
+"""Standing instructions and preferences stated in a user's message, found without a model.
+
+A user who says "Always include version numbers when I ask about libraries" or "I prefer
+minimal dependencies" expects the assistant to remember it weeks later, whatever else the
+conversation held. :func:`standing_statements` finds such sentences with fixed patterns in
+the languages the token estimator knows (English, Russian, Ukrainian, German, French,
+Spanish, Portuguese, Italian, Chinese, Japanese, Korean) and returns each verbatim, with
+where it stands in the message: the user's own words are what is kept.
+
+- An *instruction* tells the assistant how to answer from now on: a sentence that opens with
+  "always" or "never" (after "please", "and"...), one that says "from now on", "going
+  forward", "whenever I ask", or one that sets the language of the answers.
+- A *preference* states what the user prefers: "I prefer", "I'd rather", "I'd like you to"...
+
+Deliberately narrow: a sentence about the user ("I always forget my keys") is not an
+instruction, a question to the assistant about its own preference ("which do you prefer?")
+and conditionals ("if I prefer tabs") are not preferences.
+
+:func:`same_matter` tells whether a later statement is about the same matter as an earlier
+one (then it replaces it): their content words mostly overlap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["instruction", "preference"]
+INSTRUCTION: Kind = "instruction"
+PREFERENCE: Kind = "preference"
+
+#: Sentences: up to a full stop, question or exclamation mark followed by a blank (so "2.5MB"
+#: and "e.g." do not end one), a CJK full stop, or a line break.
+_SENTENCE = re.compile(
+    r"(?:[^\n.!?。！？]|[.!?]+(?=[^\s.!?]))+(?:[.!?]+(?=\s|$)|[。！？]+|$)", re.M
+)
+#: Words a statement may open with before its pattern.
+_LEAD = (
+    r"^[\s\"'“‘(*_-]*(?:(?:please|pls|and|also|so|ok|okay|oh|btw|but|just|"
+    r"пожалуйста|и|также|будь ласка|bitte|und|s'il te plaît|s'il vous plaît|et|por favor|"
+    r"y|e|per favore)\b[\s,:;-]*)*"
+)
+_INSTRUCTION_START = re.compile(
+    _LEAD + r"(?:always|never|don't ever|do not ever|make sure (?:to|you) always|be sure to always|"
+    r"remember to always|from now on|going forward|from here on|"
+    r"всегда|никогда|впредь|отныне|с этого момента|в дальнейшем|"
+    r"завжди|ніколи|відтепер|надалі|"
+    r"immer|nie|niemals|ab jetzt|von nun an|künftig|"
+    r"toujours|jamais|désormais|dorénavant|à partir de maintenant|"
+    r"siempre|nunca|jamás|a partir de ahora|de ahora en adelante|en adelante|"
+    r"sempre|nunca|a partir de agora|daqui em diante|d'ora in poi|da ora in poi|mai)\b",
+    re.IGNORECASE,
+)
+#: Anywhere in a sentence: it sets how answers go from now on.
+_INSTRUCTION_ANYWHERE = re.compile(
+    r"\b(?:from now on|going forward|from here on(?: out)?|for all future (?:answers|replies)|"
+    r"(?:every time|whenever) I ask|"
+    r"с этого момента|впредь|отныне|каждый раз,? когда я (?:спрашиваю|прошу)|"
+    r"відтепер|щоразу,? коли я|von nun an|ab sofort|à partir de maintenant|"
+    r"de ahora en adelante|a partir de ahora|d'ora in poi)\b"
+    r"|(?:总是|始终|一律|以后|今后|从现在开始|从今以后|每次我问|常に|必ず|今後|これからは|항상|앞으로|언제나)",
+    re.IGNORECASE,
+)
+#: The language of the answers: "answer me in Spanish", "reply only in German".
+_LANGUAGE = re.compile(
+    r"\b(?:answer|respond|reply|write|talk|speak)(?: (?:to )?me)?(?: only)? in "
+    r"(?:english|russian|ukrainian|german|french|spanish|portuguese|italian|chinese|"
+    r"mandarin|japanese|korean|arabic|hindi|polish|dutch|turkish|hebrew)\b"
+    r"|\b(?:отвечай|пиши|говори)(?: мне)?(?: только)? на [а-яё]+ом\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:I prefer|I'd prefer|I would prefer|I'd rather|I would rather|my preference is|"
+    r"I like it (?:better )?when you|I(?: really| generally| "
+    r"usually| tend to| strongly)? prefer|I favou?r|"
+    r"я предпочитаю|предпочитаю|мне больше нравится|я бы предпочёл|я бы предпочла|"
+    r"я віддаю перевагу|віддаю перевагу|мені більше подобається|"
+    r"ich bevorzuge|mir ist [\w ]+ lieber|ich hätte lieber|je préfère|je préférerais|"
+    r"j'aime mieux|prefiero|preferiría|prefiro|preferiria|preferisco|preferirei)\b"
+    r"|(?:我(?:更|比较|还是)?(?:喜欢|偏好|倾向于|宁愿|宁可)|の方が好き|を好みます|"
+    r"선호합니다|선호해|더 좋아)",
+    re.IGNORECASE,
+)
+#: Not a statement of the user's own: a question about the assistant's preference, a
+#: hypothesis, or the user's habits ("I always...").
+_NOT_THE_USERS = re.compile(
+    r"\b(?:do you prefer|would you prefer|which do you prefer|what do you prefer|"
+    r"if I (?:prefer|always|never)|suppose I|imagine I|never ?mind|always a pleasure)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"\w+")
+#: Words that say nothing of a statement's matter.
+_FILLER_WORDS = """a an the and or but so to of in on at for with when whenever i me my you
+    your it is are
+    be do does please always never ask about from now on going forward prefer rather would like
+    want any all every time this that these those use include make sure answer reply respond
+    give show over than more less"""
+_FILLER = frozenset(_FILLER_WORDS.split())
+#: Content words two statements share, as a share of the smaller set, to be on one matter.
+SAME_MATTER_OVERLAP = 0.6
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A standing instruction or preference: its kind and the sentence, verbatim, with its
+    offsets in the message."""
+
+    kind: Kind
+    sentence: str
+    start: int
+    end: int
+
+
+def _kind(sentence: str) -> Kind | None:
+    if _NOT_THE_USERS.search(sentence):
+        return None
+    if (
+        _INSTRUCTION_START.search(sentence)
+        or _INSTRUCTION_ANYWHERE.search(sentence)
+        or _LANGUAGE.search(sentence)
+    ):
+        return INSTRUCTION
+    if _PREFERENCE.search(sentence):
+        return PREFERENCE
+    return None
+
+
+def standing_statements(text: str) -> list[Statement]:
+    """The standing instructions and preferences ``text`` states, in order, each sentence
+    verbatim (surrounding blanks left out)."""
+    found: list[Statement] = []
+    for match in _SENTENCE.finditer(text):
+        raw = match.group(0)
+        sentence = raw.strip()
+        if len(sentence) < 8:
+            continue
+        kind = _kind(sentence)
+        if kind is None:
+            continue
+        start = match.start() + raw.index(sentence)
+        found.append(Statement(kind, sentence, start, start + len(sentence)))
+    return found
+
+
+def matter_words(sentence: str) -> frozenset[str]:
+    """The content words of a statement (lower-cased, fillers left out)."""
+    return frozenset(w for w in _WORD.findall(sentence.casefold()) if w not in _FILLER)
+
+
+def same_matter(earlier: str, later: str) -> bool:
+    """Whether ``later`` is about the same matter as ``earlier`` (it then replaces it): most
+    content words of the shorter one appear in the other."""
+    a, b = matter_words(earlier), matter_words(later)
+    if not a or not b:
+        return False
+    return len(a & b) / min(len(a), len(b)) >= SAME_MATTER_OVERLAP

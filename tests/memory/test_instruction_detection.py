@@ -1,0 +1,78 @@
+"""Standing instructions and preferences found in a message without a model, verbatim, in
+the languages the estimator knows; sentences about the user's habits, questions about the
+assistant's taste and hypotheses are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatplatform.core.memory.instructions import same_matter, standing_statements
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "sentence"),
+    [
+        (
+            "Thanks! Always include version numbers when I ask about libraries. ->-> 2,26",
+            "instruction",
+            "Always include version numbers when I ask about libraries.",
+        ),
+        (
+            "Please never use emojis in answers.",
+            "instruction",
+            "Please never use emojis in answers.",
+        ),
+        ("From now on, reply in Spanish", "instruction", "From now on, reply in Spanish"),
+        ("Answer me only in German please.", "instruction", "Answer me only in German please."),
+        (
+            "My app is 2.5MB, so I prefer light libraries, can you help?",
+            "preference",
+            "My app is 2.5MB, so I prefer light libraries, can you help?",
+        ),
+        ("I'd rather have short answers.", "preference", "I'd rather have short answers."),
+        (
+            "Никогда не используй markdown. Спасибо!",
+            "instruction",
+            "Никогда не используй markdown.",
+        ),
+        ("Відтепер відповідай українською.", "instruction", "Відтепер відповідай українською."),
+        ("Je préfère des réponses courtes.", "preference", "Je préfère des réponses courtes."),
+        ("Siempre responde con ejemplos.", "instruction", "Siempre responde con ejemplos."),
+        ("Ich bevorzuge kurze Antworten.", "preference", "Ich bevorzuge kurze Antworten."),
+        ("以后请用中文回答。谢谢", "instruction", "以后请用中文回答。"),
+        ("我更喜欢简洁的回答。", "preference", "我更喜欢简洁的回答。"),
+        ("앞으로 존댓말로 대답해 주세요.", "instruction", "앞으로 존댓말로 대답해 주세요."),
+    ],
+)
+def test_found_verbatim_with_their_place_in_the_message(text, kind, sentence):
+    (found,) = standing_statements(text)
+    assert (found.kind, found.sentence) == (kind, sentence)
+    assert text[found.start : found.end] == sentence
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I always forget my keys.",
+        "Never mind, it works now.",
+        "Which do you prefer, tabs or spaces?",
+        "If I prefer tabs, what changes?",
+        "The API answers in 250 ms now.",
+        "Can you help me with my CV?",
+        "",
+    ],
+)
+def test_habits_questions_and_hypotheses_are_not_standing(text):
+    assert standing_statements(text) == []
+
+
+def test_two_statements_in_one_message():
+    text = "Always cite sources when I ask about history. I prefer APA style. What about Rome?"
+    assert [s.kind for s in standing_statements(text)] == ["instruction", "preference"]
+
+
+def test_a_later_statement_on_the_same_matter_replaces_the_earlier_one():
+    bullets = "Always use bullet points for lists when I ask about formatting options."
+    assert same_matter(bullets, "Never use bullet points for lists when I ask about formatting.")
+    assert not same_matter(bullets, "Always include version numbers when I ask about libraries.")
+    assert not same_matter("Always answer.", "Never answer.")  # no content words: no match
