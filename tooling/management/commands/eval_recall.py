@@ -4,11 +4,13 @@ BEAM-format data."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tooling.evaluation.recall import STRATEGIES, EvalOptions, run_eval
+from tooling.evaluation.vector_cache import cached_vectors, default_path
 
 
 class Command(BaseCommand):
@@ -36,6 +38,15 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
         parser.add_argument("--dump", help="Write one JSON line per question with its prompt.")
+        parser.add_argument(
+            "--vector-cache",
+            default=str(default_path()),
+            help="A file of vectors earlier runs computed, read and added to (default: "
+            "%(default)s); embedding dominates a long conversation's run.",
+        )
+        parser.add_argument(
+            "--no-vector-cache", action="store_true", help="Embed every message anew."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["budget"] < 300:
@@ -47,17 +58,21 @@ class Command(BaseCommand):
             dense=not options["no_dense"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
+        cache = None if options["no_vector_cache"] else Path(options["vector_cache"])
         try:
-            if options["dump"]:
-                with open(options["dump"], "w", encoding="utf-8") as dump:
-                    result = run_eval(
-                        options["dataset"], eval_options, dump=dump, progress=progress
-                    )
-            else:
-                result = run_eval(options["dataset"], eval_options, progress=progress)
+            with cached_vectors(cache):
+                result = self._run(options, eval_options, progress)
         except (OSError, ValueError, KeyError) as exc:
             raise CommandError(f"cannot evaluate {options['dataset']}: {exc}") from exc
         if options["json"]:
             self.stdout.write(json.dumps(result))
             return
         self.stdout.write(json.dumps(result, indent=2))
+
+    def _run(
+        self, options: dict[str, Any], eval_options: EvalOptions, progress: Any
+    ) -> dict[str, Any]:
+        if options["dump"]:
+            with open(options["dump"], "w", encoding="utf-8") as dump:
+                return run_eval(options["dataset"], eval_options, dump=dump, progress=progress)
+        return run_eval(options["dataset"], eval_options, progress=progress)

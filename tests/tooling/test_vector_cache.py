@@ -1,0 +1,36 @@
+"""The evaluations' vector cache: a text embedded once is read back from the file by the
+next run, identical, and only new texts are computed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from chats.retrieval import embeddings
+from tooling.evaluation.vector_cache import cached_vectors
+
+
+def test_a_second_run_reads_the_vectors_the_first_computed(tmp_path, monkeypatch):
+    computed: list[str] = []
+
+    def fake_embed(texts):
+        computed.extend(texts)
+        return np.array(
+            [[len(t), i] + [0.0] * (embeddings.DIMENSIONS - 2) for i, t in enumerate(texts)],
+            dtype=np.float32,
+        )
+
+    monkeypatch.setattr(embeddings, "embed", fake_embed)
+    path = tmp_path / "vectors.sqlite3"
+    with cached_vectors(path):
+        first = embeddings.embed(["alpha", "beta"])
+    assert computed == ["alpha", "beta"]
+    assert embeddings.embed is fake_embed  # restored when the run ends
+
+    with cached_vectors(path):
+        again = embeddings.embed(["beta", "gamma", "alpha"])
+    assert computed == ["alpha", "beta", "gamma"]  # only the new text was embedded
+    assert np.array_equal(again[0], first[1]) and np.array_equal(again[2], first[0])
+
+    with cached_vectors(None):
+        embeddings.embed(["alpha"])
+    assert computed[-1] == "alpha"  # no cache: embedded anew
