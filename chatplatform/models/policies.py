@@ -165,8 +165,9 @@ class ContextPolicy(models.Model):
         help_text=(
             "When the conversation no longer fits, or after a long pause, the messages sent "
             "start again filled to this share of their room; the next turns only add to "
-            "them, so the provider re-reads them at the cheap cached price. 100 fills the "
-            "room every turn: more context, but no cache savings."
+            "them, so the provider re-reads them at the cheap cached price. After a pause "
+            "(nothing cached), hybrid gives the rest of the room to older messages that match "
+            "the new one. 100 fills the room every turn: more context, but no cache savings."
         ),
     )
 

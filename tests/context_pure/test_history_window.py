@@ -175,3 +175,33 @@ def test_a_full_trim_mark_reports_what_is_left_out_as_over_budget() -> None:
     result = assemble(replace(POLICY, history_trim_percent=100), inputs, COUNTER)
     reasons = {e.reason for e in result.excluded if e.kind == "message"}
     assert reasons == {"over_budget"}
+
+
+def test_with_nothing_cached_this_turns_finds_fill_what_the_new_window_leaves() -> None:
+    """After a pause (no window to continue) the prompt is written in full anyway: the new
+    window stops at the trim mark, and older messages that match the new one fill the rest of
+    the room, within the retrieval budget, after the new message. A restart while the cache
+    lives leaves that room empty, for the next turns to append to."""
+    policy = replace(
+        HYBRID, retrieval_budget=1_800, retrieval_max_items=60, history_trim_percent=40
+    )
+    old = [turn(i + 1, 12) for i in range(120)]
+    new = turn(121, 5)
+    finds = [RetrievedItem(old[i], 1.0 - i / 100) for i in range(0, 60, 2)]
+    cold = AssemblyInputs(new_message=new, recent=list(reversed(old)), retrieved=finds)
+    after_pause = assemble(policy, cold, COUNTER)
+    check_invariants(policy, cold, after_pause)
+    # The best finds start the new window (cached from the next turn on); the next ones, which
+    # the trim mark left out, travel after the new message for this turn.
+    assert after_pause.recalled_ids[:2] == (1, 3) and "word1x0" in after_pause.system
+    left = [f.message.id for f in finds if f.message.id not in after_pause.recalled_ids]
+    assert f"word{left[0]}x0" in after_pause.tail
+
+    # The same turn while a window is cached but no longer fits: restarted at the trim mark,
+    # this turn's finds limited to its share.
+    warm = replace(cold, window_start_seq=2)
+    restarted = assemble(policy, warm, COUNTER)
+    check_invariants(policy, warm, restarted)
+    assert not restarted.window_kept and not restarted.tail
+    assert after_pause.prompt_tokens > restarted.prompt_tokens + 300
+    assert after_pause.window_start_seq == restarted.window_start_seq  # the same window

@@ -230,7 +230,9 @@ class Hybrid(ContextStrategy):
     Retrieval's share of the prompt: a new window takes the recalled messages first, within
     the retrieval budget and the trim mark, and they become part of the cached prefix; while
     the window is kept, this turn's own finds go after the new message, within
-    ``turn_retrieval_percent`` of the retrieval budget and what the window leaves.
+    ``turn_retrieval_percent`` of the retrieval budget and what the window leaves. When
+    nothing was cached (no window to continue), the room the new window leaves goes to this
+    turn's own finds, within the retrieval budget: the prompt is written in full anyway.
     """
 
     name = "hybrid"
@@ -273,6 +275,16 @@ class Hybrid(ContextStrategy):
                 draft.history.ids(), excluded
             ):
                 break
+        if draft.inputs.window_start_seq is None:
+            # Nothing was cached (a first turn, or a pause longer than the cache lives), so
+            # this prompt is written in full anyway: the window stays at the trim mark, for
+            # the next turns to append to, and this turn's own finds take what it leaves of
+            # the room and the retrieval budget, after the new message.
+            cap = min(
+                section_cap(policy, policy.retrieval_budget, room) - draft.recalled.used,
+                room - facts_and_summaries - draft.window_used(),
+            )
+            draft.retrieval = _pick(draft, policy, draft.inputs.retrieved, max(0, cap), excluded)
 
 
 def _pick(
