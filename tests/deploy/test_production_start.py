@@ -126,6 +126,28 @@ class Browser:
         return response.text
 
 
+def wait_healthy(process: subprocess.Popen[Any], base_url: str, log: Path) -> None:
+    """Wait until ``base_url/healthz`` answers 200 (as behind a TLS proxy); fail with the
+    process's log if it died first."""
+
+    def healthy() -> bool:
+        if process.poll() is not None:
+            return True
+        try:
+            answer = httpx.get(
+                f"{base_url}/healthz",
+                headers={"X-Forwarded-Proto": "https"},
+                timeout=2,
+                trust_env=False,
+            )
+        except httpx.TransportError:
+            return False
+        return answer.status_code == 200
+
+    wait_until(healthy, 90, "the web process")
+    assert process.poll() is None, log.read_text()
+
+
 @pytest.fixture
 def production_server(tmp_path: Path, transactional_db: None) -> Iterator[str]:
     port = free_port()
@@ -152,23 +174,7 @@ def production_server(tmp_path: Path, transactional_db: None) -> Iterator[str]:
         )
     base_url = f"http://127.0.0.1:{port}"
     try:
-
-        def healthy() -> bool:
-            if web.poll() is not None:
-                return True
-            try:
-                answer = httpx.get(
-                    f"{base_url}/healthz",
-                    headers={"X-Forwarded-Proto": "https"},
-                    timeout=2,
-                    trust_env=False,
-                )
-            except httpx.TransportError:
-                return False
-            return answer.status_code == 200
-
-        wait_until(healthy, 90, "the web process")
-        assert web.poll() is None, log.read_text()
+        wait_healthy(web, base_url, log)
         yield base_url
     finally:
         stop(web)

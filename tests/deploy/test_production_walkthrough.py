@@ -26,8 +26,9 @@ from tests.deploy.test_production_start import (
     Browser,
     procfile_command,
     production_env,
+    wait_healthy,
 )
-from tests.scale.processes import ROOT, free_port, wait_until
+from tests.scale.processes import ROOT, free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -120,23 +121,7 @@ def processes(tmp_path: Path) -> Iterator[tuple[dict[str, str], str, list[str]]]
         )
     base_url = f"http://127.0.0.1:{port}"
     try:
-
-        def healthy() -> bool:
-            if honcho.poll() is not None:
-                return True
-            try:
-                answer = httpx.get(
-                    f"{base_url}/healthz",
-                    headers={"X-Forwarded-Proto": "https"},
-                    timeout=2,
-                    trust_env=False,
-                )
-            except httpx.TransportError:
-                return False
-            return answer.status_code == 200
-
-        wait_until(healthy, 90, "the web process")
-        assert honcho.poll() is None, log.read_text()
+        wait_healthy(honcho, base_url, log)
         yield env, base_url, rest
         assert honcho.poll() is None, log.read_text()  # nothing died on the way
     finally:

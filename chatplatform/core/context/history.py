@@ -154,8 +154,8 @@ class History:
             prefixes = list(map(prefix_of.__getitem__, keys))
             extras = map(extra_of.__getitem__, keys)
         counts = list(map(add, tokens, extras))
-        framed = list(map(frame_content, contents))
-        if framed != contents:
+        framed = tuple(map(frame_content, contents))
+        if framed != contents:  # element by element, as a rule the same strings
             # The prompt holds a framed content (rarely different): counted as it is sent.
             for i in [i for i, (a, b) in enumerate(zip(contents, framed, strict=True)) if a != b]:
                 counts[i] += meter.text(framed[i]) - tokens[i]
