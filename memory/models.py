@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from chatplatform.core.memory.kinds import FACT, memory_kind_choices
 from chatplatform.tenancy.scoping import TenantOwnedModel
 
 
@@ -24,7 +25,11 @@ class FactEnd(models.TextChoices):
 
 
 class UserFact(TenantOwnedModel):
-    """A fact about a user. A keyed fact (``city``) has one current value; saving a new value
+    """A memory of a user: a fact, or a standing instruction or preference (``kind``, a
+    registry entry of :mod:`chatplatform.core.memory.kinds` that says where it goes in a
+    prompt and what replaces it).
+
+    A fact about a user. A keyed fact (``city``) has one current value; saving a new value
     marks the old one superseded (kept as history), so memory never holds contradictions.
 
     A fact is private unless its owner marks it ``shareable``: a private fact never enters a
@@ -33,6 +38,7 @@ class UserFact(TenantOwnedModel):
     turn its owner starts."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=memory_kind_choices(), default=FACT)
     key = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     text = models.TextField()
     source = models.CharField(max_length=8, choices=FactSource.choices, default=FactSource.USER)

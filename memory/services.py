@@ -8,6 +8,12 @@
 - Text is validated: a non-empty string, no NUL, at most ``max_fact_chars`` characters;
   keys are short slugs.
 - History stays bounded: at most ``HISTORY_PER_USER`` ended facts are kept per user.
+- A memory has a kind (:mod:`chatplatform.core.memory.kinds`): a *fact*, or a standing
+  *instruction* or *preference* the user gave. Instructions and preferences have no key: a
+  later one on the same matter (the kind's ``replaces``) supersedes the earlier, which stays
+  as history; they have their own limit (``max_instructions_per_user``) and switch
+  (``instructions_enabled``) and are kept in the user's own words, up to
+  ``MAX_INSTRUCTION_CHARS``. :func:`instructions_capture` notices them in a user's message.
 - A fact is private unless saved or marked ``shareable`` (:func:`fact_set_shareable`); a new
   version of a fact (an edit, a keyed replacement) keeps the setting unless told otherwise.
 
@@ -25,6 +31,13 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from chatplatform.core.memory.kinds import (
+    FACT,
+    MEMORY_KINDS,
+    UnknownMemoryKind,
+    memory_kind_for,
+    standing_statements_in,
+)
 from chatplatform.models import Membership, Tenant
 from chatplatform.models.conversations import Message
 from chatplatform.policies import active_policy
@@ -32,6 +45,13 @@ from chatplatform.tenancy.scoping import tenant_scope
 from memory.models import FactEnd, FactSource, UserFact
 
 HISTORY_PER_USER = 200
+#: Longest standing instruction or preference kept, in characters: a message that states one
+#: is kept whole up to :data:`WHOLE_MESSAGE_CHARS`, else the sentences that state it.
+MAX_INSTRUCTION_CHARS = 2000
+#: A message that states an instruction or preference is kept whole (the user's words around
+#: it say what it is about) when it is at most this long; a longer one (a paste, code) is
+#: kept as the sentences that state it.
+WHOLE_MESSAGE_CHARS = 600
 MAX_KEY_CHARS = 64
 _KEY = re.compile(r"^[a-z0-9][a-z0-9_.:-]*$")
 _KEY_SEPARATORS = re.compile(r"[\s/]+")
@@ -131,10 +151,11 @@ def fact_save(
     source_message: Any = None,
     *,
     shareable: bool | None = None,
+    kind: str = FACT,
 ) -> UserFact:
     """Save a fact about ``user``; return the current fact (see :func:`fact_save_detailed`)."""
     return fact_save_detailed(
-        tenant, user, text, key, source, source_message, shareable=shareable
+        tenant, user, text, key, source, source_message, shareable=shareable, kind=kind
     ).fact
 
 
@@ -147,18 +168,30 @@ def fact_save_detailed(
     source_message: Any = None,
     *,
     shareable: bool | None = None,
+    kind: str = FACT,
 ) -> SavedFact:
-    """Save a fact: idempotent for an identical current fact, replacing the current value of
-    ``key``, evicting the oldest facts over the policy's limit.
+    """Save a memory: idempotent for an identical current one, replacing the current value of
+    ``key`` (facts) or the current instruction or preference on the same matter, evicting
+    the oldest of its section over the policy's limit.
 
     ``shareable``: whether the fact may be used in replies others read (``None``: as the value
     it replaces, else private); an identical current fact takes a given setting in place."""
     tenant_id, user_id = _id(tenant), _id(user)
     policy = active_policy(tenant_id)
-    if not policy.facts_enabled:
+    try:
+        entry = memory_kind_for(kind)
+    except UnknownMemoryKind as unknown:
+        raise FactRejected("invalid", str(unknown)) from None
+    standing = entry.section == "instructions"
+    if standing and not policy.instructions_enabled:
+        raise FactRejected("disabled", "Standing instructions are turned off for this tenant.")
+    if not standing and not policy.facts_enabled:
         raise FactRejected("disabled", "User facts are turned off for this tenant.")
-    text = validate_fact_text(text, max_chars=policy.max_fact_chars)
-    key = normalize_key(key)
+    text = validate_fact_text(
+        text, max_chars=MAX_INSTRUCTION_CHARS if standing else policy.max_fact_chars
+    )
+    key = None if standing else normalize_key(key)
+    same_section = _kinds_of(entry.section)
     if source not in FactSource.values:
         raise FactRejected("invalid", f"Unknown fact source {source!r}.")
     message_id = getattr(source_message, "pk", source_message)
@@ -166,7 +199,9 @@ def fact_save_detailed(
     with transaction.atomic():
         _lock_membership(tenant_id, user_id)
         with tenant_scope(tenant_id):
-            current = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
+            current = UserFact.objects.filter(
+                user_id=user_id, superseded_at__isnull=True, kind__in=same_section
+            )
             if message_id is not None:
                 if not Message.objects.filter(pk=message_id).exists():
                     message_id = None  # not this tenant's message: do not link it
@@ -176,9 +211,11 @@ def fact_save_detailed(
                 if old is not None and old.text == text:
                     return SavedFact(fact=_with_shareable(old, shareable), created=False)
             else:
-                for existing in current.filter(key__isnull=True).order_by("-created_at")[:200]:
+                keyless = list(current.filter(key__isnull=True).order_by("-created_at")[:200])
+                for existing in keyless:
                     if _same_text(existing.text, text):
                         return SavedFact(fact=_with_shareable(existing, shareable), created=False)
+                old = next((e for e in keyless if entry.replaces(e.text, text)), None)
             if shareable is None:
                 shareable = old.shareable if old is not None else False
             if old is not None:
@@ -189,6 +226,7 @@ def fact_save_detailed(
             fact = UserFact.objects.create(
                 tenant_id=tenant_id,
                 user_id=user_id,
+                kind=entry.name,
                 key=key,
                 text=text,
                 source=source,
@@ -198,7 +236,8 @@ def fact_save_detailed(
             if old is not None:
                 UserFact.objects.filter(pk=old.pk).update(superseded_by=fact)
                 old.superseded_at, old.superseded_by, old.ended_reason = now, fact, FactEnd.REPLACED
-            evicted = _evict(tenant_id, user_id, policy.max_facts_per_user, now)
+            limit = policy.max_instructions_per_user if standing else policy.max_facts_per_user
+            evicted = _evict(tenant_id, user_id, limit, now, same_section)
             _prune_history(tenant_id, user_id)
     return SavedFact(fact=fact, created=True, replaced=old, evicted=evicted)
 
@@ -212,10 +251,16 @@ def _with_shareable(fact: UserFact, shareable: bool | None) -> UserFact:
     return fact
 
 
-def _evict(tenant_id: int, user_id: int, limit: int, now: Any) -> list[int]:
-    """End the oldest current facts beyond ``limit`` (inside the scope and transaction)."""
+def _kinds_of(section: str) -> list[str]:
+    """The memory kinds sent in ``section`` (they share its limit)."""
+    return [k.name for k in MEMORY_KINDS.values() if k.section == section]
+
+
+def _evict(tenant_id: int, user_id: int, limit: int, now: Any, kinds: list[str]) -> list[int]:
+    """End the oldest current memories of ``kinds`` beyond ``limit`` (inside the scope and
+    transaction)."""
     ids = list(
-        UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
+        UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True, kind__in=kinds)
         .order_by("-created_at", "-pk")
         .values_list("pk", flat=True)[limit : limit + 1000]
     )
@@ -259,11 +304,14 @@ def fact_update(
     keeps its sharing setting unless ``shareable`` says otherwise."""
     tenant_id, user_id = _id(tenant), _id(user)
     policy = active_policy(tenant_id)
-    text = validate_fact_text(text, max_chars=policy.max_fact_chars)
     now = timezone.now()
     with transaction.atomic():
         _lock_membership(tenant_id, user_id, for_existing=True)
         old = _current_fact(tenant_id, user_id, fact_id)
+        standing = memory_kind_for(old.kind).section == "instructions"
+        text = validate_fact_text(
+            text, max_chars=MAX_INSTRUCTION_CHARS if standing else policy.max_fact_chars
+        )
         if old.text == text:
             with tenant_scope(tenant_id):
                 return _with_shareable(old, shareable)
@@ -274,6 +322,7 @@ def fact_update(
             fact = UserFact.objects.create(
                 tenant_id=tenant_id,
                 user_id=user_id,
+                kind=old.kind,
                 key=old.key,
                 text=text,
                 source=source,
@@ -340,3 +389,39 @@ def facts_mark_used(tenant: Tenant | int, fact_ids: list[Any]) -> int:
         return 0
     with tenant_scope(_id(tenant)):
         return UserFact.objects.filter(pk__in=fact_ids).update(last_used_at=timezone.now())
+
+
+def instructions_capture(tenant: Tenant | int, message: Message) -> list[SavedFact]:
+    """Keep the standing instructions and preferences a user's ``message`` states (found
+    without a model, :func:`~chatplatform.core.memory.kinds.standing_statements_in`), linked
+    to it: the whole message when it is short (:data:`WHOLE_MESSAGE_CHARS`), as one memory of
+    the first kind it states, else each sentence that states one. A later one on the same
+    matter replaces the earlier. Nothing when the policy turns them off, the message has no
+    author, or states none; a memory the limits refuse is skipped, never an error."""
+    if message.author_id is None or message.role != "user":
+        return []
+    found = standing_statements_in(message.content)
+    if not found or not active_policy(_id(tenant)).instructions_enabled:
+        return []
+    whole = message.content.strip()
+    wanted = (
+        [(found[0].kind, whole)]
+        if len(whole) <= WHOLE_MESSAGE_CHARS
+        else [(f.kind, f.sentence) for f in found]
+    )
+    saved: list[SavedFact] = []
+    for kind, text in wanted:
+        try:
+            saved.append(
+                fact_save_detailed(
+                    tenant,
+                    message.author_id,
+                    text,
+                    source=FactSource.USER,
+                    source_message=message.pk,
+                    kind=kind,
+                )
+            )
+        except FactRejected:
+            continue
+    return saved

@@ -52,6 +52,9 @@ def packing_policy_for(
         calibration_ratio=calibration_ratio,
         budget_unit=policy.budget_unit,  # type: ignore[arg-type]
         system_budget=section(policy.system_budget),
+        instructions_budget=(
+            section(policy.instructions_budget) if policy.instructions_enabled else 0
+        ),
         facts_budget=section(policy.facts_budget) if policy.facts_enabled else 0,
         summaries_budget=section(policy.summaries_budget),
         retrieval_budget=section(policy.retrieval_budget),
@@ -60,6 +63,7 @@ def packing_policy_for(
         max_summaries_in_context=policy.max_summaries_in_context,
         raw_history_limit=policy.raw_history_limit,
         max_facts=policy.max_facts_per_user if policy.facts_enabled else 0,
+        max_instructions=(policy.max_instructions_per_user if policy.instructions_enabled else 0),
         retrieval_max_items=policy.retrieval_max_items,
         retrieval_neighbors=policy.retrieval_neighbors,
         model_name=profile.name,

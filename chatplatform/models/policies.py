@@ -113,6 +113,11 @@ class ContextPolicy(models.Model):
     system_budget = _positive(
         2000, help_text="Most room for the instructions at the top of every prompt."
     )
+    instructions_budget = _positive(
+        1500,
+        help_text="Most room for the standing instructions and preferences the user gave, in "
+        "their own words.",
+    )
     facts_budget = _positive(
         1000, help_text="Most room for the facts saved about the user (their memories)."
     )
@@ -255,6 +260,22 @@ class ContextPolicy(models.Model):
         500, minimum=20, maximum=2000, help_text="Longest fact, in characters."
     )
 
+    # Standing instructions and preferences.
+    instructions_enabled = models.BooleanField(
+        "standing instructions",
+        default=True,
+        help_text="Notice when users say how they want to be answered or what they prefer "
+        '("always...", "from now on...", "I prefer...") and send it, in their own '
+        "words, with every prompt of theirs until they replace it.",
+    )
+    max_instructions_per_user = _positive(
+        30,
+        minimum=1,
+        maximum=100,
+        help_text="Most standing instructions and preferences kept per user; one more "
+        "retires the oldest (it stays in its history).",
+    )
+
     # Retrieval (hybrid).
     retrieval_max_items = _positive(
         200,
@@ -361,6 +382,7 @@ class ContextPolicy(models.Model):
                     budget_unit="tokens",
                     max_context_tokens__gt=F("reserved_response_tokens")
                     + F("system_budget")
+                    + F("instructions_budget")
                     + F("facts_budget")
                     + F("summaries_budget")
                     + F("retrieval_budget"),
@@ -372,6 +394,7 @@ class ContextPolicy(models.Model):
                 | Q(
                     budget_unit="percent",
                     system_budget__lte=100
+                    - F("instructions_budget")
                     - F("facts_budget")
                     - F("summaries_budget")
                     - F("retrieval_budget"),

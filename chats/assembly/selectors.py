@@ -166,21 +166,29 @@ WHERE m.tenant_id = %(tenant)s AND m.conversation_id = %(conversation)s
   )
 """
 
-#: The user's current facts as rows of the history rows' shape, appended with UNION ALL (one
-#: round trip instead of two): ``seq`` holds minus the fact's rank (-1 = newest; history
-#: seqs are positive, so sorting the rows by seq puts the facts last, newest first),
-#: ``content`` its text, ``author`` its key. By the partial index ``(tenant, user,
-#: created_at)``. ``{private}`` keeps a private fact out of a reply others read (see
-#: :data:`_SHAREABLE_ONLY` and :data:`_PRIVATE_WHEN_ALONE`).
+#: The user's current memories (facts, standing instructions and preferences) as rows of the
+#: history rows' shape, appended with UNION ALL (one round trip instead of two): ``seq``
+#: holds minus the memory's rank (-1 = newest; history seqs are positive, so sorting the rows
+#: by seq puts the memories last, newest first), the role column its kind, ``content`` its
+#: text, ``author`` its key. At most ``facts`` facts and ``instructions`` of the other kinds,
+#: the newest, by the partial index ``(tenant, user, created_at)``. ``{private}`` keeps a
+#: private memory out of a reply others read (see :data:`_SHAREABLE_ONLY` and
+#: :data:`_PRIVATE_WHEN_ALONE`).
 _FACTS_SQL = """
 SELECT * FROM (
-    SELECT id, -row_number() OVER (ORDER BY created_at DESC, id DESC), CAST(NULL AS text),
+    SELECT id, -row_number() OVER (ORDER BY created_at DESC, id DESC), kind,
            text, key, CAST(NULL AS integer), CAST(NULL AS text), CAST(NULL AS text),
            CAST(NULL AS text), CAST(NULL AS text){names}
-    FROM memory_userfact
-    WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND superseded_at IS NULL{private}
+    FROM (
+        SELECT id, created_at, kind, text, key,
+               row_number() OVER (
+                   PARTITION BY kind = 'fact' ORDER BY created_at DESC, id DESC
+               ) AS rank_in_kind
+        FROM memory_userfact
+        WHERE tenant_id = %(tenant)s AND user_id = %(user)s AND superseded_at IS NULL{private}
+    ) ranked
+    WHERE rank_in_kind <= CASE WHEN kind = 'fact' THEN %(facts)s ELSE %(instructions)s END
     ORDER BY created_at DESC, id DESC
-    LIMIT %(facts)s
 ) f
 """
 #: A group chat: every member reads the reply, so only the facts their owner marked
@@ -232,6 +240,7 @@ def recent_messages_and_facts(
     *,
     user_id: int | None,
     max_facts: int,
+    max_instructions: int = 0,
     before_seq: int,
     after_seq: int,
     limit: int,
@@ -254,14 +263,15 @@ def recent_messages_and_facts(
     (@username)``) when ``labels``, else the empty author: a private chat's turns show no
     speaker, so its read skips the users table.
 
-    Facts: ``user_id``'s current facts in the tenant, newest first, at most ``max_facts``
-    (none when ``user_id`` is None or ``max_facts`` is 0). A reply others read holds only the
-    facts their owner marked shareable: in a group chat (``shared``) and in any conversation
+    Memories: ``user_id``'s current facts in the tenant, newest first, at most ``max_facts``,
+    and their standing instructions and preferences, at most ``max_instructions`` (none when
+    ``user_id`` is None). A reply others read holds only the memories their owner marked
+    shareable: in a group chat (``shared``) and in any conversation
     someone else takes part in; private facts go only into the owner's one-to-one
     conversations.
 
     The tenant filters are explicit because this is raw SQL."""
-    with_facts = user_id is not None and max_facts > 0
+    with_facts = user_id is not None and max_facts + max_instructions > 0
     with connection.cursor() as cursor:
         execute_prepared(
             cursor,
@@ -278,6 +288,7 @@ def recent_messages_and_facts(
                 "bot": bot_name,
                 "user": user_id,
                 "facts": max_facts,
+                "instructions": max_instructions,
             },
         )
         rows = cursor.fetchall()
@@ -287,7 +298,7 @@ def recent_messages_and_facts(
     split = len(rows)
     while split and rows[split - 1][1] < 0:
         split -= 1
-    facts = [FactItem(id=row[0], text=row[3], key=row[4]) for row in rows[split:]]
+    facts = [FactItem(id=row[0], text=row[3], key=row[4], kind=row[2]) for row in rows[split:]]
     del rows[split:]
     items = item_memo.items(_labelled_rows(rows) if labels else rows)
     return items, facts

@@ -231,6 +231,9 @@ def assemble_context(
         conversation,
         user_id=getattr(author, "pk", None),
         max_facts=policy.max_facts_per_user if policy.facts_enabled and needs.facts else 0,
+        max_instructions=(
+            policy.max_instructions_per_user if policy.instructions_enabled and needs.facts else 0
+        ),
         before_seq=new_message.seq,
         after_seq=after_seq,
         limit=strategy.history_limit(policy),

@@ -112,7 +112,9 @@ def test_sum_of_budgets_error_says_by_how_much() -> None:
     plan = plan_budget(policy, exact=True)
     room = plan.room - MIN_NEW_MESSAGE_TOKENS
     [error] = validate_policy(policy, exact=True)
-    assert error.startswith("system + facts + summaries + retrieval budgets (7000 tokens)")
+    assert error.startswith(
+        "system + instructions + facts + summaries + retrieval budgets (7000 tokens)"
+    )
     assert "model llama3.2:1b" in error
     assert f"({room} tokens" in error and f"lower them by {7_000 - room} tokens" in error
     [issue] = policy_issues(policy, exact=True)

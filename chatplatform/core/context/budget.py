@@ -28,7 +28,13 @@ MAX_SAFETY_MARGIN = 2.0
 MIN_CALIBRATION_RATIO = 0.125
 MAX_CALIBRATION_RATIO = 8.0
 MAX_RETRIEVAL_NEIGHBORS = 10
-SECTION_FIELDS = ("system_budget", "facts_budget", "summaries_budget", "retrieval_budget")
+SECTION_FIELDS = (
+    "system_budget",
+    "instructions_budget",
+    "facts_budget",
+    "summaries_budget",
+    "retrieval_budget",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,10 +169,11 @@ def sections_within_room(
     if total <= room or room <= 0:
         return policy
     scale = room / total
-    system, facts, summaries, retrieval = (int(value * scale) for value in sections)
+    system, instructions, facts, summaries, retrieval = (int(v * scale) for v in sections)
     return replace(
         policy,
         system_budget=system,
+        instructions_budget=instructions,
         facts_budget=facts,
         summaries_budget=summaries,
         retrieval_budget=retrieval,
@@ -216,6 +223,7 @@ _RANGES: tuple[tuple[str, float, float | None, str], ...] = (
     ("raw_history_limit", 0, None, ": set 0 to turn it off"),
     ("max_summaries_in_context", 0, None, ": set 0 to leave summaries out"),
     ("max_facts", 0, None, ": set 0 to leave facts out"),
+    ("max_instructions", 0, None, ": set 0 to leave standing instructions out"),
     ("retrieval_max_items", 0, None, ": set 0 to turn retrieval off"),
     ("retrieval_neighbors", 0, MAX_RETRIEVAL_NEIGHBORS, ""),
     ("recent_message_cap", 1, None, ""),
@@ -306,11 +314,11 @@ def _section_issues(p: PackingPolicy, exact: bool, counter_overhead: int) -> _Is
                 f"system budget ({p.system_budget}%) leaves no room for "
                 f"the new message in {where}: lower it",
             )
-        total = p.facts_budget + p.summaries_budget + p.retrieval_budget
+        total = p.instructions_budget + p.facts_budget + p.summaries_budget + p.retrieval_budget
         if total > 100:
             out.add(
                 None,
-                f"facts + summaries + retrieval budgets add up to {total}% of what "
+                f"instructions + facts + summaries + retrieval budgets add up to {total}% of what "
                 "is left after the system prompt and the new message: lower them by "
                 f"{total - 100} percentage points",
             )
@@ -325,8 +333,8 @@ def _section_issues(p: PackingPolicy, exact: bool, counter_overhead: int) -> _Is
     if not out and total > room:
         out.add(
             None,
-            f"system + facts + summaries + retrieval budgets ({total} tokens) exceed "
-            f"{where}: lower them by {total - room} tokens in total",
+            f"system + instructions + facts + summaries + retrieval budgets ({total} tokens) "
+            f"exceed {where}: lower them by {total - room} tokens in total",
         )
     return out
 

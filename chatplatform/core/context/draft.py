@@ -32,6 +32,7 @@ class Draft:
         self.turn_values_tokens = 0
         self.new_turn = TurnText("user", "", "")
         self.new_tokens = 0
+        self.instructions = Picked("instructions", 0)
         self.facts = Picked("facts", 0)
         self.summaries = Picked("summaries", 0)
         #: Tokens of what the provider request adds beside the rendered text: the provider's
@@ -110,8 +111,12 @@ def fit(d: Draft, excluded: list[Excluded]) -> tuple[Rendered, int, int]:
             shed = d.retrieval if d.retrieval.entries else d.recalled
             excluded += [Excluded(i.kind, i.id, i.tokens, "recount") for i in shed.included()]
             shed.entries.clear()
-        elif d.summaries.included or d.facts.included:
-            for picked in (d.summaries, d.facts):
+        elif d.summaries.included or d.facts.included or d.instructions.included:
+            # The user's standing instructions go last, and only with everything optional.
+            doomed = (d.summaries, d.facts)
+            if not (d.summaries.included or d.facts.included):
+                doomed = (d.instructions,)
+            for picked in doomed:
                 excluded += [Excluded(i.kind, i.id, i.tokens, "recount") for i in picked.included]
                 picked.blocks, picked.stable_blocks, picked.included = [], [], []
                 picked.used = 0

@@ -1,11 +1,12 @@
 """The cache-aware layout: in what order the parts of a prompt reach the provider.
 
 What changes rarely comes first, so a provider can cache it: the system prompt, a private
-chat's facts, the long-lived then the rolling summaries, and the retrieved messages that are
-part of the cached window, all in the system text; then the history, one content block per
-turn (so a cache breakpoint can end at any turn) and the new message; last the *tail*, which
-only this turn sends (per-turn template values, a group chat's facts, this turn's retrieved
-messages), appended to the new message.
+chat's standing instructions and facts, the long-lived then the rolling summaries, and the
+retrieved messages that are part of the cached window, all in the system text; then the
+history, one content block per turn (so a cache breakpoint can end at any turn) and the new
+message; last the *tail*, which only this turn sends (per-turn template values, a group
+chat's author's instructions and facts, this turn's retrieved messages), appended to the new
+message.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def render(d: Draft) -> Rendered:
         p
         for p in (
             d.system,
+            *([] if multi else d.instructions.blocks),
             *([] if multi else d.facts.blocks),
             *d.summaries.stable_blocks,
             *d.summaries.blocks,
@@ -55,6 +57,7 @@ def render(d: Draft) -> Rendered:
         p
         for p in (
             d.turn_values,
+            *(d.instructions.blocks if multi else []),
             *(d.facts.blocks if multi else []),
             d.retrieval.render(d.inputs.bot_name),
         )

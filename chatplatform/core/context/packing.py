@@ -8,7 +8,8 @@ Order of claims (all in counted tokens, see :mod:`chatplatform.core.context.budg
    head-and-tail with a visible marker, never dropped (a policy that sends oversized
    messages ``whole`` raises its limit for that turn instead, within the model's window);
 4. the last ``min_recent_messages`` (whole tool-group units, newest first) if they fit;
-5. user facts, then what the policy's strategy adds (:mod:`.strategies`): summaries (not in
+5. the user's standing instructions and preferences, user facts, then what the policy's
+   strategy adds (:mod:`.strategies`): summaries (not in
    ``sliding_window``), then retrieved messages (only in ``hybrid``), each within its cap
    and within what is left;
 6. recent history gets everything left (:mod:`.window`: the previous turn's cached window
@@ -23,7 +24,8 @@ history and the new message as alternating user/assistant turns, the per-turn ta
 
 The guarantee: the output is recounted (system + messages + overheads + primer); while
 ``ceil(total * margin) > usable`` (joins and merges can tokenize differently from the parts)
-the oldest history is dropped, then retrieval, summaries, facts, then the larger of system
+the oldest history is dropped, then retrieval, summaries and facts, the standing
+instructions, then the larger of system
 prompt and new message is cut further. ``trimmed_after_recount`` reports it; it is 0 in
 practice because per-item accounting is conservative.
 
@@ -41,12 +43,14 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from chatplatform.core.memory.kinds import memory_kind_for
+
 from .budget import check_policy, plan_budget, section_cap, system_cap
 from .draft import Draft, fit
 from .formatting import USER_MEMORIES_POINTER
 from .history import History
 from .meter import Meter
-from .sections import SEPARATOR_TOKENS, pick_facts
+from .sections import SEPARATOR_TOKENS, pick_facts, pick_instructions
 from .strategies import strategy_for
 from .template import PER_TURN_POINTER, per_turn_names, render_template, turn_values_block
 from .truncate import MIN_CUT_TOKENS
@@ -129,7 +133,9 @@ def _assemble(
     candidates, columns = history_candidates(inputs, limit, after, excluded)
     d = Draft(plan, meter, inputs, History(candidates, meter, inputs.multi_user, columns))
 
-    has_facts = bool(inputs.facts) and policy.max_facts > 0
+    has_facts = policy.max_facts > 0 and any(
+        memory_kind_for(f.kind).section == "facts" for f in inputs.facts
+    )
     d.system_full, system_full_tokens, d.turn_values = _system_text(inputs, has_facts, meter)
     d.cut_system(d.system_full, system_full_tokens, system_cap(policy, plan))
     if d.turn_values:
@@ -140,13 +146,16 @@ def _assemble(
     d.history.extend(rest, max_messages=policy.min_recent_messages)
     avail = rest - d.history.used
 
+    cap = min(section_cap(policy, policy.instructions_budget, rest), avail)
+    d.instructions = pick_instructions(inputs.facts, cap, policy.max_instructions, meter, excluded)
+    avail -= d.instructions.used
     cap = min(section_cap(policy, policy.facts_budget, rest), avail)
     d.facts = pick_facts(inputs.facts, cap, policy.max_facts, meter, excluded)
     avail -= d.facts.used
     truncs: list[Truncation] = []
     cap = min(section_cap(policy, policy.summaries_budget, rest), avail)
     strategy.add_summaries(d, policy, cap, excluded, truncs)
-    fixed = d.facts.used + d.summaries.used
+    fixed = d.instructions.used + d.facts.used + d.summaries.used
     kept = keep_window(d, policy, rest - fixed)
     strategy.fill(
         d, policy, room=rest, facts_and_summaries=fixed, window_kept=kept, excluded=excluded
@@ -172,6 +181,12 @@ def _assemble(
             int(bool(d.system)),
         ),
         SectionUsage("new_message", plan.room - d.system_tokens, d.new_tokens, 1),
+        SectionUsage(
+            "instructions",
+            d.instructions.budget,
+            d.instructions.used,
+            len(d.instructions.included),
+        ),
         SectionUsage("facts", d.facts.budget, d.facts.used, len(d.facts.included)),
         SectionUsage("summaries", d.summaries.budget, d.summaries.used, len(d.summaries.included)),
         SectionUsage(
@@ -187,6 +202,7 @@ def _assemble(
     included = [Included("system", "system", d.system_tokens)] if d.system else []
     history_items = d.history.included()
     included += [
+        *d.instructions.included,
         *d.facts.included,
         *d.summaries.included,
         *d.recalled.included(),

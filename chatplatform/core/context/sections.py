@@ -11,12 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from chatplatform.core.memory.kinds import memory_kind_for
+
 from .formatting import (
     RETRIEVED_GAP,
     escape_block_text,
     fact_line,
     facts_block,
     facts_frame,
+    instruction_line,
+    instructions_block,
+    instructions_frame,
     one_line,
     retrieved_body,
     retrieved_frame,
@@ -64,11 +69,14 @@ def pick_facts(
     facts: Sequence[FactItem], cap: int, max_facts: int, meter: Meter, excluded: list[Excluded]
 ) -> Picked:
     """Facts in the caller's (relevance) order, deduplicated by ``key`` or normalised text,
-    at most ``max_facts``, each one bullet of the fenced ``<user_facts>`` block."""
+    at most ``max_facts``, each one bullet of the fenced ``<user_facts>`` block. Memories of
+    another section (instructions) are left to their own pick."""
     out = Picked("facts", cap)
     frame = _frame_cost(meter, facts_frame())
     used, lines, seen = frame, list[str](), set[str]()
     for fact in facts:
+        if memory_kind_for(fact.kind).section != "facts":
+            continue
         key = fact.key or one_line(fact.text, 10_000).casefold()
         if key in seen:
             excluded.append(Excluded("fact", fact.id, fact.tokens, "duplicate"))
@@ -91,6 +99,42 @@ def pick_facts(
         used += n
     if lines:
         out.blocks.append(facts_block(lines))
+        out.used = used
+    return out
+
+
+def pick_instructions(
+    memories: Sequence[FactItem],
+    cap: int,
+    max_items: int,
+    meter: Meter,
+    excluded: list[Excluded],
+) -> Picked:
+    """The user's standing instructions and preferences (the memories whose kind goes to the
+    ``instructions`` section), newest first while they fit ``cap`` and ``max_items``, each a
+    bullet of the fenced ``<user_instructions>`` block in the user's own words, rendered
+    oldest first (the order they were given in)."""
+    out = Picked("instructions", cap)
+    used = _frame_cost(meter, instructions_frame())
+    chosen: list[tuple[str, Included]] = []
+    for item in memories:
+        kind = memory_kind_for(item.kind)
+        if kind.section != "instructions":
+            continue
+        if len(chosen) >= max_items:
+            excluded.append(Excluded("instruction", item.id, item.tokens, "cap"))
+            continue
+        line = instruction_line(kind.label, item.text)
+        n = meter.text(line) + 1  # and the joining newline
+        if used + n > cap:
+            excluded.append(Excluded("instruction", item.id, n, "over_budget"))
+            continue
+        chosen.append((line, Included("instruction", item.id, n)))
+        used += n
+    if chosen:
+        chosen.reverse()
+        out.blocks.append(instructions_block([line for line, _ in chosen]))
+        out.included = [included for _, included in chosen]
         out.used = used
     return out
 

@@ -62,6 +62,8 @@ class PackingPolicy:
     calibration_ratio: float = 1.0
     budget_unit: BudgetUnit = "tokens"
     system_budget: int = 8_000
+    #: The user's standing instructions and preferences (sent before the facts).
+    instructions_budget: int = 0
     facts_budget: int = 2_000
     summaries_budget: int = 6_000
     retrieval_budget: int = 8_000
@@ -70,6 +72,7 @@ class PackingPolicy:
     max_summaries_in_context: int = 3
     raw_history_limit: int = 100
     max_facts: int = 50
+    max_instructions: int = 30
     retrieval_max_items: int = 8
     retrieval_neighbors: int = 1
     #: Tokens of provider framing per message; ``None`` = the counter's ``message_overhead``.
@@ -106,13 +109,16 @@ class SystemPart:
 
 @dataclass(frozen=True, slots=True)
 class FactItem:
-    """A stored fact about the user; ``key`` (if any) deduplicates facts."""
+    """A stored memory of the user: a fact (``key``, if any, deduplicates facts), or a
+    standing instruction or preference (``kind``, a name of
+    :mod:`chatplatform.core.memory.kinds`; its entry says which section it goes to)."""
 
     id: ItemId
     text: str
     key: str | None = None
     tokens: int | None = None
     counted_by: str | None = None
+    kind: str = "fact"
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ SECTION_OF_KIND = {
     "message": "history",
     "retrieved": "retrieval",
     "fact": "facts",
+    "instruction": "instructions",
     "summary": "summaries",
 }
 

@@ -1,0 +1,124 @@
+"""The kinds of memory the platform keeps of a user, one registry entry each.
+
+A *fact* is something about the user ("lives in Lyon"): saved by the model's tools, the user
+or the API, replaced by a newer value of the same key. A *standing instruction* tells the
+assistant how to answer from now on ("Always include version numbers"); a *preference*
+states what the user prefers ("I prefer minimal dependencies"). Instructions and preferences
+are noticed in the user's own messages (:mod:`.instructions`), kept in the user's own words,
+replaced by a later statement on the same matter, and sent in every prompt of that user in a
+section of their own (``instructions``), before the facts.
+
+Everything else asks :func:`memory_kind_for` what a kind does: which prompt section it goes
+to, its label, how a newer item replaces an older one, and what it finds in a message.
+Pure: nothing here imports Django.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .instructions import INSTRUCTION, PREFERENCE, same_matter, standing_statements
+
+MemoryKindName = Literal["fact", "instruction", "preference"]
+#: The prompt sections memories go to, in the order they are packed and rendered.
+MemorySection = Literal["instructions", "facts"]
+FACT: MemoryKindName = "fact"
+
+
+class UnknownMemoryKind(KeyError):
+    """A memory kind no registry entry answers for."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What a message states that a memory kind keeps: the sentence, verbatim, and where it
+    stands in the message."""
+
+    kind: MemoryKindName
+    sentence: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class MemoryKind:
+    """One kind of memory: what it is called, where it goes in a prompt, how a newer one
+    replaces an older one, and what a message states of it."""
+
+    name: MemoryKindName
+    label: str
+    plural: str
+    #: The prompt section it is sent in.
+    section: MemorySection
+    #: Whether it is noticed in the user's own messages without a model.
+    noticed_in_messages: bool = False
+
+    def replaces(self, earlier: str, later: str) -> bool:
+        """Whether ``later`` (same kind, same user, no key) replaces ``earlier``. Facts are
+        replaced by key only (an unkeyed fact never replaces another)."""
+        return False
+
+    def found_in(self, text: str) -> list[Found]:
+        """The statements of this kind in a user's message, verbatim, in order."""
+        return []
+
+
+@dataclass(frozen=True)
+class _Standing(MemoryKind):
+    """Standing instructions and preferences: one matter, one current statement."""
+
+    noticed_in_messages: bool = True
+
+    def replaces(self, earlier: str, later: str) -> bool:
+        return same_matter(matter_of(earlier), matter_of(later))
+
+    def found_in(self, text: str) -> list[Found]:
+        return [
+            Found(self.name, s.sentence, s.start, s.end)
+            for s in standing_statements(text)
+            if s.kind == self.name
+        ]
+
+
+MEMORY_KINDS: dict[str, MemoryKind] = {
+    kind.name: kind
+    for kind in (
+        MemoryKind(FACT, "Fact", "Facts", "facts"),
+        _Standing(INSTRUCTION, "Instruction", "Instructions", "instructions"),
+        _Standing(PREFERENCE, "Preference", "Preferences", "instructions"),
+    )
+}
+MEMORY_KIND_NAMES: tuple[MemoryKindName, ...] = tuple(MEMORY_KINDS)  # type: ignore[arg-type]
+#: The kinds sent in the ``instructions`` section.
+STANDING_KINDS: tuple[MemoryKindName, ...] = tuple(
+    k.name for k in MEMORY_KINDS.values() if k.section == "instructions"
+)
+
+
+def matter_of(text: str) -> str:
+    """What a standing instruction or preference is about: the statements its text makes
+    (a kept message may say more around them), else the whole text."""
+    found = standing_statements(text)
+    return " ".join(s.sentence for s in found) if found else text
+
+
+def memory_kind_for(name: str) -> MemoryKind:
+    """The registry entry of ``name``; :class:`UnknownMemoryKind` for any other."""
+    try:
+        return MEMORY_KINDS[name]
+    except KeyError:
+        raise UnknownMemoryKind(
+            f"unknown memory kind {name!r}: one of {', '.join(MEMORY_KINDS)}"
+        ) from None
+
+
+def memory_kind_choices() -> list[tuple[str, str]]:
+    """``(name, label)`` of every kind, for a model field's choices."""
+    return [(k.name, k.label) for k in MEMORY_KINDS.values()]
+
+
+def standing_statements_in(text: str) -> list[Found]:
+    """Every instruction and preference a user's message states, in the order they stand."""
+    found = [f for kind in MEMORY_KINDS.values() for f in kind.found_in(text)]
+    return sorted(found, key=lambda f: f.start)
