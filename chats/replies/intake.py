@@ -6,7 +6,9 @@ for the sending client, as values) or its errors (:class:`SendRateLimited`,
 ``MessageRejected``) back to frames, HTTP responses or server-sent events. Everything else
 happens here, in this order: the rate count and the runner lock (one Redis round trip), the
 message stored (idempotent by client id) with the first turn prepared in the same database
-thread trip when the lock was free, then the reply runner started, exactly once.
+thread trip when the lock was free, then the reply runner started, exactly once. After the
+message's commit, the standing instructions and preferences it states are kept as its
+author's memories (:func:`memory.services.instructions_capture`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
+
+from django.db import transaction
 
 from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.policies import cached_policy, policy_for
@@ -28,6 +33,7 @@ from chats.replies.runner import runner_start
 from chats.replies.turns import NextTurn, turn_prepare_next
 from chats.selectors import row_id
 from chats.services.messages import MessageRejected, message_create
+from memory.services import instructions_capture
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +84,18 @@ def user_message_accept(
     if not created:
         # A send again of a message whose reply was interrupted asks for the reply again.
         interrupted_reply_reopen(stored)
+    else:
+        transaction.on_commit(partial(_standing_instructions_keep, stored))
     return stored, created
+
+
+def _standing_instructions_keep(message: Message) -> None:
+    """Keep what the new message states of how its author wants to be answered (after its
+    commit; never the message's failure: it is stored whatever becomes of this)."""
+    try:
+        instructions_capture(message.tenant_id, message)
+    except Exception:
+        logger.exception("keeping the instructions of message %s failed", message.pk)
 
 
 #: The window of the per-user message rate (seconds).

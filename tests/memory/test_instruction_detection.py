@@ -76,3 +76,8 @@ def test_a_later_statement_on_the_same_matter_replaces_the_earlier_one():
     assert same_matter(bullets, "Never use bullet points for lists when I ask about formatting.")
     assert not same_matter(bullets, "Always include version numbers when I ask about libraries.")
     assert not same_matter("Always answer.", "Never answer.")  # no content words: no match
+
+
+def test_statements_naming_another_language_are_on_the_same_matter():
+    assert same_matter("From now on, answer me in Spanish.", "Always reply in German.")
+    assert not same_matter("Answer me in Spanish.", "Never use emojis in answers.")

@@ -87,6 +87,8 @@ class CostOptions:
     #: Server compaction: the input-token trigger (default: the policy's, which the provider
     #: never accepts below 50,000 tokens; a lower one simulates what the API does not offer).
     compaction_trigger: int | None = None
+    #: Keep the users' standing instructions and preferences (as on intake) in the prompts.
+    instructions: bool = True
 
 
 @dataclass
@@ -311,7 +313,9 @@ def _full_request(
 def _policy(tenant: Tenant, options: CostOptions) -> ContextPolicy:
     return scratch_policy(
         tenant,
-        locomo.eval_policy_fields(options.strategy, options.budget),
+        locomo.eval_policy_fields(
+            options.strategy, options.budget, instructions=options.instructions
+        ),
         name=f"Cost replay ({options.strategy}, {options.budget})",
         profile={
             "name": "Cost replay model (o200k_base)",
@@ -328,4 +332,5 @@ def _policy(tenant: Tenant, options: CostOptions) -> ContextPolicy:
         history_trim_percent=options.history_trim_percent,
         turn_retrieval_percent=options.turn_retrieval_percent,
         cache_ttl=options.cache_ttl,
+        instructions_enabled=options.instructions,
     )

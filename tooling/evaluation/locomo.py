@@ -214,6 +214,10 @@ EVAL_SYSTEM_PROMPT = (
 )
 
 
+#: The evaluation policy gives the standing instructions at most 1/this of the budget.
+INSTRUCTIONS_SHARE = 16
+
+
 def eval_policy_fields(
     strategy: str,
     budget: int,
@@ -222,6 +226,7 @@ def eval_policy_fields(
     system_budget: int = 200,
     history_reserve: int = 400,
     retrieval_max_items: int = 200,
+    instructions: bool = True,
 ) -> dict[str, Any]:
     """The evaluation policy's settings, named as on both ``ContextPolicy`` and
     ``PackingPolicy``.
@@ -230,19 +235,26 @@ def eval_policy_fields(
     ``max_context_tokens = budget + reserved_response_tokens``. Hybrid keeps ``recent``
     messages for sure, gives retrieval all but ``history_reserve`` tokens of the budget, and
     the recent history whatever retrieval leaves; the other strategies give the history
-    everything (rolling summary would also hold summaries, none exist in scratch data).
+    everything (rolling summary would also hold summaries, none exist in scratch data). With
+    ``instructions``, the user's standing instructions and preferences take at most a
+    sixteenth of the budget (:data:`INSTRUCTIONS_SHARE`), taken from retrieval's share in
+    hybrid.
     """
     needs = strategy_for(strategy).needs
     retrieves = needs.retrieval
+    kept = budget // INSTRUCTIONS_SHARE if instructions else 0
     return {
         "strategy": strategy,
         "max_context_tokens": budget + EVAL_RESERVED_RESPONSE,
         "reserved_response_tokens": EVAL_RESERVED_RESPONSE,
         "system_budget": system_budget,
+        "instructions_budget": kept,
         "facts_budget": 0,
         # Summaries take a quarter where they stand in for retrieval.
         "summaries_budget": budget // 4 if needs.summaries and not retrieves else 0,
-        "retrieval_budget": max(0, budget - system_budget - history_reserve) if retrieves else 0,
+        "retrieval_budget": (
+            max(0, budget - system_budget - history_reserve - kept) if retrieves else 0
+        ),
         "min_recent_messages": recent if retrieves else 20,
         "recent_message_cap": 500,
         "raw_history_limit": 500,

@@ -39,6 +39,7 @@ from chats.retrieval import embeddings
 from chats.retrieval.dense import DenseRetrieval, dense_enabled, dense_status, embed_conversation
 from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
+from memory.services import instructions_capture
 from tooling.evaluation import beam, datasets, locomo
 
 STRATEGIES = strategy_names(lambda s: s.in_recall_eval)
@@ -60,6 +61,9 @@ class EvalOptions:
     retrieve_whole_history: bool = True
     #: Hybrid: also retrieve by meaning (when the embeddings are installed).
     dense: bool = True
+    #: Keep the standing instructions and preferences the users' messages state, as the
+    #: platform does on intake, and give them their section of the prompt.
+    instructions: bool = True
 
 
 @dataclass
@@ -227,6 +231,7 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
         recent=options.recent,
         history_reserve=options.history_reserve,
         retrieval_max_items=options.retrieval.max_items,
+        instructions=options.instructions,
     )
     return scratch_policy(
         tenant,
@@ -238,6 +243,7 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
             "model": "offline",
         },
         retrieval_dense=options.dense and strategy_for(options.strategy).needs.retrieval_by_meaning,
+        instructions_enabled=options.instructions,
     )
 
 
@@ -318,6 +324,9 @@ def turn_message(
     message, _ = message_create(
         conversation=conversation, role=role, content=turn.text, author=author, validate=False
     )
+    if role == MessageRole.USER:
+        # What intake does once a message is stored (there, after its commit).
+        instructions_capture(conversation.tenant_id, message)
     return message
 
 

@@ -113,7 +113,7 @@ def fit(d: Draft, excluded: list[Excluded]) -> tuple[Rendered, int, int]:
             shed.entries.clear()
         elif d.summaries.included or d.facts.included or d.instructions.included:
             # The user's standing instructions go last, and only with everything optional.
-            doomed = (d.summaries, d.facts)
+            doomed: tuple[Picked, ...] = (d.summaries, d.facts)
             if not (d.summaries.included or d.facts.included):
                 doomed = (d.instructions,)
             for picked in doomed:

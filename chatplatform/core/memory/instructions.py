@@ -143,9 +143,24 @@ def standing_statements(text: str) -> list[Statement]:
     return found
 
 
+#: Names of languages: a statement that names one is (also) about the answers' language, one
+#: matter whichever language it names ("answer in Spanish" replaces "answer in German").
+_LANGUAGE_NAMES = frozenset(
+    """english russian ukrainian german french spanish portuguese italian chinese mandarin
+    japanese korean arabic hindi polish dutch turkish hebrew английском русском украинском
+    немецком французском испанском""".split()
+)
+LANGUAGE_MATTER = "<language>"
+
+
 def matter_words(sentence: str) -> frozenset[str]:
-    """The content words of a statement (lower-cased, fillers left out)."""
-    return frozenset(w for w in _WORD.findall(sentence.casefold()) if w not in _FILLER)
+    """The content words of a statement (lower-cased, fillers left out; a language's name
+    stands as the one matter :data:`LANGUAGE_MATTER`)."""
+    return frozenset(
+        LANGUAGE_MATTER if w in _LANGUAGE_NAMES else w
+        for w in _WORD.findall(sentence.casefold())
+        if w not in _FILLER
+    )
 
 
 def same_matter(earlier: str, later: str) -> bool:

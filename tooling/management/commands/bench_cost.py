@@ -45,6 +45,11 @@ class Command(BaseCommand):
             "(default: 80%% of the budget, never below the provider's minimum of 50,000; a "
             "lower value simulates a trigger the provider does not accept).",
         )
+        parser.add_argument(
+            "--no-instructions",
+            action="store_true",
+            help="Leave the users' standing instructions and preferences out of the prompts.",
+        )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -61,6 +66,7 @@ class Command(BaseCommand):
             turn_retrieval_percent=options["turn_retrieval_percent"],
             cache_ttl=options["cache_ttl"],
             compaction_trigger=options["compaction_trigger"],
+            instructions=not options["no_instructions"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
         try:

@@ -36,6 +36,12 @@ class Command(BaseCommand):
             help="Hybrid: full-text retrieval only (by default it also retrieves by meaning "
             "when the embeddings requirements are installed).",
         )
+        parser.add_argument(
+            "--no-instructions",
+            action="store_true",
+            help="Leave the users' standing instructions and preferences out (by default they "
+            "are kept from the loaded messages, as on intake, and get their prompt section).",
+        )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
         parser.add_argument("--dump", help="Write one JSON line per question with its prompt.")
         parser.add_argument(
@@ -56,6 +62,7 @@ class Command(BaseCommand):
             strategy=options["strategy"],
             recent=options["recent"],
             dense=not options["no_dense"],
+            instructions=not options["no_instructions"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
         cache = None if options["no_vector_cache"] else Path(options["vector_cache"])
