@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import assemble_turn
 from memory.models import FactEnd, UserFact
@@ -18,7 +19,6 @@ from memory.services import (
     fact_save_detailed,
     instructions_capture,
 )
-from chatplatform.services import api_key_create
 from tests.api.conftest import API, key_client
 from tests.api.helpers import add_message
 from tests.factories import make_conversation, make_member, make_message
