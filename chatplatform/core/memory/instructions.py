@@ -146,7 +146,32 @@ def standing_statements(text: str) -> list[Statement]:
 #: Names of languages: a statement that names one is (also) about the answers' language, one
 #: matter whichever language it names ("answer in Spanish" replaces "answer in German").
 _LANGUAGE_NAMES = frozenset(
-    ["english", "russian", "ukrainian", "german", "french", "spanish", "portuguese", "italian", "chinese", "mandarin", "japanese", "korean", "arabic", "hindi", "polish", "dutch", "turkish", "hebrew", "английском", "русском", "украинском", "немецком", "французском", "испанском"]
+    [
+        "english",
+        "russian",
+        "ukrainian",
+        "german",
+        "french",
+        "spanish",
+        "portuguese",
+        "italian",
+        "chinese",
+        "mandarin",
+        "japanese",
+        "korean",
+        "arabic",
+        "hindi",
+        "polish",
+        "dutch",
+        "turkish",
+        "hebrew",
+        "английском",
+        "русском",
+        "украинском",
+        "немецком",
+        "французском",
+        "испанском",
+    ]
 )
 LANGUAGE_MATTER = "<language>"
 
