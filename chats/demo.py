@@ -167,6 +167,7 @@ def _small_policy(tenant: Tenant) -> ContextPolicy:
     policy.max_context_tokens = 4_000
     policy.reserved_response_tokens = 1_000
     policy.system_budget, policy.facts_budget = 500, 300
+    policy.instructions_budget = 300
     policy.summaries_budget, policy.retrieval_budget = 500, 600
     policy.summary_interval = 10
     policy.raw_history_limit = 30

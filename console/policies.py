@@ -60,13 +60,15 @@ POLICY_FIELDSETS: Any = (
         "Section budgets",
         {
             "description": "Sections fill in priority order: system prompt, the new message, "
-            "the minimum recent messages (see Recent history), user facts, summaries, retrieved "
+            "the minimum recent messages (see Recent history), the user's standing instructions "
+            "and preferences, user facts, summaries, retrieved "
             "older messages; each takes at most its budget of what the earlier ones leave, and "
             "whatever is left flows to the recent history. Long recent messages can therefore "
             "leave a later section less than its budget: the preview shows what each got.",
             "fields": (
                 "budget_unit",
                 "system_budget",
+                "instructions_budget",
                 "facts_budget",
                 "summaries_budget",
                 "retrieval_budget",
@@ -119,6 +121,10 @@ POLICY_FIELDSETS: Any = (
                 "long_summary_tokens",
             )
         },
+    ),
+    (
+        "Standing instructions and preferences",
+        {"fields": ("instructions_enabled", "max_instructions_per_user")},
     ),
     ("User facts", {"fields": ("facts_enabled", "max_facts_per_user", "max_fact_chars")}),
     (

@@ -29,8 +29,10 @@ class UserFact(TenantOwnedModel):
     registry entry of :mod:`chatplatform.core.memory.kinds` that says where it goes in a
     prompt and what replaces it).
 
-    A fact about a user. A keyed fact (``city``) has one current value; saving a new value
-    marks the old one superseded (kept as history), so memory never holds contradictions.
+    A fact about a user. A keyed fact (``city``: the key names its subject) has one current
+    value; saving a new value marks the old one superseded (kept as history, with the time
+    it stopped being true), so memory never holds contradictions and a prompt can say what
+    changed and when.
 
     A fact is private unless its owner marks it ``shareable``: a private fact never enters a
     prompt whose reply someone else can read (a conversation with more than one participant),
@@ -49,6 +51,11 @@ class UserFact(TenantOwnedModel):
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     superseded_at = models.DateTimeField(null=True, blank=True)
+    #: When it became true as far as the platform knows (its source message's time, else
+    #: when it was saved) and when a newer value replaced it (the newer one's ``valid_from``):
+    #: the time of the world, beside ``created_at``/``superseded_at``, the time of the record.
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True)
     ended_reason = models.CharField(max_length=8, choices=FactEnd.choices, blank=True)
     shareable = models.BooleanField(
         default=False,

@@ -5,6 +5,10 @@
 - A keyed fact (``home_city``) has one current value: saving a new value supersedes the old
   one (``superseded_by``/``superseded_at``, ``ended_reason="replaced"``), so memory never
   holds contradictions (the database allows one current fact per tenant, user and key).
+  Two times: the record's (``created_at``, ``superseded_at``) and the world's: a fact is
+  true from ``valid_from`` (when its source message was sent, else when it was saved) until
+  ``valid_until`` (when the value that replaced it was said). An edit corrects the record:
+  the new version keeps ``valid_from`` and the old one gets no ``valid_until``.
 - Text is validated: a non-empty string, no NUL, at most ``max_fact_chars`` characters;
   keys are short slugs.
 - History stays bounded: at most ``HISTORY_PER_USER`` ended facts are kept per user.
@@ -202,9 +206,18 @@ def fact_save_detailed(
             current = UserFact.objects.filter(
                 user_id=user_id, superseded_at__isnull=True, kind__in=same_section
             )
+            valid_from = now
             if message_id is not None:
-                if not Message.objects.filter(pk=message_id).exists():
+                said_at = next(
+                    iter(
+                        Message.objects.filter(pk=message_id).values_list("created_at", flat=True)
+                    ),
+                    None,
+                )
+                if said_at is None:
                     message_id = None  # not this tenant's message: do not link it
+                else:
+                    valid_from = said_at
             old: UserFact | None = None
             if key is not None:
                 old = current.filter(key=key).first()
@@ -220,8 +233,9 @@ def fact_save_detailed(
                 shareable = old.shareable if old is not None else False
             if old is not None:
                 # Free the (tenant, user, key) slot first: the constraint allows one current.
+                # The old value was true until the new one was said.
                 UserFact.objects.filter(pk=old.pk).update(
-                    superseded_at=now, ended_reason=FactEnd.REPLACED
+                    superseded_at=now, ended_reason=FactEnd.REPLACED, valid_until=valid_from
                 )
             fact = UserFact.objects.create(
                 tenant_id=tenant_id,
@@ -232,10 +246,12 @@ def fact_save_detailed(
                 source=source,
                 source_message_id=message_id,
                 shareable=bool(shareable),
+                valid_from=valid_from,
             )
             if old is not None:
                 UserFact.objects.filter(pk=old.pk).update(superseded_by=fact)
                 old.superseded_at, old.superseded_by, old.ended_reason = now, fact, FactEnd.REPLACED
+                old.valid_until = valid_from
             limit = policy.max_instructions_per_user if standing else policy.max_facts_per_user
             evicted = _evict(tenant_id, user_id, limit, now, same_section)
             _prune_history(tenant_id, user_id)
@@ -328,6 +344,8 @@ def fact_update(
                 source=source,
                 source_message_id=old.source_message_id,
                 shareable=old.shareable if shareable is None else bool(shareable),
+                # An edit corrects the record: the value was this one all along.
+                valid_from=old.valid_from,
             )
             UserFact.objects.filter(pk=old.pk).update(superseded_by=fact)
             _prune_history(tenant_id, user_id)

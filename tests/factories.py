@@ -89,13 +89,17 @@ _policy_counter = iter(range(1, 10**9))
 
 
 def build_policy(tenant: Tenant, **values: Any) -> ContextPolicy:
-    """An unsaved tenant policy (for validation tests); ``values`` override the defaults."""
+    """An unsaved tenant policy (for validation tests); ``values`` override the defaults. A
+    test that sizes the prompt (``max_context_tokens``) without naming the standing
+    instructions' budget leaves that section out: its sizes were chosen without it."""
     fields: dict[str, Any] = {
         "tenant": tenant,
         "name": f"policy {next(_policy_counter)}",
         **POLICY_DEFAULTS,
         **values,
     }
+    if "max_context_tokens" in values and "instructions_budget" not in values:
+        fields["instructions_budget"] = 0
     if fields.get("model_profile") is None:
         fields["model_profile"] = offline_profile()
     return ContextPolicy(**fields)

@@ -170,17 +170,23 @@ WHERE m.tenant_id = %(tenant)s AND m.conversation_id = %(conversation)s
 #: history rows' shape, appended with UNION ALL (one round trip instead of two): ``seq``
 #: holds minus the memory's rank (-1 = newest; history seqs are positive, so sorting the rows
 #: by seq puts the memories last, newest first), the role column its kind, ``content`` its
-#: text, ``author`` its key. At most ``facts`` facts and ``instructions`` of the other kinds,
+#: text, ``author`` its key, then the value it replaced (a change in the world, not an edit)
+#: and since when it holds (``valid_from`` as text: its first ten characters are the date on
+#: every database). At most ``facts`` facts and ``instructions`` of the other kinds,
 #: the newest, by the partial index ``(tenant, user, created_at)``. ``{private}`` keeps a
 #: private memory out of a reply others read (see :data:`_SHAREABLE_ONLY` and
 #: :data:`_PRIVATE_WHEN_ALONE`).
 _FACTS_SQL = """
 SELECT * FROM (
     SELECT id, -row_number() OVER (ORDER BY created_at DESC, id DESC), kind,
-           text, key, CAST(NULL AS integer), CAST(NULL AS text), CAST(NULL AS text),
-           CAST(NULL AS text), CAST(NULL AS text){names}
+           text, key, CAST(NULL AS integer), CAST(NULL AS text),
+           (SELECT p.text FROM memory_userfact p
+            WHERE p.tenant_id = %(tenant)s AND p.superseded_by_id = ranked.id
+              AND p.valid_until IS NOT NULL
+            ORDER BY p.superseded_at DESC LIMIT 1),
+           CAST(valid_from AS text), CAST(NULL AS text){names}
     FROM (
-        SELECT id, created_at, kind, text, key,
+        SELECT id, created_at, kind, text, key, valid_from,
                row_number() OVER (
                    PARTITION BY kind = 'fact' ORDER BY created_at DESC, id DESC
                ) AS rank_in_kind
@@ -298,7 +304,17 @@ def recent_messages_and_facts(
     split = len(rows)
     while split and rows[split - 1][1] < 0:
         split -= 1
-    facts = [FactItem(id=row[0], text=row[3], key=row[4], kind=row[2]) for row in rows[split:]]
+    facts = [
+        FactItem(
+            id=row[0],
+            text=row[3],
+            key=row[4],
+            kind=row[2],
+            previous=row[7],
+            since=row[8][:10] if row[7] and row[8] else None,
+        )
+        for row in rows[split:]
+    ]
     del rows[split:]
     items = item_memo.items(_labelled_rows(rows) if labels else rows)
     return items, facts

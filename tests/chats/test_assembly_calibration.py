@@ -51,6 +51,7 @@ def claude_policy(tenant, name, **overrides):
             reserved_response_tokens=500,
             safety_margin_percent=SAFETY_PERCENT,
             system_budget=300,
+            instructions_budget=0,
             facts_budget=200,
             summaries_budget=0,
             retrieval_budget=0,

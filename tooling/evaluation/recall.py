@@ -32,7 +32,7 @@ from chatplatform.core.context.strategies import strategy_for, strategy_names
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Conversation, Message, MessageRole
-from chatplatform.services import tenant_create
+from chatplatform.services import membership_add, tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import Retriever, assemble_context
 from chats.retrieval import embeddings
@@ -299,6 +299,8 @@ def sample_conversation(
     """A group chat of the sample's speakers (new users) under ``policy``: the conversation,
     the users by speaker name, and the first of them (who stands in for unknown speakers)."""
     users = {name: speaker_user(name) for name in sample.speakers}
+    for user in users.values():  # members, as people who chat are (their memories need it)
+        membership_add(tenant=tenant, user=user)
     first, *others = list(users.values()) or [tenant.service_user]
     conversation = conversation_create(
         tenant=tenant,

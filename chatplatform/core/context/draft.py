@@ -119,6 +119,7 @@ def fit(d: Draft, excluded: list[Excluded]) -> tuple[Rendered, int, int]:
             for picked in doomed:
                 excluded += [Excluded(i.kind, i.id, i.tokens, "recount") for i in picked.included]
                 picked.blocks, picked.stable_blocks, picked.included = [], [], []
+                picked.turn_blocks = []
                 picked.used = 0
             d.outside_tokens = 0
         else:

@@ -5,8 +5,8 @@ chat's standing instructions and facts, the long-lived then the rolling summarie
 retrieved messages that are part of the cached window, all in the system text; then the
 history, one content block per turn (so a cache breakpoint can end at any turn) and the new
 message; last the *tail*, which only this turn sends (per-turn template values, a group
-chat's author's instructions and facts, this turn's retrieved messages), appended to the new
-message.
+chat's author's instructions and facts, the changed facts the new message concerns, this
+turn's retrieved messages), appended to the new message.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def render(d: Draft) -> Rendered:
             d.turn_values,
             *(d.instructions.blocks if multi else []),
             *(d.facts.blocks if multi else []),
+            *d.facts.turn_blocks,
             d.retrieval.render(d.inputs.bot_name),
         )
         if p

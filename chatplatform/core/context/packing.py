@@ -150,7 +150,9 @@ def _assemble(
     d.instructions = pick_instructions(inputs.facts, cap, policy.max_instructions, meter, excluded)
     avail -= d.instructions.used
     cap = min(section_cap(policy, policy.facts_budget, rest), avail)
-    d.facts = pick_facts(inputs.facts, cap, policy.max_facts, meter, excluded)
+    d.facts = pick_facts(
+        inputs.facts, cap, policy.max_facts, meter, excluded, inputs.new_message.content
+    )
     avail -= d.facts.used
     truncs: list[Truncation] = []
     cap = min(section_cap(policy, policy.summaries_budget, rest), avail)

@@ -8,6 +8,7 @@ recounts the final output anyway.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -16,6 +17,8 @@ from chatplatform.core.memory.kinds import memory_kind_for
 from .formatting import (
     RETRIEVED_GAP,
     escape_block_text,
+    fact_change_line,
+    fact_changes_block,
     fact_line,
     facts_block,
     facts_frame,
@@ -57,6 +60,8 @@ class Picked:
     budget: int
     blocks: list[str] = field(default_factory=list)
     stable_blocks: list[str] = field(default_factory=list)
+    #: Blocks only this turn sends (after the new message, outside the cached prefix).
+    turn_blocks: list[str] = field(default_factory=list)
     used: int = 0
     included: list[Included] = field(default_factory=list)
 
@@ -66,11 +71,21 @@ def _frame_cost(meter: Meter, frame: tuple[str, str]) -> int:
 
 
 def pick_facts(
-    facts: Sequence[FactItem], cap: int, max_facts: int, meter: Meter, excluded: list[Excluded]
+    facts: Sequence[FactItem],
+    cap: int,
+    max_facts: int,
+    meter: Meter,
+    excluded: list[Excluded],
+    new_text: str = "",
 ) -> Picked:
     """Facts in the caller's (relevance) order, deduplicated by ``key`` or normalised text,
     at most ``max_facts``, each one bullet of the fenced ``<user_facts>`` block. Memories of
-    another section (instructions) are left to their own pick."""
+    another section (instructions) are left to their own pick.
+
+    A fact whose value changed and that the new message (``new_text``) concerns (they share
+    a word of its subject or values) is also told as a change, in a ``<fact_changes>``
+    block only this turn sends, when it fits the rest of ``cap``: the cached block keeps
+    only current values, so it does not change with the question."""
     out = Picked("facts", cap)
     frame = _frame_cost(meter, facts_frame())
     used, lines, seen = frame, list[str](), set[str]()
@@ -100,7 +115,46 @@ def pick_facts(
     if lines:
         out.blocks.append(facts_block(lines))
         out.used = used
+        changes = _changes(facts, out, new_text, cap - used, meter)
+        if changes:
+            out.turn_blocks.append(fact_changes_block(changes[0]))
+            out.used += changes[1]
     return out
+
+
+_WORDS = re.compile(r"\w{3,}")
+#: Words too common to tie a message to a fact.
+_COMMON_WORDS = """the and for are was were has have had with that this from your you what when
+    where which who how does did can could would should will now not but all any its it's our out
+    about into than then them they their there here lives user"""
+_COMMON = frozenset(_COMMON_WORDS.split())
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORDS.findall(text.casefold())) - _COMMON
+
+
+def _touched(fact: FactItem, words: set[str]) -> bool:
+    subject = (fact.key or "").replace("_", " ")
+    return not words.isdisjoint(_words(f"{subject} {fact.text} {fact.previous or ''}"))
+
+
+def _changes(
+    facts: Sequence[FactItem], picked: Picked, new_text: str, room: int, meter: Meter
+) -> tuple[list[str], int] | None:
+    """The change lines of the picked facts the new message concerns and their tokens, when
+    they fit ``room``."""
+    chosen = {i.id for i in picked.included}
+    words = _words(new_text)
+    lines = [
+        fact_change_line(f.key, f.text, f.previous, f.since)
+        for f in facts
+        if f.previous and f.id in chosen and _touched(f, words)
+    ]
+    if not lines:
+        return None
+    tokens = meter.text(fact_changes_block(lines)) + SEPARATOR_TOKENS
+    return (lines, tokens) if tokens <= room else None
 
 
 def pick_instructions(

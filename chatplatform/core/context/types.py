@@ -119,6 +119,10 @@ class FactItem:
     tokens: int | None = None
     counted_by: str | None = None
     kind: str = "fact"
+    #: A fact whose value changed: the value it replaced and the date (``YYYY-MM-DD``) the
+    #: new one was said; a turn whose message concerns it is told of the change.
+    previous: str | None = None
+    since: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
