@@ -91,7 +91,9 @@ def test_the_format_is_told_from_the_file_and_batches_become_dated_sessions(tmp_
 
 
 def test_recall_is_reported_per_ability_with_the_core_mean(tmp_path):
-    window = run_eval(write(tmp_path), EvalOptions(strategy="sliding_window", budget=1200))
+    window = run_eval(
+        write(tmp_path), EvalOptions(strategy="sliding_window", budget=1200, instructions=False)
+    )
     assert window["dataset"] == "beam"
     assert set(window["abilities"]) == {
         "instruction_following",
@@ -145,3 +147,28 @@ def test_bench_cost_on_beam_compares_with_the_sliding_window(tmp_path):
     assert result["ratio_to_sliding_window"] == pytest.approx(
         result["billed_per_turn"] / result["sliding_window_per_turn"], abs=0.001
     )
+
+
+def test_the_users_standing_instruction_is_kept_as_on_intake(tmp_path):
+    dump = io.StringIO()
+    kept = run_eval(write(tmp_path), EvalOptions(strategy="sliding_window", budget=2000), dump=dump)
+    # Far behind the window, yet in every prompt of the user's, in their own words.
+    assert kept["abilities"]["instruction_following"]["all_evidence_percent"] == 100.0
+    contexts = [json.loads(line)["context"] for line in dump.getvalue().splitlines()]
+    assert all("<user_instructions>" in c and INSTRUCTION in c for c in contexts)
+    out = io.StringIO()
+    call_command(
+        "eval_recall",
+        "--dataset",
+        write(tmp_path),
+        "--budget",
+        "2000",
+        "--strategy",
+        "sliding_window",
+        "--no-instructions",
+        "--no-vector-cache",
+        "--json",
+        stdout=out,
+    )
+    left_out = json.loads(out.getvalue())
+    assert left_out["abilities"]["instruction_following"]["all_evidence_percent"] == 0.0

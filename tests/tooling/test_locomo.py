@@ -80,5 +80,10 @@ def test_tally_counts_all_and_any():
 def test_policy_budget_covers_the_whole_prompt():
     fields = locomo.eval_policy_fields("hybrid", 4000)
     assert fields["max_context_tokens"] - fields["reserved_response_tokens"] == 4000
-    assert fields["retrieval_budget"] == 4000 - 200 - 400
+    # The standing instructions' sixteenth comes out of retrieval's share.
+    assert fields["instructions_budget"] == 4000 // 16
+    assert fields["retrieval_budget"] == 4000 - 200 - 400 - 4000 // 16
+    without = locomo.eval_policy_fields("hybrid", 4000, instructions=False)
+    assert without["instructions_budget"] == 0
+    assert without["retrieval_budget"] == 4000 - 200 - 400
     assert locomo.eval_policy_fields("sliding_window", 4000)["retrieval_max_items"] == 0

@@ -73,6 +73,9 @@ class _Loaded:
     policy: ContextPolicy
     text_of: dict[str, str]
     asked_at: datetime
+    #: Who asks the questions: the conversation's first speaker (BEAM's user), whose own
+    #: memories a turn of theirs holds.
+    asker: Any
 
 
 def run_eval(
@@ -137,7 +140,12 @@ def _run(
                 created_at=loaded.asked_at,
             )
             turn = assemble_context(
-                loaded.conversation, item, policy=policy, retriever=retriever, now=loaded.asked_at
+                loaded.conversation,
+                item,
+                policy=policy,
+                retriever=retriever,
+                now=loaded.asked_at,
+                author=loaded.asker,
             )
             text = locomo.prompt_text(turn.prompt.system, turn.prompt.messages)
             tallies[question.category].add(locomo.evidence_present(text, evidence, question.quote))
@@ -350,4 +358,4 @@ def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: i
         last = max(last, when)
     with tenant_scope(tenant):
         conversation = Conversation.objects.select_related("policy").get(pk=conversation.pk)
-    return _Loaded(sample, conversation, policy, text_of, last + timedelta(days=1))
+    return _Loaded(sample, conversation, policy, text_of, last + timedelta(days=1), first)
