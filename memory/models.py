@@ -22,6 +22,7 @@ class FactEnd(models.TextChoices):
     REPLACED = "replaced", "Replaced by a newer value"
     EVICTED = "evicted", "Evicted (over the per-user limit)"
     DELETED = "deleted", "Deleted"
+    EDITED = "edited", "Its message was edited"
 
 
 class UserFact(TenantOwnedModel):

@@ -443,3 +443,16 @@ def instructions_capture(tenant: Tenant | int, message: Message) -> list[SavedFa
         except FactRejected:
             continue
     return saved
+
+
+def instructions_recapture(tenant: Tenant | int, message: Message) -> list[SavedFact]:
+    """After ``message`` was edited: the standing instructions and preferences kept from its
+    earlier text end (``ended_reason="edited"``, kept as history) and what the new text
+    states is kept (:func:`instructions_capture`)."""
+    tenant_id = _id(tenant)
+    standing = _kinds_of("instructions")
+    with transaction.atomic(), tenant_scope(tenant_id):
+        UserFact.objects.filter(
+            source_message_id=message.pk, superseded_at__isnull=True, kind__in=standing
+        ).update(superseded_at=timezone.now(), ended_reason=FactEnd.EDITED)
+    return instructions_capture(tenant_id, message)

@@ -21,7 +21,9 @@ as a missing one.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.db import transaction
@@ -45,6 +47,9 @@ from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.selectors import row_id
 from chats.services.messages import max_message_chars, validate_message_content
+from memory.services import instructions_recapture
+
+logger = logging.getLogger(__name__)
 
 #: What a superseded reply shows until the new one starts streaming.
 SUPERSEDED_TEXT = "A new reply is being written."
@@ -142,7 +147,17 @@ def user_message_edit(
         _supersede(conversation, reply, RevisionReason.RESENT, user)
         user_message.content, user_message.edited_at = content, now
         user_message.token_count, user_message.token_counter = new_count, counter.name
+        transaction.on_commit(partial(_standing_instructions_renew, user_message))
     return Revised(user_message, reply)
+
+
+def _standing_instructions_renew(message: Message) -> None:
+    """What the edited text states of how its author wants to be answered replaces what the
+    earlier text stated (after the edit's commit; never the edit's failure)."""
+    try:
+        instructions_recapture(message.tenant_id, message)
+    except Exception:
+        logger.exception("renewing the instructions of message %s failed", message.pk)
 
 
 def _last_exchange(conversation: Conversation) -> tuple[Message, Message | None]:

@@ -1,4 +1,5 @@
-"""When each fact was true: existing facts from when they were saved until replaced."""
+"""When each fact was true (existing facts: from when they were saved until replaced), and
+memories ended because the message they came from was edited."""
 
 from django.db import migrations, models
 
@@ -27,6 +28,11 @@ class Migration(migrations.Migration):
             model_name='userfact',
             name='valid_until',
             field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AlterField(
+            model_name='userfact',
+            name='ended_reason',
+            field=models.CharField(blank=True, choices=[('replaced', 'Replaced by a newer value'), ('evicted', 'Evicted (over the per-user limit)'), ('deleted', 'Deleted'), ('edited', 'Its message was edited')], max_length=8),
         ),
         migrations.RunPython(fill_validity, migrations.RunPython.noop),
     ]

@@ -10,6 +10,7 @@ import pytest
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import assemble_turn
+from chats.services.revisions import user_message_edit
 from memory.models import FactEnd, UserFact
 from memory.selectors import fact_history
 from memory.services import (
@@ -143,3 +144,22 @@ def test_a_message_sent_through_the_api_is_noticed_after_its_commit(tenant_a, me
     assert response.status_code == 201, response.content
     [kept] = standing(tenant_a, member_a)
     assert kept.text == SPANISH and kept.source_message_id == response.json()["message"]["id"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edited_message_states_them_anew(tenant_a, member_a):
+    conversation = make_conversation(tenant_a, member_a)
+    question = add_message(conversation, member_a, SPANISH)
+    make_message(conversation, "Claro.", role="assistant", answers=question)
+    instructions_capture(tenant_a, question)
+    user_message_edit(
+        conversation=conversation, user=member_a, message_id=question.pk, content=NUMBERS
+    )
+    [kept] = standing(tenant_a, member_a)
+    assert kept.text == NUMBERS and kept.source_message_id == question.pk
+    [ended] = fact_history(tenant_a, member_a)
+    assert (ended.text, ended.ended_reason) == (SPANISH, FactEnd.EDITED)
+    user_message_edit(
+        conversation=conversation, user=member_a, message_id=question.pk, content="Thanks!"
+    )
+    assert standing(tenant_a, member_a) == []
