@@ -76,6 +76,11 @@ def test_a_later_statement_on_the_same_matter_replaces_the_earlier_one():
     assert same_matter(bullets, "Never use bullet points for lists when I ask about formatting.")
     assert not same_matter(bullets, "Always include version numbers when I ask about libraries.")
     assert not same_matter("Always answer.", "Never answer.")  # no content words: no match
+    # One topic, two matters: both stay.
+    assert not same_matter(
+        "Always include visual aids like tree diagrams when I ask about probability problems.",
+        "Always combine algebraic formulas with visual diagrams for complex probability problems.",
+    )
 
 
 def test_statements_naming_another_language_are_on_the_same_matter():

@@ -17,7 +17,7 @@ instruction, a question to the assistant about its own preference ("which do you
 and conditionals ("if I prefer tabs") are not preferences.
 
 :func:`same_matter` tells whether a later statement is about the same matter as an earlier
-one (then it replaces it): their content words mostly overlap.
+one (then it replaces it): their content words mostly overlap, counted strictly.
 """
 
 from __future__ import annotations
@@ -97,8 +97,11 @@ _FILLER_WORDS = """a an the and or but so to of in on at for with when whenever 
     want any all every time this that these those use include make sure answer reply respond
     give show over than more less"""
 _FILLER = frozenset(_FILLER_WORDS.split())
-#: Content words two statements share, as a share of the smaller set, to be on one matter.
-SAME_MATTER_OVERLAP = 0.6
+#: Content words two statements share, as a share of all the content words either has, to be
+#: on one matter. Strict on purpose: a false match loses an instruction the user still wants,
+#: a missed one only keeps both (the later is listed last); statements on one topic
+#: ("probability") are not on one matter for sharing its words.
+SAME_MATTER_OVERLAP = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,9 +190,9 @@ def matter_words(sentence: str) -> frozenset[str]:
 
 
 def same_matter(earlier: str, later: str) -> bool:
-    """Whether ``later`` is about the same matter as ``earlier`` (it then replaces it): most
-    content words of the shorter one appear in the other."""
+    """Whether ``later`` is about the same matter as ``earlier`` (it then replaces it): they
+    share at least :data:`SAME_MATTER_OVERLAP` of the content words either has."""
     a, b = matter_words(earlier), matter_words(later)
     if not a or not b:
         return False
-    return len(a & b) / min(len(a), len(b)) >= SAME_MATTER_OVERLAP
+    return len(a & b) / len(a | b) >= SAME_MATTER_OVERLAP
