@@ -67,6 +67,7 @@ def test_preview_of_a_policy_that_does_not_fit_is_a_clear_400(client_a, conversa
             max_context_tokens=900,
             reserved_response_tokens=100,
             system_budget=790,
+            instructions_budget=0,
             facts_budget=0,
             summaries_budget=0,
             retrieval_budget=0,

@@ -222,6 +222,7 @@ BUDGET_FIELDS = [
     "max_context_tokens",
     "reserved_response_tokens",
     "system_budget",
+    "instructions_budget",
     "facts_budget",
     "summaries_budget",
     "retrieval_budget",
@@ -231,7 +232,13 @@ BUDGET_FIELDS = [
     "max_message_chars",
     "user_messages_per_minute",
 ]
-ZERO_ALLOWED = {"system_budget", "facts_budget", "summaries_budget", "retrieval_budget"}  # off
+ZERO_ALLOWED = {  # off
+    "system_budget",
+    "instructions_budget",
+    "facts_budget",
+    "summaries_budget",
+    "retrieval_budget",
+}
 
 
 @pytest.mark.django_db
