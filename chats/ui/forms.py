@@ -102,10 +102,16 @@ class FactForm(forms.Form):
     kind = forms.ChoiceField(
         choices=memory_kind_choices,
         initial=FACT,
+        required=False,
         label="Kind",
         help_text="A fact about you, or how you want to be answered (an instruction or a "
         "preference, in your own words: a later one on the same matter replaces it).",
     )
+
+    def clean_kind(self) -> str:
+        """The kind chosen; a fact when none is."""
+        return self.cleaned_data.get("kind") or FACT
+
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
     key = forms.CharField(
         max_length=64,

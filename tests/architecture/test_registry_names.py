@@ -23,9 +23,8 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 

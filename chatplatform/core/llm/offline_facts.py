@@ -114,7 +114,6 @@ _RULES: tuple[Rule, ...] = (
         rf"{_I_AM} (?:an? )?(?P<value>vegetarian|vegan|pescatarian)",
         lambda v: StatedFact(f"The user is {v.casefold()}.", "diet"),
     ),
-    _rule(r"i prefer (?P<value>.+)", lambda v: StatedFact(f"The user prefers {v}.")),
     _rule(r"i speak (?P<value>.+)", lambda v: StatedFact(f"The user speaks {v}.")),
     _rule(
         r"i (?P<verb>like|love|enjoy|hate|dislike) (?P<value>.+)",

@@ -10,10 +10,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
+from chatplatform.core.memory.kinds import memory_kind_for
 from chats.ui.forms import FactEditForm, FactForm, FactShareForm
 from chats.ui.views._common import int_param, page, tenant_member_required, tenant_of
 from memory.models import FactSource, UserFact
-from chatplatform.core.memory.kinds import memory_kind_for
 from memory.selectors import (
     MAX_PAGE_SIZE,
     current_facts,
