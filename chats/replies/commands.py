@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chatplatform.core.memory.kinds import memory_kind_for
+from chatplatform.core.memory.kinds import STANDING_KINDS, memory_kind_for
 from memory.selectors import current_facts, facts_page, kinds_sent_in
 
 PAGE_SIZE = 10
@@ -77,7 +77,7 @@ def memories_command(tenant_id: int, user: Any, text: str) -> str:
     lines: list[str] = []
     if page == 1:
         standing = current_facts(
-            tenant_id, user.pk, limit=MAX_STANDING_LISTED, kinds=kinds_sent_in("instructions")
+            tenant_id, user.pk, limit=MAX_STANDING_LISTED, kinds=list(STANDING_KINDS)
         )
         if standing:
             lines.append(f"How you want to be answered ({len(standing)}):")

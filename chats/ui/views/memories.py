@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from chatplatform.core.memory.kinds import memory_kind_for
+from chatplatform.core.memory.kinds import STANDING_KINDS, memory_kind_for
 from chats.ui.forms import FactEditForm, FactForm, FactShareForm
 from chats.ui.views._common import int_param, page, tenant_member_required, tenant_of
 from memory.models import FactSource, UserFact
@@ -37,9 +37,7 @@ ENDED_LISTED = 20
 def memory_list(request: HttpRequest) -> HttpResponse:
     tenant = tenant_of(request)
     page_number = max(1, int_param(request, "page") or 1)  # past the end: an empty page
-    standing = current_facts(
-        tenant, request.user, limit=MAX_PAGE_SIZE, kinds=kinds_sent_in("instructions")
-    )
+    standing = current_facts(tenant, request.user, limit=MAX_PAGE_SIZE, kinds=list(STANDING_KINDS))
     ended = fact_history(tenant, request.user, limit=ENDED_LISTED)
     return page(
         request,
