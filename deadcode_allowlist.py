@@ -21,6 +21,7 @@ _.SummariesConfig
 _.ToolingConfig
 _.ConsoleConfig
 _.app_name  # URL namespaces
+_.summary_instructions  # imported by ChatsConfig.ready() for its signal receiver
 
 # Choices members (TextChoices): stored and compared by their values, listed in forms.
 _.SLIDING_WINDOW

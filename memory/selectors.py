@@ -119,6 +119,16 @@ def current_facts(
         return list(facts.order_by("-created_at", "-pk")[: max(0, limit)])
 
 
+def messages_with_memories(tenant: Any, message_ids: list[int], kinds: list[str]) -> set[int]:
+    """The ids among ``message_ids`` that a memory of ``kinds`` came from, current or not (a
+    memory its owner replaced or deleted still counts: its message has given it once)."""
+    if not message_ids:
+        return set()
+    with tenant_scope(_id(tenant)):
+        found = UserFact.objects.filter(source_message_id__in=message_ids, kind__in=kinds)
+        return set(found.values_list("source_message_id", flat=True))
+
+
 def conversation_is_shared(tenant: Any, conversation: Any) -> bool:
     """Whether other people read the replies of ``conversation``: a group chat, or one with
     more than one participant. A missing conversation counts as shared (the safe answer)."""
