@@ -162,7 +162,7 @@ def test_an_unknown_kind_is_refused(member_client, tenant_a, member_a):
     response = member_client.post(
         reverse("chats_ui:memory_add"), {"kind": "rule", "text": "Be brief"}, follow=True
     )
-    assert "Choose a fact, an instruction or a preference." in response.content.decode()
+    assert "Choose what it is: fact, instruction, preference." in response.content.decode()
     assert current_facts(tenant_a, member_a) == []
 
 

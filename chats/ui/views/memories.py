@@ -10,7 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from chatplatform.core.memory.kinds import STANDING_KINDS, memory_kind_for
+from chatplatform.core.memory.kinds import STANDING_KINDS, memory_kind_choices, memory_kind_for
 from chats.ui.forms import FactEditForm, FactForm, FactShareForm
 from chats.ui.views._common import int_param, page, tenant_member_required, tenant_of
 from memory.models import FactSource, UserFact
@@ -59,7 +59,8 @@ def memory_add(request: HttpRequest) -> HttpResponse:
     form = FactForm(request.POST)
     if not form.is_valid():
         if "kind" in form.errors:
-            messages.error(request, "Choose a fact, an instruction or a preference.")
+            kinds = ", ".join(label.lower() for _, label in memory_kind_choices())
+            messages.error(request, f"Choose what it is: {kinds}.")
         else:
             messages.error(request, "Write the memory (at most 2,000 characters).")
         return redirect("chats_ui:memory_list")
