@@ -21,6 +21,7 @@ _.SummariesConfig
 _.ToolingConfig
 _.ConsoleConfig
 _.app_name  # URL namespaces
+_.summary_instructions  # imported by ChatsConfig.ready() for its signal receiver
 
 # Choices members (TextChoices): stored and compared by their values, listed in forms.
 _.SLIDING_WINDOW
@@ -91,6 +92,7 @@ _.add_arguments
 
 # Forms: fields declared on the class, read by Django's form machinery.
 _.clear_api_key
+_.clean_kind  # a form's ``clean_<field>``, called by Django's form validation
 
 # The REST API (Django REST framework, drf-spectacular): serializer fields and Meta options,
 # ``get_<field>`` of method fields, ``validate_<field>``, view and renderer attributes and

@@ -8,4 +8,8 @@ class ChatsConfig(AppConfig):
     def ready(self) -> None:
         # Ending the sockets whose credentials ended: receivers of key, membership, user and
         # log-out signals.
-        from chats import socket_access  # noqa: F401
+        # Keeping the standing instructions a new summary quotes: a receiver of its save.
+        from chats import (
+            socket_access,  # noqa: F401
+            summary_instructions,  # noqa: F401
+        )

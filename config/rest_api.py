@@ -59,5 +59,6 @@ API_SCHEMA_SETTINGS: dict[str, Any] = {
     "ENUM_NAME_OVERRIDES": {
         "MessageRoleEnum": "chatplatform.models.conversations.MessageRole",
         "MessageStatusEnum": "chatplatform.models.conversations.Status",
+        "MemoryKindEnum": "chatplatform.core.memory.kinds.memory_kind_choices",
     },
 }

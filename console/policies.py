@@ -60,8 +60,8 @@ POLICY_FIELDSETS: Any = (
         "Section budgets",
         {
             "description": "Sections fill in priority order: system prompt, the new message, "
-            "the minimum recent messages (see Recent history), the user's standing instructions "
-            "and preferences, user facts, summaries, retrieved "
+            "the minimum recent messages (see Recent history), the user's standing "
+            "instructions and preferences, user facts, summaries, retrieved "
             "older messages; each takes at most its budget of what the earlier ones leave, and "
             "whatever is left flows to the recent history. Long recent messages can therefore "
             "leave a later section less than its budget: the preview shows what each got.",
@@ -91,7 +91,8 @@ POLICY_FIELDSETS: Any = (
         {
             "description": "The provider bills prompt tokens it reads from its cache at a "
             "tenth of the input price. The prompt is laid out so that what changes rarely comes "
-            "first (system prompt, facts, summaries, then the history, which later turns only "
+            "first (system prompt, standing instructions, facts, summaries, then the history, "
+            "which later turns only "
             "append to) and what this turn alone needs (the time, what retrieval found for "
             "this message) comes after the new message.",
             "fields": ("cache_ttl",),
@@ -124,7 +125,12 @@ POLICY_FIELDSETS: Any = (
     ),
     (
         "Standing instructions and preferences",
-        {"fields": ("instructions_enabled", "max_instructions_per_user")},
+        {
+            "description": "How users asked to be answered and what they prefer, kept in "
+            "their own words and sent, before the facts, with every prompt of theirs (budget: "
+            "Section budgets).",
+            "fields": ("instructions_enabled", "max_instructions_per_user"),
+        },
     ),
     ("User facts", {"fields": ("facts_enabled", "max_facts_per_user", "max_fact_chars")}),
     (

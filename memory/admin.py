@@ -8,6 +8,8 @@ from memory.models import UserFact
 
 @admin.register(UserFact)
 class UserFactAdmin(TenantScopedAdmin):
-    list_display = ("user", "key", "text", "source", "created_at", "superseded_at")
-    list_filter = ("source",)
+    """Memories of every kind (facts, standing instructions, preferences), filtered by kind."""
+
+    list_display = ("user", "kind", "key", "text", "source", "created_at", "superseded_at")
+    list_filter = ("kind", "source")
     search_fields = ("text", "key")

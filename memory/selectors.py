@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from chatplatform.core.memory.kinds import MEMORY_KINDS
 from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.tenancy.scoping import tenant_scope
 from memory.models import UserFact
@@ -19,6 +20,13 @@ from memory.models import UserFact
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
 MAX_HISTORY = 200
+
+
+def kinds_sent_in(section: str) -> list[str]:
+    """The memory kinds (registry names) sent in the prompt section ``section``
+    (``"instructions"``: standing instructions and preferences; ``"facts"``: facts), in the
+    registry's order: how the pages, the API and the chat command group a user's memories."""
+    return [k.name for k in MEMORY_KINDS.values() if k.section == section]
 
 
 def _id(obj: Any) -> int:
@@ -51,15 +59,23 @@ class FactPage:
 
 
 def facts_list(
-    tenant: Any, user: Any, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE
+    tenant: Any,
+    user: Any,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    *,
+    kinds: list[str] | None = None,
 ) -> FactPage:
-    """The user's current facts, newest first, one page (page numbers start at 1; a page
-    past the end is empty; ``page_size`` is clamped to 1-100). Two queries."""
+    """The user's current memories, newest first, one page (page numbers start at 1; a page
+    past the end is empty; ``page_size`` is clamped to 1-100); with ``kinds``, only those
+    kinds. Two queries."""
     tenant_id, user_id = _id(tenant), _id(user)
     page_size = max(1, min(int(page_size), MAX_PAGE_SIZE))
     page = max(1, int(page))
     with tenant_scope(tenant_id):
         current = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
+        if kinds is not None:
+            current = current.filter(kind__in=kinds)
         total = current.count()
         start = (page - 1) * page_size
         items: list[UserFact] = []
@@ -69,25 +85,48 @@ def facts_list(
 
 
 def facts_page(
-    *, tenant_id: int, user_id: int, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE
+    *,
+    tenant_id: int,
+    user_id: int,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    kinds: list[str] | None = None,
 ) -> tuple[list[UserFact], int]:
-    """``(facts of the page, total current facts)``: :func:`facts_list` for the ``/memories``
-    chat command."""
-    found = facts_list(tenant_id, user_id, page=page, page_size=page_size)
+    """``(memories of the page, total current memories)`` (of ``kinds`` when given):
+    :func:`facts_list` for the ``/memories`` chat command."""
+    found = facts_list(tenant_id, user_id, page=page, page_size=page_size, kinds=kinds)
     return found.items, found.total
 
 
 def current_facts(
-    tenant: Any, user: Any, *, limit: int = MAX_PAGE_SIZE, shareable_only: bool = False
+    tenant: Any,
+    user: Any,
+    *,
+    limit: int = MAX_PAGE_SIZE,
+    shareable_only: bool = False,
+    kinds: list[str] | None = None,
 ) -> list[UserFact]:
-    """The user's current facts, newest first (at most ``limit``); with ``shareable_only``,
-    only those their owner marked shareable."""
+    """The user's current memories, newest first (at most ``limit``); with
+    ``shareable_only``, only those their owner marked shareable; with ``kinds``, only those
+    kinds."""
     tenant_id, user_id = _id(tenant), _id(user)
     with tenant_scope(tenant_id):
         facts = UserFact.objects.filter(user_id=user_id, superseded_at__isnull=True)
+        if kinds is not None:
+            facts = facts.filter(kind__in=kinds)
         if shareable_only:
             facts = facts.filter(shareable=True)
         return list(facts.order_by("-created_at", "-pk")[: max(0, limit)])
+
+
+def messages_with_memories(tenant: Any, message_ids: list[int], kinds: list[str]) -> set[int]:
+    """The ids among ``message_ids`` that a memory of ``kinds`` came from, current or not (a
+    memory its owner replaced or deleted still counts: its message has given it once)."""
+    if not message_ids:
+        return set()
+    with tenant_scope(_id(tenant)):
+        found = UserFact.objects.filter(source_message_id__in=message_ids, kind__in=kinds)
+        return set(found.values_list("source_message_id", flat=True))
 
 
 def conversation_is_shared(tenant: Any, conversation: Any) -> bool:

@@ -1,5 +1,6 @@
-"""Executors of the model's fact tools (``chatplatform.core.llm.tools``: ``save_user_fact``,
-``get_user_facts``).
+"""Executors of the model's memory tools (``chatplatform.core.llm.tools``: ``save_user_fact``,
+which saves a fact or, with ``kind``, a standing instruction or preference, and
+``get_user_facts``, which lists them all with their kind).
 
 Who the facts belong to comes from the turn (``tenant_id``, ``user_id``), never from the
 model's input, so a model cannot read or write another user's or tenant's facts. In a turn
@@ -59,6 +60,9 @@ def _check_input(name: str, data: Any) -> dict[str, Any] | None:
             not isinstance(key, str) or len(key) > _SAVE_PROPERTIES["key"]["maxLength"]
         ):
             return _error("invalid_key", "`key` must be a string of at most 64 characters.")
+        kinds = _SAVE_PROPERTIES["kind"]["enum"]
+        if "kind" in data and data["kind"] not in kinds:
+            return _error("invalid_kind", f"`kind` must be one of: {', '.join(kinds)}.")
     return None
 
 
@@ -92,6 +96,7 @@ def _save(
             key=data.get("key"),
             source=FactSource.TOOL,
             source_message=message_id,
+            kind=data.get("kind", _SAVE_PROPERTIES["kind"]["default"]),
         )
     except FactRejected as rejected:
         return _error(rejected.code, rejected.message)
@@ -99,7 +104,7 @@ def _save(
     result: dict[str, Any] = {
         "ok": True,
         "saved": saved.created,
-        "fact": {"id": fact.pk, "text": fact.text, "key": fact.key},
+        "fact": {"id": fact.pk, "kind": fact.kind, "text": fact.text, "key": fact.key},
     }
     if saved.replaced is not None:
         result["replaced"] = {"id": saved.replaced.pk, "text": saved.replaced.text}
@@ -121,6 +126,7 @@ def _get(*, tenant_id: int, user_id: int, message_id: int | None) -> dict[str, A
         "facts": [
             {
                 "id": f.pk,
+                "kind": f.kind,
                 "text": f.text,
                 "key": f.key,
                 "shareable": f.shareable,

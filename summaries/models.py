@@ -17,7 +17,8 @@ class SummaryKind(models.TextChoices):
 
 
 class Summary(TenantOwnedModel):
-    """A structured summary (``content``: summary, facts, open_questions) of messages
+    """A structured summary (``content``: summary, facts, open_questions, and the instructions
+    users gave when a model found any) of messages
     ``first_seq``..``last_seq``. ``level`` 0 summarises messages; a higher level merges older
     summaries, which point to it through ``merged_into``. A replaced periodic summary gets
     ``superseded_at``; only summaries with neither are current."""

@@ -1,4 +1,5 @@
-"""Chat commands answered without the model (``/memories``: the user's saved facts; ``/help``:
+"""Chat commands answered without the model (``/memories``: the user's standing instructions
+and preferences, then their saved facts; ``/help``:
 the commands themselves).
 
 :data:`COMMANDS` is the one list of commands: what answers each, and the usage and description
@@ -18,9 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memory.selectors import facts_page
+from chatplatform.core.memory.kinds import STANDING_KINDS, memory_kind_for
+from memory.selectors import current_facts, facts_page, kinds_sent_in
 
 PAGE_SIZE = 10
+#: Most standing instructions and preferences listed (above the first page of facts); the
+#: policy keeps at most 100 of them per user.
+MAX_STANDING_LISTED = 100
 #: Page numbers are read only up to this many digits: more cannot name a page of anyone's
 #: facts, and would overflow the query's offset.
 MAX_PAGE_DIGITS = 6
@@ -45,8 +50,10 @@ def _page_number(argument: str) -> int | None:
 
 
 def memories_command(tenant_id: int, user: Any, text: str) -> str:
-    """``/memories [page]``: the user's facts, paginated. Raises CommandError
-    (``invalid_page``, saying how many pages there are) for anything but an existing page."""
+    """``/memories [page]``: the user's standing instructions and preferences (on the first
+    page, under their own heading, each with its kind), then their facts, paginated. Raises
+    CommandError (``invalid_page``, saying how many pages there are) for anything but an
+    existing page."""
     parts = text.strip().split()
     page: int | None = 1
     if len(parts) == 2:
@@ -54,7 +61,11 @@ def memories_command(tenant_id: int, user: Any, text: str) -> str:
     elif len(parts) > 2:
         page = None
     facts, total = facts_page(
-        tenant_id=tenant_id, user_id=user.pk, page=page or 1, page_size=PAGE_SIZE
+        tenant_id=tenant_id,
+        user_id=user.pk,
+        page=page or 1,
+        page_size=PAGE_SIZE,
+        kinds=kinds_sent_in("facts"),
     )
     pages = max(1, (total + PAGE_SIZE - 1) // PAGE_SIZE)
     if page is None or page > pages:
@@ -63,9 +74,21 @@ def memories_command(tenant_id: int, user: Any, text: str) -> str:
             f"No such page: your memories fill {pages} page{'s' if pages > 1 else ''}; "
             f"send /memories or /memories followed by a page number from 1 to {pages}.",
         )
+    lines: list[str] = []
+    if page == 1:
+        standing = current_facts(
+            tenant_id, user.pk, limit=MAX_STANDING_LISTED, kinds=list(STANDING_KINDS)
+        )
+        if standing:
+            lines.append(f"How you want to be answered ({len(standing)}):")
+            lines += [f"- {memory_kind_for(m.kind).label}: {m.text}" for m in standing]
     if total == 0:
-        return "No memories saved yet."
-    lines = [f"Your memories (page {page} of {pages}, {total} in all):"]
+        if not lines:
+            return "No memories saved yet."
+        return "\n".join([*lines, "", "No facts saved yet."])
+    if lines:
+        lines.append("")
+    lines.append(f"Your facts (page {page} of {pages}, {total} in all):")
     first = (page - 1) * PAGE_SIZE
     for number, fact in enumerate(facts, start=first + 1):
         key = f"[{fact.key}] " if fact.key else ""
@@ -98,7 +121,8 @@ COMMANDS: dict[str, Command] = {
         Command(
             "memories",
             "/memories [page]",
-            f"list what the assistant remembers about you, {PAGE_SIZE} a page",
+            "list how you asked to be answered and what the assistant remembers about you, "
+            f"{PAGE_SIZE} facts a page",
             memories_command,
         ),
         Command("help", "/help", "list these commands", help_command),

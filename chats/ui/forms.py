@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 
+from chatplatform.core.memory.kinds import FACT, memory_kind_choices
 from chatplatform.models import Tenant
 from chatplatform.models.conversations import Conversation, Participant
 from chatplatform.tenancy.scoping import tenant_scope
@@ -98,11 +99,24 @@ SHAREABLE_HELP = (
 
 
 class FactForm(forms.Form):
+    kind = forms.ChoiceField(
+        choices=memory_kind_choices,
+        initial=FACT,
+        required=False,
+        label="Kind",
+        help_text="A fact about you, or how you want to be answered (an instruction or a "
+        "preference, in your own words: a later one on the same matter replaces it).",
+    )
+
+    def clean_kind(self) -> str:
+        """The kind chosen; a fact when none is."""
+        return self.cleaned_data.get("kind") or FACT
+
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
     key = forms.CharField(
         max_length=64,
         required=False,
-        help_text="Optional, e.g. home_city: a keyed fact keeps one current value.",
+        help_text="Optional, e.g. home_city: a keyed fact keeps one current value (facts only).",
     )
     shareable = forms.BooleanField(
         required=False, label="Shareable in group chats", help_text=SHAREABLE_HELP

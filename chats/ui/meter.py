@@ -12,10 +12,12 @@ from chatplatform.core.llm.context_report import exclusion_label
 from chatplatform.models.conversations import TurnRecord
 from chats.assembly.records import turn_cost_comparison
 
-#: Prompt sections in the order the meter draws them; the new message and the provider's
+#: Prompt sections in the order the meter draws them (the prompt's order: the user's standing
+#: instructions and preferences before their facts); the new message and the provider's
 #: framing are shown as part of the history segment's neighbours.
 SEGMENTS = (
     ("system", "System prompt"),
+    ("instructions", "Instructions"),
     ("facts", "Facts"),
     ("summaries", "Summaries"),
     ("retrieval", "Retrieved"),

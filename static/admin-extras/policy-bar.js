@@ -56,6 +56,7 @@
       var percent = text("budget_unit") === "percent";
       var asked = {
         system: num("system_budget"),
+        instructions: checked("instructions_enabled") ? num("instructions_budget") : 0,
         facts: checked("facts_enabled") ? num("facts_budget") : 0,
         summaries: shows.summaries ? num("summaries_budget") : 0,
         retrieval: shows.retrieval ? num("retrieval_budget") : 0,
@@ -64,13 +65,16 @@
       if (percent) {
         tokens.system = Math.floor(Math.max(prompt, 0) * asked.system / 100);
         var rest = Math.max(prompt - tokens.system, 0);
+        tokens.instructions = Math.floor(rest * asked.instructions / 100);
         tokens.facts = Math.floor(rest * asked.facts / 100);
         tokens.summaries = Math.floor(rest * asked.summaries / 100);
         tokens.retrieval = Math.floor(rest * asked.retrieval / 100);
       } else {
         tokens = asked;
       }
-      var sections = tokens.system + tokens.facts + tokens.summaries + tokens.retrieval;
+      var sections = tokens.system + tokens.instructions + tokens.facts + tokens.summaries +
+        tokens.retrieval;
+      var shares = asked.instructions + asked.facts + asked.summaries + asked.retrieval;
       var history = prompt - sections;
       var problems = [];
       if (profile && maxContext > profile.context_window) {
@@ -84,9 +88,9 @@
       }
       if (prompt <= 0) {
         problems.push("The reply reserve takes the whole window: lower it or raise max context tokens.");
-      } else if (percent && asked.facts + asked.summaries + asked.retrieval > 100) {
-        problems.push("Facts, summaries and retrieval shares add up to " +
-          (asked.facts + asked.summaries + asked.retrieval) + "%: lower them to 100% or less.");
+      } else if (percent && shares > 100) {
+        problems.push("Instructions, facts, summaries and retrieval shares add up to " +
+          shares + "%: lower them to 100% or less.");
       } else if (history < 0) {
         problems.push("The section budgets exceed the prompt budget by " + format.format(-history) +
           " tokens: lower them or raise max context tokens.");
@@ -95,6 +99,7 @@
         window: usable, reserve: reserve, problems: problems,
         parts: [
           { name: "system", label: "System prompt", tokens: tokens.system },
+          { name: "instructions", label: "Instructions", tokens: tokens.instructions },
           { name: "facts", label: "Facts", tokens: tokens.facts },
           { name: "summaries", label: "Summaries", tokens: tokens.summaries },
           { name: "retrieval", label: "Retrieved", tokens: tokens.retrieval },

@@ -25,6 +25,7 @@
     retrieved: ["recalled message", "recalled messages"],
     summary: ["summary", "summaries"],
     fact: ["fact", "facts"],
+    instruction: ["standing instruction", "standing instructions"],
   };
 
   function kindsText(kinds) {
@@ -61,7 +62,7 @@
     var bar = el("div", "meter-bar");
     bar.setAttribute("role", "img");
     var described = [];
-    var MAIN = ["system", "facts", "summaries", "retrieval", "history"];
+    var MAIN = ["system", "instructions", "facts", "summaries", "retrieval", "history"];
     var parts = meter.segments.filter(function (s) {
       return s.tokens > 0 || MAIN.indexOf(s.name) >= 0;
     }).concat([

@@ -1,9 +1,12 @@
 """Data types of the summarizer. Pure: nothing here imports Django.
 
 A summary is structured: ``summary`` (prose or speaker lines), ``facts`` (concrete
-details worth keeping: numbers, dates, names) and ``open_questions`` (asked, not answered).
-It is stored as JSON (``Summary.content``) and rendered to text (``Summary.text``), the form
-that enters prompts and whose tokens are counted against the summary's size.
+details worth keeping: numbers, dates, names), ``open_questions`` (asked, not answered) and
+``instructions`` (the users' standing instructions and preferences, quoted verbatim). It is
+stored as JSON (``Summary.content``) and rendered to text (``Summary.text``), the form that
+enters prompts and whose tokens are counted against the summary's size. The instructions are
+not rendered: they are kept as the user's own memories (by the ``chats`` app, which reads
+them from the stored content), and a prompt sends them in a section of their own.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Protocol
 
 #: Bumped whenever a prompt or the extractive algorithm changes what a summary contains.
 EXTRACTIVE_VERSION = "extractive-1"
-MODEL_PROMPT_VERSION = "json-1"
+MODEL_PROMPT_VERSION = "json-2"
 #: ``Summary.model`` of summaries made without a model.
 EXTRACTIVE_MODEL = "extractive"
 
@@ -38,13 +41,18 @@ class StructuredSummary:
     summary: str
     facts: tuple[str, ...] = ()
     open_questions: tuple[str, ...] = ()
+    #: Standing instructions and preferences users gave, verbatim (stored only when any).
+    instructions: tuple[str, ...] = ()
 
     def as_content(self) -> dict[str, Any]:
-        return {
+        content: dict[str, Any] = {
             "summary": self.summary,
             "facts": list(self.facts),
             "open_questions": list(self.open_questions),
         }
+        if self.instructions:
+            content["instructions"] = list(self.instructions)
+        return content
 
     @classmethod
     def from_content(cls, content: Any) -> StructuredSummary:
@@ -57,6 +65,7 @@ class StructuredSummary:
             open_questions=tuple(
                 str(q) for q in content.get("open_questions") or () if str(q).strip()
             ),
+            instructions=tuple(str(i) for i in content.get("instructions") or () if str(i).strip()),
         )
 
 

@@ -1,8 +1,9 @@
 """Validation of a model's summary before it is used. Pure.
 
 A model's output is accepted only if it is a JSON object with a non-empty ``summary`` string,
-``facts`` and ``open_questions`` lists of strings, is not a refusal or an error text, was not
-cut off, and its rendered text fits the summary's token size.
+``facts``, ``open_questions`` and (optional) ``instructions`` lists of strings, is not a
+refusal or an error text, was not cut off, and its rendered text fits the summary's token
+size.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .types import StructuredSummary
 
 MAX_FACTS = 50
 MAX_QUESTIONS = 30
+MAX_INSTRUCTIONS = 20
 MAX_ITEM_CHARS = 2000
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*|\s*```\s*$")
@@ -101,6 +103,7 @@ def parse_structured(raw: str, *, stop_reason: str | None = None) -> StructuredS
         summary=summary,
         facts=_strings(data.get("facts"), "facts", MAX_FACTS),
         open_questions=_strings(questions, "open_questions", MAX_QUESTIONS),
+        instructions=_strings(data.get("instructions"), "instructions", MAX_INSTRUCTIONS),
     )
 
 

@@ -34,7 +34,7 @@ def test_memories_are_answered_without_the_model(client_a, conversation_a, tenan
     body = response.json()
     assert body["type"] == "command" and body["command"] == "memories"
     assert body["client_id"] == "cmd-1"
-    assert body["text"].startswith("Your memories (page 1 of 1, 1 in all):")
+    assert body["text"].startswith("Your facts (page 1 of 1, 1 in all):")
     assert "1. likes green tea" in body["text"]
     assert "offline" not in body["text"].lower()
     assert stored(conversation_a) == 0
@@ -45,7 +45,7 @@ def test_pages_and_a_missing_page(client_a, conversation_a, tenant_a, member_a):
         fact_save(tenant_a, member_a, f"fact number {number}")
     second = client_a.post(url(conversation_a), {"content": "/memories 2"}, format="json")
     assert second.status_code == 200
-    assert second.json()["text"].startswith("Your memories (page 2 of 2, 12 in all):")
+    assert second.json()["text"].startswith("Your facts (page 2 of 2, 12 in all):")
     assert second.json()["client_id"] is None
 
     error = error_of(
@@ -100,3 +100,34 @@ def test_a_missing_page_over_the_event_stream_is_an_http_error(client_a, convers
 def test_another_tenants_conversation_is_not_found(client_b, conversation_a, tenant_a, member_a):
     fact_save(tenant_a, member_a, "likes green tea")
     error_of(client_b.post(url(conversation_a), {"content": "/memories"}, format="json"), 404)
+
+
+def test_standing_instructions_come_first_under_their_own_heading(
+    client_a, conversation_a, tenant_a, member_a, admin_a
+):
+    fact_save(tenant_a, member_a, "likes green tea")
+    fact_save(tenant_a, member_a, "From now on, answer in Spanish", kind="instruction")
+    fact_save(tenant_a, member_a, "I prefer minimal dependencies", kind="preference")
+    fact_save(tenant_a, admin_a, "Always answer in haiku", kind="instruction")
+    text = client_a.post(url(conversation_a), {"content": "/memories"}, format="json").json()[
+        "text"
+    ]
+    assert text.splitlines()[:4] == [
+        "How you want to be answered (2):",
+        "- Preference: I prefer minimal dependencies",
+        "- Instruction: From now on, answer in Spanish",
+        "",
+    ]
+    assert "Your facts (page 1 of 1, 1 in all):\n1. likes green tea" in text
+    assert "haiku" not in text  # another user's
+
+
+def test_only_instructions_say_there_are_no_facts(client_a, conversation_a, tenant_a, member_a):
+    fact_save(tenant_a, member_a, "Always include version numbers", kind="instruction")
+    text = client_a.post(url(conversation_a), {"content": "/memories"}, format="json").json()[
+        "text"
+    ]
+    assert text == (
+        "How you want to be answered (1):\n- Instruction: Always include version numbers\n\n"
+        "No facts saved yet."
+    )

@@ -166,3 +166,92 @@ def test_shareable_is_private_by_default_and_editable(client_a, tenant_a, member
     error_of(client_a.patch(url, {}, format="json"), 400)
     error_of(client_a.patch(f"{FACTS}{edited['id']}/", {"shareable": "maybe"}, format="json"), 400)
     error_of(client_a.patch(f"{FACTS}999999/", {"shareable": True}, format="json"), 404)
+
+
+def test_kinds_are_created_listed_and_filtered(client_a, tenant_a, member_a):
+    fact = client_a.post(FACTS, {"text": "Lives in Lisbon"}, format="json").json()
+    assert fact["kind"] == "fact"
+    rule = client_a.post(
+        FACTS, {"text": "From now on, answer in Spanish", "kind": "instruction"}, format="json"
+    )
+    assert rule.status_code == 201
+    instruction = rule.json()
+    assert instruction["kind"] == "instruction" and instruction["key"] is None
+    liked = client_a.post(
+        FACTS,
+        {"text": "I prefer minimal dependencies", "kind": "preference", "key": "ignored"},
+        format="json",
+    ).json()
+    assert liked["kind"] == "preference" and liked["key"] is None
+    every = {f["id"]: f["kind"] for f in client_a.get(FACTS).json()["results"]}
+    assert every == {
+        fact["id"]: "fact",
+        instruction["id"]: "instruction",
+        liked["id"]: "preference",
+    }
+    only = client_a.get(f"{FACTS}?kind=instruction").json()["results"]
+    assert [f["id"] for f in only] == [instruction["id"]]
+    assert [f["id"] for f in client_a.get(f"{FACTS}?kind=fact").json()["results"]] == [fact["id"]]
+    assert client_a.get(f"{FACTS}{instruction['id']}/").json()["kind"] == "instruction"
+
+    # A later instruction on the same matter replaces the earlier (kept as history).
+    later = client_a.post(
+        FACTS, {"text": "From now on, answer in French", "kind": "instruction"}, format="json"
+    ).json()
+    earlier = client_a.get(f"{FACTS}{instruction['id']}/").json()
+    assert earlier["current"] is False and earlier["superseded_by"] == later["id"]
+    edited = client_a.patch(
+        f"{FACTS}{later['id']}/", {"text": "From now on, answer in German"}, format="json"
+    ).json()
+    assert edited["kind"] == "instruction" and edited["id"] != later["id"]
+    assert client_a.delete(f"{FACTS}{edited['id']}/").status_code == 204
+    assert client_a.get(f"{FACTS}?kind=instruction").json()["results"] == []
+
+
+def test_an_unknown_kind_is_400(client_a, tenant_a, member_a):
+    error = error_of(
+        client_a.post(FACTS, {"text": "Always be brief", "kind": "rule"}, format="json"), 400
+    )
+    assert list(error["fields"]) == ["kind"]
+    assert current(tenant_a, member_a) == []
+    listed = error_of(client_a.get(f"{FACTS}?kind=rule"), 400)
+    assert list(listed["fields"]) == ["kind"]
+
+
+def test_another_tenants_or_users_instructions_are_never_reached(
+    client_a, admin_client_a, tenant_a, tenant_b, member_b, admin_a
+):
+    theirs = fact_save(tenant_b, member_b, "Always answer in haiku", kind="instruction")
+    colleague = fact_save(tenant_a, admin_a, "I prefer terse answers", kind="preference")
+    for client in (client_a, admin_client_a):
+        for kind in ("", "?kind=instruction", "?kind=preference"):
+            ids = [f["id"] for f in client.get(f"{FACTS}{kind}").json()["results"]]
+            assert theirs.pk not in ids
+        error_of(client.get(f"{FACTS}{theirs.pk}/"), 404, "not_found")
+        error_of(client.patch(f"{FACTS}{theirs.pk}/", {"text": "x"}, format="json"), 404)
+        error_of(client.delete(f"{FACTS}{theirs.pk}/"), 404, "not_found")
+    assert colleague.pk not in [f["id"] for f in client_a.get(FACTS).json()["results"]]
+    error_of(client_a.patch(f"{FACTS}{colleague.pk}/", {"text": "x"}, format="json"), 404)
+    error_of(client_a.delete(f"{FACTS}{colleague.pk}/"), 404, "not_found")
+    with tenant_scope(tenant_b):
+        assert UserFact.objects.get(pk=theirs.pk).superseded_at is None
+    with tenant_scope(tenant_a):
+        assert UserFact.objects.get(pk=colleague.pk).superseded_at is None
+
+
+def test_instructions_turned_off_is_409_and_facts_still_save(client_a, tenant_a):
+    with tenant_scope(tenant_a):
+        policy = ContextPolicy.objects.get(pk=tenant_a.active_policy_id)
+        policy.pk = None
+        policy.tenant = tenant_a
+        policy.name = "No instructions"
+        policy.instructions_enabled = False
+        policy.save()
+    tenant_a.active_policy = policy
+    tenant_a.save(update_fields=["active_policy"])
+    error_of(
+        client_a.post(FACTS, {"text": "Always be brief", "kind": "instruction"}, format="json"),
+        409,
+        "disabled",
+    )
+    assert client_a.post(FACTS, {"text": "Likes tea"}, format="json").status_code == 201

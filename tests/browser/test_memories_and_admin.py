@@ -36,6 +36,30 @@ def test_add_a_fact_and_see_it_listed(page, tenant_a, member_a):
     screenshot(page, "10-memories")
 
 
+def test_add_an_instruction_then_edit_and_delete_it(page, tenant_a, member_a):
+    log_in(page, member_a.username)
+    page.goto("/memories/")
+    page.select_option("#fact-add select[name=kind]", "instruction")
+    page.fill("#fact-add textarea[name=text]", "From now on, answer in Spanish")
+    page.click("#fact-add button[type=submit]")
+    page.wait_for_url("**/memories/")
+    standing = page.locator("#standing")
+    assert "Instruction" in standing.inner_text()
+    assert "From now on, answer in Spanish" in standing.inner_text()
+    assert page.locator("#facts").count() == 0  # not among the facts
+    page.click("#standing >> text=Edit")
+    page.fill("textarea[name=text]", "From now on, answer in French")
+    page.click("button:has-text('Save')")
+    page.wait_for_url("**/memories/")
+    assert "From now on, answer in French" in page.inner_text("#standing")
+    assert "From now on, answer in Spanish" in page.inner_text("main")  # kept as history
+    screenshot(page, "10b-memories-instructions")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#standing button.danger")
+    page.wait_for_selector("#standing", state="detached")
+    assert "None yet" in page.inner_text("#standing-card")
+
+
 def test_tenant_admin_edits_a_policy_fixes_an_error_previews_it_and_makes_it_active(
     page, tenant_a, admin_a, member_a
 ):
@@ -57,6 +81,11 @@ def test_tenant_admin_edits_a_policy_fixes_an_error_previews_it_and_makes_it_act
     page.goto(f"/admin/chatplatform/contextpolicy/{policy.pk}/change/")
     bar = page.locator("#policy-bar")
     assert "History (what is left)" in bar.inner_text()
+    # The standing instructions' budget counts while they are on.
+    assert "Instructions: 1,500" in page.inner_text("#policy-bar-legend")
+    page.uncheck("input[name=instructions_enabled]")
+    assert "Instructions: 0 " in page.inner_text("#policy-bar-legend")
+    page.check("input[name=instructions_enabled]")
     screenshot(page, "11-policy-editor")
 
     # The bar shows the sections the chosen strategy fills (its registry entry says which).

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.core.llm.offline_facts import StatedFact, stated_facts
+from chatplatform.core.memory.kinds import standing_statements_in
 
 
 @pytest.mark.parametrize(
@@ -16,7 +17,6 @@ from chatplatform.core.llm.offline_facts import StatedFact, stated_facts
         ),
         ("my name is Ana", StatedFact("The user's name is Ana.", "name")),
         ("I live in Lisbon.", StatedFact("The user lives in Lisbon.", "home_city")),
-        ("I prefer short answers", StatedFact("The user prefers short answers.")),
         ("call me sam", StatedFact("The user wants to be called Sam.", "preferred_name")),
         ("I work as a nurse", StatedFact("The user works as a nurse.", "occupation")),
         ("I’m 34 years old", StatedFact("The user is 34 years old.", "age")),
@@ -33,14 +33,33 @@ def test_a_plain_statement_is_one_third_person_fact(message: str, fact: StatedFa
 
 
 def test_every_statement_of_a_message_counts_once() -> None:
-    facts = stated_facts(
-        "Hi, my name is Ana and I live in Lisbon. I prefer short answers! I live in Lisbon."
-    )
+    facts = stated_facts("Hi, my name is Ana and I live in Lisbon. I love jazz! I live in Lisbon.")
     assert [f.text for f in facts] == [
         "The user's name is Ana.",
         "The user lives in Lisbon.",
-        "The user prefers short answers.",
+        "The user loves jazz.",
     ]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "From now on, answer in Spanish",
+        "I prefer short answers",
+        "I prefer minimal dependencies.",
+        "I speak Spanish, so always answer in Spanish",
+        "I like tea and from now on use metric units",
+    ],
+)
+def test_a_standing_instruction_or_preference_is_not_also_a_fact(message: str) -> None:
+    """The instruction kinds keep it in the user's own words; a fact would say it twice."""
+    assert standing_statements_in(message)
+    assert stated_facts(message) == []
+
+
+def test_the_facts_around_an_instruction_still_count() -> None:
+    facts = stated_facts("I live in Lisbon. From now on, answer in Spanish. I love jazz.")
+    assert [f.text for f in facts] == ["The user lives in Lisbon.", "The user loves jazz."]
 
 
 @pytest.mark.parametrize(
@@ -71,4 +90,4 @@ def test_the_tool_input_has_a_key_only_when_the_subject_has_one() -> None:
         "text": "The user lives in Lisbon.",
         "key": "home_city",
     }
-    assert StatedFact("The user prefers tea.").tool_input() == {"text": "The user prefers tea."}
+    assert StatedFact("The user loves tea.").tool_input() == {"text": "The user loves tea."}

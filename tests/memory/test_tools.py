@@ -11,7 +11,8 @@ from django.db import connections
 
 from chatplatform.core.llm.base import ChatRequest, Provider, RequestMessage, ToolCall
 from chatplatform.core.llm.tool_loop import stream_with_tools
-from chatplatform.core.llm.tools import FACT_TOOLS
+from chatplatform.core.llm.tools import FACT_TOOLS, SAVE_USER_FACT
+from chatplatform.core.memory.kinds import MEMORY_KINDS
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.services import message_create
 from memory.models import UserFact
@@ -60,6 +61,7 @@ def test_save_and_get(tenant_a, member_a):
         "facts": [
             {
                 "id": fact.pk,
+                "kind": "fact",
                 "text": "Lives in Porto",
                 "key": "city",
                 "shareable": False,
@@ -79,6 +81,8 @@ def test_save_and_get(tenant_a, member_a):
         ("save_user_fact", {"text": "x" * 501}, "too_large"),
         ("save_user_fact", {"text": "   "}, "empty"),
         ("save_user_fact", {"text": "ok", "key": "k" * 65}, "invalid_key"),
+        ("save_user_fact", {"text": "Always be brief", "kind": "rule"}, "invalid_kind"),
+        ("save_user_fact", {"text": "Always be brief", "kind": 3}, "invalid_kind"),
         ("get_user_facts", {"user_id": 2}, "invalid_input"),
         ("get_user_facts", [], "invalid_input"),
     ],
@@ -87,6 +91,41 @@ def test_bad_calls_are_errors(tenant_a, member_a, name, data, code):
     result = run(name, data, tenant_a, member_a)
     assert result["ok"] is False and result["error"] == code
     assert facts_list(tenant_a, member_a).total == 0
+
+
+def test_save_a_standing_instruction_in_the_users_words(tenant_a, member_a):
+    schema = SAVE_USER_FACT.input_schema["properties"]["kind"]
+    assert schema["enum"] == list(MEMORY_KINDS) and schema["default"] == "fact"
+    assert "own words" in SAVE_USER_FACT.description
+    rule = run(
+        "save_user_fact",
+        {"text": "From now on, answer in Spanish", "kind": "instruction", "key": "lang"},
+        tenant_a,
+        member_a,
+    )
+    assert rule["ok"] and rule["fact"]["kind"] == "instruction" and rule["fact"]["key"] is None
+    liked = run(
+        "save_user_fact",
+        {"text": "I prefer minimal dependencies", "kind": "preference"},
+        tenant_a,
+        member_a,
+    )
+    assert liked["fact"]["kind"] == "preference"
+    fact = run("save_user_fact", {"text": "Lives in Lisbon"}, tenant_a, member_a)
+    assert fact["fact"]["kind"] == "fact"
+    got = run("get_user_facts", {}, tenant_a, member_a)
+    assert {f["text"]: f["kind"] for f in got["facts"]} == {
+        "From now on, answer in Spanish": "instruction",
+        "I prefer minimal dependencies": "preference",
+        "Lives in Lisbon": "fact",
+    }
+    later = run(
+        "save_user_fact",
+        {"text": "From now on, answer in French", "kind": "instruction"},
+        tenant_a,
+        member_a,
+    )
+    assert later["replaced"]["text"] == "From now on, answer in Spanish"
 
 
 def test_tools_never_reach_another_user_or_tenant(tenant_a, tenant_b, member_a, member_b, admin_a):

@@ -58,3 +58,14 @@ async def test_a_message_stating_nothing_saves_nothing(tenant_a, member_a):
 
     assert "Remembered" not in reply
     assert await database_sync_to_async(current_facts)(tenant_a, member_a) == []
+
+
+async def test_a_stated_preference_is_kept_once_in_the_users_words(tenant_a, member_a):
+    conversation = await database_sync_to_async(conversation_create)(
+        tenant=tenant_a, created_by=member_a, title="offline"
+    )
+    reply = await send(conversation, member_a, "I prefer minimal dependencies")
+
+    assert "Remembered" not in reply  # not saved again as a fact by the tool
+    [memory] = await database_sync_to_async(current_facts)(tenant_a, member_a)
+    assert (memory.kind, memory.text) == ("preference", "I prefer minimal dependencies")

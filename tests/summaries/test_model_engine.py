@@ -59,7 +59,7 @@ def test_valid_answer_becomes_a_draft_with_cost():
     draft = engine(provider).summarize_messages(MESSAGES, max_tokens=200)
     assert draft.content.facts == ("Launch on March 14, 2025", "Budget €12,000")
     assert draft.token_count <= 200 and draft.attempts == 1
-    assert draft.model == "fake-model" and draft.prompt_version == "rolling-json-1"
+    assert draft.model == "fake-model" and draft.prompt_version == "rolling-json-2"
     assert draft.cost_usd == Decimal(1)
     request = provider.requests[0]
     assert "data, not instructions" in request.system

@@ -95,3 +95,24 @@ def test_another_tenants_user_is_refused_like_a_missing_one(admin_client, talk, 
         assert response.context["form"].errors["user"] == [
             "Select a valid choice. That choice is not one of the available choices."
         ]
+
+
+def test_the_preview_shows_the_authors_standing_instructions_like_facts(
+    admin_client, talk, tenant_a, member_a
+):
+    conversation, other = talk
+    fact_save(tenant_a, member_a, "Always answer in Spanish", kind="instruction", shareable=True)
+    fact_save(tenant_a, member_a, "I prefer short answers", kind="preference", shareable=True)
+    response = admin_client.get(preview_url(), {"conversation": conversation.pk})
+    for meter in (response.context["comparison"]["this"], response.context["comparison"]["active"]):
+        [section] = [s for s in meter["segments"] if s["name"] == "instructions"]
+        assert section["label"] == "Instructions"
+        assert section["items"] == 2 and section["tokens"] > 0
+        assert facts_segment(meter)["items"] == 2  # facts stay their own section
+    body = response.content.decode()
+    assert "Instructions</td>" in body and "seg-instructions" in body
+    someone_else = admin_client.get(
+        preview_url(), {"conversation": conversation.pk, "user": other.pk}
+    ).context["comparison"]["this"]
+    [section] = [s for s in someone_else["segments"] if s["name"] == "instructions"]
+    assert section["items"] == 0

@@ -99,3 +99,84 @@ def test_another_users_fact_cannot_be_shared(member_client, tenant_a, admin_a):
     assert member_client.post(url, {"shareable": "on"}).status_code == 404
     [fact] = current_facts(tenant_a, admin_a)
     assert not fact.shareable
+
+
+def test_instructions_and_preferences_have_their_own_section_before_the_facts(
+    member_client, tenant_a, member_a, admin_a
+):
+    fact_save(tenant_a, member_a, "Lives in Lisbon")
+    rule = fact_save(tenant_a, member_a, "From now on, answer in Spanish", kind="instruction")
+    liked = fact_save(tenant_a, member_a, "I prefer minimal dependencies", kind="preference")
+    fact_save(tenant_a, admin_a, "Always answer in haiku", kind="instruction")
+    body = member_client.get(reverse("chats_ui:memory_list")).content.decode()
+    section = body.index("How you want to be answered")
+    assert section < body.index("From now on, answer in Spanish") < body.index("Current facts")
+    assert body.index("Current facts") < body.index("Lives in Lisbon")
+    assert '<span class="badge memory-kind">Instruction</span> From now on' in body
+    assert '<span class="badge memory-kind">Preference</span> I prefer minimal' in body
+    for memory in (rule, liked):
+        assert reverse("chats_ui:memory_edit", args=[memory.pk]) in body
+        assert reverse("chats_ui:memory_delete", args=[memory.pk]) in body
+        assert reverse("chats_ui:memory_history", args=[memory.pk]) in body
+    assert "haiku" not in body  # another user's
+    assert '<option value="instruction">Instruction</option>' in body  # add by kind
+
+
+def test_an_instruction_from_a_message_says_so(member_client, tenant_a, member_a, conversation_a):
+    from chats.services import message_create
+
+    message, _ = message_create(
+        conversation=conversation_a, role="user", content="Always be brief", author=member_a
+    )
+    fact_save(tenant_a, member_a, "Always be brief", source_message=message, kind="instruction")
+    body = member_client.get(reverse("chats_ui:memory_list")).content.decode()
+    assert "from your message of" in body
+
+
+def test_add_an_instruction_by_hand_then_edit_and_delete_it(member_client, tenant_a, member_a):
+    response = member_client.post(
+        reverse("chats_ui:memory_add"),
+        {"kind": "instruction", "text": "From now on, answer in Spanish", "key": "ignored"},
+    )
+    assert response.status_code == 302
+    [rule] = current_facts(tenant_a, member_a)
+    assert (rule.kind, rule.key, rule.source) == ("instruction", None, "user")
+
+    edit = reverse("chats_ui:memory_edit", args=[rule.pk])
+    assert "Edit this instruction" in member_client.get(edit).content.decode()
+    member_client.post(edit, {"text": "From now on, answer in French"})
+    [edited] = current_facts(tenant_a, member_a)
+    assert edited.kind == "instruction" and edited.text == "From now on, answer in French"
+    history = member_client.get(reverse("chats_ui:memory_history", args=[edited.pk]))
+    text = history.content.decode()
+    assert "History of this instruction" in text
+    assert "<s>From now on, answer in Spanish</s>" in text
+    listing = member_client.get(reverse("chats_ui:memory_list")).content.decode()
+    assert "<s>From now on, answer in Spanish</s>" in listing  # the page's history section
+
+    member_client.post(reverse("chats_ui:memory_delete", args=[edited.pk]))
+    assert current_facts(tenant_a, member_a) == []
+
+
+def test_an_unknown_kind_is_refused(member_client, tenant_a, member_a):
+    response = member_client.post(
+        reverse("chats_ui:memory_add"), {"kind": "rule", "text": "Be brief"}, follow=True
+    )
+    assert "Choose what it is: fact, instruction, preference." in response.content.decode()
+    assert current_facts(tenant_a, member_a) == []
+
+
+def test_another_users_instruction_is_404(member_client, tenant_a, admin_a, tenant_b, member_b):
+    colleague = fact_save(tenant_a, admin_a, "Always answer in haiku", kind="instruction")
+    foreign = fact_save(tenant_b, member_b, "I prefer terse answers", kind="preference")
+    for memory in (colleague, foreign):
+        for name in ("memory_edit", "memory_history"):
+            assert (
+                member_client.get(reverse(f"chats_ui:{name}", args=[memory.pk])).status_code == 404
+            )
+        for name in ("memory_delete", "memory_share"):
+            assert (
+                member_client.post(reverse(f"chats_ui:{name}", args=[memory.pk])).status_code == 404
+            )
+    assert [m.pk for m in current_facts(tenant_a, admin_a)] == [colleague.pk]
+    assert [m.pk for m in current_facts(tenant_b, member_b)] == [foreign.pk]

@@ -30,7 +30,7 @@ def test_meter_shows_the_split_of_the_window_and_the_savings(
     meter = member_client.get(url).json()["meter"]
     assert meter["turn"]["user_message_id"] == last.pk
     names = [s["name"] for s in meter["segments"]]
-    assert names[:5] == ["system", "facts", "summaries", "retrieval", "history"]
+    assert names[:6] == ["system", "instructions", "facts", "summaries", "retrieval", "history"]
     history = next(s for s in meter["segments"] if s["name"] == "history")
     assert history["tokens"] > 0 and history["items"] == 6
     assert meter["reply_reserve_tokens"] == 2048  # the Hybrid preset's reserve
@@ -122,3 +122,22 @@ def test_the_meter_says_a_message_went_whole_past_the_policys_limit(
     assert meter["widened_by"] > 0
     assert not [t for t in meter["truncated"] if t["kind"] == "new_message"]
     assert record.prompt_tokens_estimated > 4000 - 1000
+
+
+def test_standing_instructions_have_their_own_segment_with_their_items(
+    member_client, conversation_a, tenant_a, member_a
+):
+    from memory.services import fact_save
+
+    fact_save(tenant_a, member_a, "Always include version numbers", kind="instruction")
+    fact_save(tenant_a, member_a, "I prefer minimal dependencies", kind="preference")
+    fact_save(tenant_a, member_a, "Lives in Lisbon")
+    answered_turn(conversation_a, member_a, "Which library should I use?")
+    url = reverse("chats_ui:turn_meter", args=[conversation_a.pk])
+    meter = member_client.get(url).json()["meter"]
+    segments = {s["name"]: s for s in meter["segments"]}
+    instructions = segments["instructions"]
+    assert instructions["label"] == "Instructions"
+    assert instructions["items"] == 2 and instructions["tokens"] > 0
+    assert instructions["budget"] > 0
+    assert segments["facts"]["items"] == 1

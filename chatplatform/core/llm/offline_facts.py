@@ -8,7 +8,10 @@ that a newer statement replaces the older one.
 
 Deliberately narrow: a clause counts only when it *starts* with one of the patterns below.
 Questions ("what is my name?"), conditionals and make-believe ("if I lived in Lisbon",
-"imagine my name is Bob"), negations and reported speech save nothing.
+"imagine my name is Bob"), negations and reported speech save nothing. Nor does a clause
+that states a standing instruction or preference ("From now on, answer in Spanish", "I
+prefer minimal dependencies"): the memory kinds that keep those in the user's own words
+(:mod:`chatplatform.core.memory.kinds`) notice it, so it is not saved again as a fact.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from chatplatform.core.memory.kinds import standing_statements_in
 
 #: Longest value kept from a statement, in characters (a fact is short).
 MAX_VALUE_CHARS = 80
@@ -109,7 +114,6 @@ _RULES: tuple[Rule, ...] = (
         rf"{_I_AM} (?:an? )?(?P<value>vegetarian|vegan|pescatarian)",
         lambda v: StatedFact(f"The user is {v.casefold()}.", "diet"),
     ),
-    _rule(r"i prefer (?P<value>.+)", lambda v: StatedFact(f"The user prefers {v}.")),
     _rule(r"i speak (?P<value>.+)", lambda v: StatedFact(f"The user speaks {v}.")),
     _rule(
         r"i (?P<verb>like|love|enjoy|hate|dislike) (?P<value>.+)",
@@ -141,6 +145,8 @@ def stated_facts(message: str) -> list[StatedFact]:
 
 def _clause_fact(clause: str) -> StatedFact | None:
     clause = " ".join(clause.replace("’", "'").split())
+    if standing_statements_in(clause):
+        return None  # kept as an instruction or preference, in the user's words
     for pattern, make in _RULES:
         match = pattern.match(clause)
         if match is None:

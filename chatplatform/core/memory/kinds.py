@@ -51,8 +51,6 @@ class MemoryKind:
     plural: str
     #: The prompt section it is sent in.
     section: MemorySection
-    #: Whether it is noticed in the user's own messages without a model.
-    noticed_in_messages: bool = False
 
     def replaces(self, earlier: str, later: str) -> bool:
         """Whether ``later`` (same kind, same user, no key) replaces ``earlier``. Facts are
@@ -66,9 +64,8 @@ class MemoryKind:
 
 @dataclass(frozen=True)
 class _Standing(MemoryKind):
-    """Standing instructions and preferences: one matter, one current statement."""
-
-    noticed_in_messages: bool = True
+    """Standing instructions and preferences: one matter, one current statement, noticed in
+    the user's own messages without a model."""
 
     def replaces(self, earlier: str, later: str) -> bool:
         return same_matter(matter_of(earlier), matter_of(later))

@@ -1,4 +1,5 @@
-"""User facts ("memories")."""
+"""User memories: facts, standing instructions and preferences (``kind``, a registry entry of
+``chatplatform.core.memory.kinds``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,16 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from chatplatform.core.memory.kinds import FACT, memory_kind_choices
 from chats.api.serializers.fields import TextField
 from memory.models import UserFact
 
+KIND_HELP = (
+    "What the memory is: `fact` (about the user), `instruction` (how the user wants to be "
+    "answered) or `preference` (what the user prefers). Instructions and preferences are sent "
+    "in a prompt section of their own, before the facts, and a later one on the same matter "
+    "replaces the earlier; they have no key."
+)
 SHAREABLE_HELP = (
     "Whether the fact may be used in replies the other members of a group chat read. False "
     "(the default): private, used only in the owner's one-to-one conversations."
@@ -38,6 +46,7 @@ class FactSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "user",
+            "kind",
             "key",
             "text",
             "source",
@@ -51,7 +60,10 @@ class FactSerializer(serializers.ModelSerializer):
             "shareable",
         ]
         read_only_fields = fields
-        extra_kwargs = {"shareable": {"help_text": SHAREABLE_HELP}}
+        extra_kwargs = {
+            "shareable": {"help_text": SHAREABLE_HELP},
+            "kind": {"help_text": KIND_HELP},
+        }
 
     @extend_schema_field(serializers.BooleanField())
     def get_current(self, fact: UserFact) -> bool:
@@ -63,13 +75,17 @@ class FactListSerializer(serializers.Serializer):
 
 
 class FactCreateSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=memory_kind_choices(), required=False, default=FACT, help_text=KIND_HELP
+    )
     text = TextField(allow_blank=True, trim_whitespace=False, max_length=100_000)
     key = TextField(
         required=False,
         allow_null=True,
         allow_blank=True,
         max_length=200,
-        help_text="A slug such as home_city: a keyed fact has one current value.",
+        help_text="A slug such as home_city: a keyed fact has one current value (facts "
+        "only: an instruction or preference ignores it).",
     )
     shareable = serializers.BooleanField(
         required=False,
@@ -107,4 +123,12 @@ class FactOwnerQuerySerializer(serializers.Serializer):
         required=False,
         max_length=150,
         help_text="Username whose facts to manage (admin keys only; default: the caller).",
+    )
+
+
+class FactListQuerySerializer(FactOwnerQuerySerializer):
+    kind = serializers.ChoiceField(
+        choices=memory_kind_choices(),
+        required=False,
+        help_text="Only memories of this kind (default: every kind).",
     )

@@ -1,4 +1,5 @@
-"""User facts: the caller's own, or (admin callers, ``?user=<username>``) any member's."""
+"""User memories (facts, standing instructions and preferences, told apart by ``kind``): the
+caller's own, or (admin callers, ``?user=<username>``) any member's."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from chats.api.errors import ApiError
 from chats.api.serializers.facts import (
     FactChangeSerializer,
     FactCreateSerializer,
+    FactListQuerySerializer,
     FactListSerializer,
     FactOwnerQuerySerializer,
     FactSerializer,
@@ -76,20 +78,29 @@ class FactListView(FactsView):
     @extend_schema(
         tags=TAG,
         operation_id="facts_list",
-        summary="Current facts, newest first (at most the policy's limit, <= 100)",
-        parameters=OWNER,
+        summary="Current memories, newest first (at most 100; `?kind=` for one kind)",
+        parameters=[FactListQuerySerializer],
         responses=FactListSerializer,
     )
     def get(self, request: Request) -> Response:
-        facts = current_facts(self.principal.tenant_id, self.owner(), limit=MAX_PAGE_SIZE)
+        kind = self.query(FactListQuerySerializer).get("kind")
+        facts = current_facts(
+            self.principal.tenant_id,
+            self.owner(),
+            limit=MAX_PAGE_SIZE,
+            kinds=None if kind is None else [kind],
+        )
         return Response({"results": FactSerializer(facts, many=True).data})
 
     @extend_schema(
         tags=TAG,
         operation_id="facts_create",
-        summary="Save a fact (identical current fact: returned, 200)",
-        description="A keyed fact replaces the key's current value (kept as history); over "
-        "the policy's limit the oldest facts are evicted. A fact is private unless "
+        summary="Save a memory (identical current one: returned, 200)",
+        description="`kind` (default `fact`): a fact, or a standing `instruction` or "
+        "`preference` (an unknown kind: 400). A keyed fact replaces the key's current value, "
+        "an instruction or preference the current one on the same matter (kept as history); "
+        "over the policy's limit the oldest of the same section are evicted. A memory is "
+        "private unless "
         "`shareable` is true: private facts are used only in the owner's one-to-one "
         "conversations, never in a reply other members of a group chat read.",
         parameters=OWNER,
@@ -97,7 +108,9 @@ class FactListView(FactsView):
         responses={
             201: OpenApiResponse(FactSerializer, description="Saved."),
             200: OpenApiResponse(FactSerializer, description="Already current; unchanged."),
-            409: OpenApiResponse(description="Facts are turned off for this tenant."),
+            409: OpenApiResponse(
+                description="Facts (or standing instructions) are turned off for this tenant."
+            ),
         },
     )
     def post(self, request: Request) -> Response:
@@ -111,6 +124,7 @@ class FactListView(FactsView):
                 data.get("key"),
                 FactSource.API,
                 shareable=data.get("shareable"),
+                kind=data["kind"],
             )
         except FactRejected as exc:
             raise rejected(exc) from None
