@@ -69,6 +69,7 @@ def test_tenant_admin_edits_a_policy_fixes_an_error_previews_it_and_makes_it_act
         max_context_tokens=16000,
         reserved_response_tokens=1024,
         system_budget=1000,
+        instructions_budget=1500,
         facts_budget=500,
         summaries_budget=2000,
         retrieval_budget=2000,
