@@ -66,6 +66,12 @@ class RerankConfig:
     #: A turn that is a hit and near another hit (or near two hits) adds this share of the
     #: weaker of the two scores to the stronger: adjacent evidence supports each other.
     neighbor_support: float = 0.3
+    #: How the words' and the meaning's rankings meet (:data:`FUSIONS`): ``"rrf"``
+    #: (:func:`fuse_rrf`, by rank) or ``"score"`` (:func:`fuse_dense`, by score).
+    fusion: str = "score"
+    #: Reciprocal-rank fusion's constant: a list's item at rank ``r`` (from 1) adds
+    #: ``1 / (rrf_k + r)``.
+    rrf_k: int = 60
 
 
 @dataclass(slots=True)
@@ -218,7 +224,10 @@ def rank_candidates(
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
     if dense:
         authors = speaker_terms(query, names)[0]
-        fuse_dense(scored, dense, weight=dense_weight, named=authors, config=config)
+        if config.fusion == "rrf":
+            fuse_rrf(scored, dense, named=authors, config=config)
+        else:
+            fuse_dense(scored, dense, weight=dense_weight, named=authors, config=config)
     near = neighbor_seqs(scored, hits=neighbor_hits, depth=config.neighbor_depth)
     neighbors = fetch(near) if near else []
     propagate(scored, neighbors, config, speaker_terms(query, names)[0])
@@ -250,6 +259,48 @@ def fuse_dense(
         if current is None or cosine <= 0:
             continue
         current.lexical += scale * cosine
+        factor = 1.0 + config.speaker_boost if named and current.candidate.author in named else 1.0
+        current.score = current.lexical * factor
+        current.matched = max(current.matched, 1)
+
+
+def fuse_rrf(
+    scored: dict[int, Scored],
+    dense: Mapping[int, float],
+    *,
+    named: frozenset[object] | set[object] = frozenset(),
+    config: RerankConfig | None = None,
+) -> None:
+    """Reciprocal-rank fusion of the words' and the meaning's rankings, before neighbours
+    inherit: each candidate gets ``1 / (rrf_k + rank)`` from each list it is in (its rank by
+    lexical score among those that matched a term, and by cosine among the ``dense`` top
+    hits). Ranks ignore the two scales, so a message that is near the top by meaning counts
+    as much as one near the top by words however the lexical scores are spread (long
+    messages, many matching terms). The fused value is put back on the lexical scale (the
+    best fused candidate gets the best lexical score, 1 with no lexical hit), so retrieved
+    summaries, scored by words, still compete on one scale; times the speaker factor."""
+    config = config or RerankConfig()
+    k = max(1, config.rrf_k)
+    lexical = sorted(
+        (s for s in scored.values() if s.lexical > 0),
+        key=lambda s: (-s.lexical, -s.candidate.seq),
+    )
+    near = sorted(
+        ((seq, cosine) for seq, cosine in dense.items() if seq in scored and cosine > 0),
+        key=lambda pair: (-pair[1], -pair[0]),
+    )
+    fused: dict[int, float] = {}
+    for rank, s in enumerate(lexical, start=1):
+        fused[s.candidate.seq] = 1.0 / (k + rank)
+    for rank, (seq, _) in enumerate(near, start=1):
+        fused[seq] = fused.get(seq, 0.0) + 1.0 / (k + rank)
+    best = max(fused.values(), default=0.0)
+    if best <= 0:
+        return
+    best_lexical = lexical[0].lexical if lexical else 1.0
+    for seq, value in fused.items():
+        current = scored[seq]
+        current.lexical = best_lexical * value / best
         factor = 1.0 + config.speaker_boost if named and current.candidate.author in named else 1.0
         current.score = current.lexical * factor
         current.matched = max(current.matched, 1)

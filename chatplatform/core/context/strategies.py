@@ -262,7 +262,9 @@ class Hybrid(ContextStrategy):
                 cap * policy.turn_retrieval_percent // 100,
                 room - facts_and_summaries - draft.window_used(),
             )
-            draft.retrieval = _pick(draft, policy, draft.inputs.retrieved, cap, excluded)
+            draft.retrieval = _pick(
+                draft, policy, draft.inputs.retrieved, cap, excluded, shown_count=True
+            )
             return
         # A new window: recalled messages and history share the trim mark of the room, so
         # the next turns can append; the recalled block is part of the cached prefix.
@@ -293,8 +295,11 @@ def _pick(
     items: Sequence[RetrievedItem],
     cap: int,
     excluded: list[Excluded],
+    *,
+    shown_count: bool = False,
 ) -> Retrieval:
-    """Retrieved messages within ``cap``, none that the prompt already shows."""
+    """Retrieved messages within ``cap``, none that the prompt already shows (``shown_count``:
+    those it shows still take their tokens from ``cap``, :func:`pick_retrieved`)."""
     skip = d.history.ids() | d.recalled.entries.keys() | {d.inputs.new_message.id}
     return pick_retrieved(
         items,
@@ -305,6 +310,7 @@ def _pick(
         d.meter,
         d.inputs.bot_name,
         excluded,
+        shown_count=shown_count,
     )
 
 

@@ -36,6 +36,18 @@ class Command(BaseCommand):
             help="Hybrid: full-text retrieval only (by default it also retrieves by meaning "
             "when the embeddings requirements are installed).",
         )
+        parser.add_argument(
+            "--warm",
+            action="store_true",
+            help="Ask each question while the cache is warm: the window a turn a minute "
+            "earlier started stands, so the question's finds are the per-turn ones.",
+        )
+        parser.add_argument(
+            "--turn-retrieval-percent",
+            type=int,
+            default=None,
+            help="Hybrid: the policy's turn retrieval share (default: the field's default).",
+        )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
         parser.add_argument("--dump", help="Write one JSON line per question with its prompt.")
         parser.add_argument(
@@ -56,6 +68,8 @@ class Command(BaseCommand):
             strategy=options["strategy"],
             recent=options["recent"],
             dense=not options["no_dense"],
+            warm=options["warm"],
+            turn_retrieval_percent=options["turn_retrieval_percent"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
         cache = None if options["no_vector_cache"] else Path(options["vector_cache"])
