@@ -242,4 +242,4 @@ def test_a_kept_windows_turn_adds_only_what_its_best_finds_lack() -> None:
     # The same finds ranked the other way round: the old ones are the best, they are added.
     flipped = [RetrievedItem(r.message, 20.0 - r.score) for r in on_topic]
     _, _, result = _warm_turn(flipped, 20)
-    assert "word1x0" in result.tail and "word2x0" in result.tail
+    assert "word10x0" in result.tail and "word9x0" in result.tail
