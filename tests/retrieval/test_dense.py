@@ -169,7 +169,7 @@ def test_fusion_scales_cosines_to_the_best_lexical_score_before_neighbours():
             [pool[2], pool[8]],
             total_docs=10,
             names={},
-            config=RerankConfig(),
+            config=RerankConfig(fusion="score"),
             neighbor_hits=5,
             fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
             dense=dense,
