@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 
@@ -77,9 +77,9 @@ class RerankConfig:
     #: A turn that is a hit and near another hit (or near two hits) adds this share of the
     #: weaker of the two scores to the stronger: adjacent evidence supports each other.
     neighbor_support: float = 0.3
-    #: How the words' and the meaning's rankings meet (:data:`FUSIONS`): ``"rrf"``
-    #: (:func:`fuse_rrf`, by rank) or ``"score"`` (:func:`fuse_dense`, by score).
-    fusion: str = "rrf"
+    #: How the words' and the meaning's rankings meet: ``"rrf"`` (:func:`fuse_rrf`, by rank)
+    #: or ``"score"`` (:func:`fuse_dense`, by score).
+    fusion: Literal["rrf", "score"] = "rrf"
     #: Reciprocal-rank fusion's constant: a list's item at rank ``r`` (from 1) adds
     #: ``1 / (rrf_k + r)``.
     rrf_k: int = 60
@@ -289,11 +289,12 @@ def fuse_rrf(
     """Reciprocal-rank fusion of the words' and the meaning's rankings, before neighbours
     inherit: each candidate gets ``1 / (rrf_k + rank)`` from each list it is in (its rank by
     lexical score among those that matched a term, and by cosine among the ``dense`` top
-    hits whose cosine is at least ``rrf_min_cosine`` of the best). Ranks ignore the two scales, so a message that is near the top by meaning counts
-    as much as one near the top by words however the lexical scores are spread (long
-    messages, many matching terms). The fused value is put back on the lexical scale (the
-    best fused candidate gets the best lexical score, 1 with no lexical hit), so retrieved
-    summaries, scored by words, still compete on one scale; times the speaker factor."""
+    hits whose cosine is at least ``rrf_min_cosine`` of the best). Ranks ignore the two
+    scales, so a message near the top by meaning counts as much as one near the top by words
+    however the lexical scores are spread (long messages, many matching terms). The fused
+    value is put back on the lexical scale (the best fused candidate gets the best lexical
+    score, 1 with no lexical hit), so retrieved summaries, scored by words, still compete on
+    one scale; times the speaker factor."""
     config = config or RerankConfig()
     k = max(1, config.rrf_k)
     lexical = sorted(

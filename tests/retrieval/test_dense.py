@@ -209,6 +209,16 @@ def test_rank_fusion_lets_a_top_meaning_hit_beat_a_middling_word_hit():
     assert scored[1].score == pytest.approx(30.0 * (1 / 61) / (1 / 63 + 1 / 61))
 
 
+def test_rank_fusion_leaves_out_messages_far_from_the_nearest_in_meaning():
+    # In a short conversation the nearest by meaning are all of it: those well below the best
+    # cosine get no rank from the meaning's list.
+    scored = {seq: Scored(Candidate(seq, seq, "x"), 0.0) for seq in (1, 2, 3)}
+    fuse_rrf(scored, {1: 0.5, 2: 0.2, 3: 0.1}, config=RerankConfig(rrf_min_cosine=0.3))
+    assert scored[1].score == pytest.approx(1.0)
+    assert scored[2].score == pytest.approx((1 / 62) / (1 / 61))
+    assert scored[3].score == 0.0
+
+
 def test_rank_fusion_in_the_ranking_passes_shares_to_neighbours():
     query = build_query("paella recipe")
     texts = {seq: f"small talk {seq}" for seq in range(1, 11)}
