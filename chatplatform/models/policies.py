@@ -291,13 +291,14 @@ class ContextPolicy(models.Model):
         "for context.",
     )
     turn_retrieval_percent = _positive(
-        5,
+        7,
         minimum=0,
         maximum=100,
         help_text=(
             "Hybrid: older messages found when the conversation's messages start again stay "
             "in the cheap cached part of the prompt; on the turns in between, new finds take "
-            "at most this share of their room. They are billed in full on every turn."
+            "at most this share of their room, less what the prompt already shows of the "
+            "best ones. They are billed in full on every turn."
         ),
     )
     retrieval_dense = models.BooleanField(

@@ -15,11 +15,15 @@ candidates identically on both backends:
 * **neighbours**: the turns around a hit inherit a share of its lexical score
   (``neighbor_next`` / ``neighbor_prev`` per step, up to ``neighbor_depth`` steps), so they
   compete for the budget as items of their own: the answer to a question is often the next
-  turn, and the turn that names the topic the one before. A turn near several hits (or a hit
-  near another) adds ``neighbor_support`` of the weaker score to the stronger one.
-* **meaning** (optional, :func:`fuse_dense`, before the neighbours): the messages closest to
-  the question by sentence embedding join the candidates, each with a share of the best
-  lexical score in proportion to its cosine (``chats.retrieval.dense``).
+  turn, and the turn that names the topic the one before. The other half of an exchange (the
+  assistant's reply right after a user's message, and that message for the reply) inherits
+  ``reply_share`` (the whole score by default: an exchange is found as one). A turn near
+  several hits (or a hit near another) adds ``neighbor_support`` of the weaker score to the
+  stronger one.
+* **meaning** (optional, before the neighbours): the messages closest to the question by
+  sentence embedding join the candidates, and the two rankings are fused by rank
+  (:func:`fuse_rrf`, the default) or by score (:func:`fuse_dense`: a share of the best lexical
+  score in proportion to the cosine) (``chats.retrieval.dense``).
 
 (A "when" question favouring turns with time expressions was measured and removed: no
 effect on LoCoMo, see ``tooling/evaluation/retrieval.md``.)
@@ -30,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 
@@ -46,12 +50,14 @@ DENSE_WEIGHT = 0.5
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A message to score: ``author`` is an opaque key (e.g. the user id) or ``None``."""
+    """A message to score: ``author`` is an opaque key (e.g. the user id) or ``None``;
+    ``role`` its role (``"user"``, ``"assistant"``...), where known."""
 
     id: int | str
     seq: int
     text: str
     author: object = None
+    role: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +69,24 @@ class RerankConfig:
     neighbor_next: float = 0.6
     neighbor_prev: float = 0.6
     neighbor_depth: int = 2
+    #: Share the other half of an exchange inherits instead of ``neighbor_next`` /
+    #: ``neighbor_prev``: the assistant's reply right after a user's message, and that
+    #: message for the reply. The reply answers exactly that message, so one is found
+    #: through the other (what was asked, what was advised).
+    reply_share: float = 1.0
     #: A turn that is a hit and near another hit (or near two hits) adds this share of the
     #: weaker of the two scores to the stronger: adjacent evidence supports each other.
     neighbor_support: float = 0.3
+    #: How the words' and the meaning's rankings meet: ``"rrf"`` (:func:`fuse_rrf`, by rank)
+    #: or ``"score"`` (:func:`fuse_dense`, by score).
+    fusion: Literal["rrf", "score"] = "rrf"
+    #: Reciprocal-rank fusion's constant: a list's item at rank ``r`` (from 1) adds
+    #: ``1 / (rrf_k + r)``.
+    rrf_k: int = 60
+    #: Rank fusion: a message is in the meaning's list only when its cosine is at least this
+    #: share of the best one. The nearest ``top_k`` of a short conversation are all of it,
+    #: unrelated messages included, and ranks alone would not tell them apart.
+    rrf_min_cosine: float = 0.3
 
 
 @dataclass(slots=True)
@@ -218,7 +239,10 @@ def rank_candidates(
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
     if dense:
         authors = speaker_terms(query, names)[0]
-        fuse_dense(scored, dense, weight=dense_weight, named=authors, config=config)
+        if config.fusion == "rrf":
+            fuse_rrf(scored, dense, named=authors, config=config)
+        else:
+            fuse_dense(scored, dense, weight=dense_weight, named=authors, config=config)
     near = neighbor_seqs(scored, hits=neighbor_hits, depth=config.neighbor_depth)
     neighbors = fetch(near) if near else []
     propagate(scored, neighbors, config, speaker_terms(query, names)[0])
@@ -255,6 +279,54 @@ def fuse_dense(
         current.matched = max(current.matched, 1)
 
 
+def fuse_rrf(
+    scored: dict[int, Scored],
+    dense: Mapping[int, float],
+    *,
+    named: frozenset[object] | set[object] = frozenset(),
+    config: RerankConfig | None = None,
+) -> None:
+    """Reciprocal-rank fusion of the words' and the meaning's rankings, before neighbours
+    inherit: each candidate gets ``1 / (rrf_k + rank)`` from each list it is in (its rank by
+    lexical score among those that matched a term, and by cosine among the ``dense`` top
+    hits whose cosine is at least ``rrf_min_cosine`` of the best). Ranks ignore the two
+    scales, so a message near the top by meaning counts as much as one near the top by words
+    however the lexical scores are spread (long messages, many matching terms). The fused
+    value is put back on the lexical scale (the best fused candidate gets the best lexical
+    score, 1 with no lexical hit), so retrieved summaries, scored by words, still compete on
+    one scale; times the speaker factor."""
+    config = config or RerankConfig()
+    k = max(1, config.rrf_k)
+    lexical = sorted(
+        (s for s in scored.values() if s.lexical > 0),
+        key=lambda s: (-s.lexical, -s.candidate.seq),
+    )
+    floor = max(0.0, config.rrf_min_cosine) * max(dense.values(), default=0.0)
+    near = sorted(
+        (
+            (seq, cosine)
+            for seq, cosine in dense.items()
+            if seq in scored and cosine > 0 and cosine >= floor
+        ),
+        key=lambda pair: (-pair[1], -pair[0]),
+    )
+    fused: dict[int, float] = {}
+    for rank, s in enumerate(lexical, start=1):
+        fused[s.candidate.seq] = 1.0 / (k + rank)
+    for rank, (seq, _) in enumerate(near, start=1):
+        fused[seq] = fused.get(seq, 0.0) + 1.0 / (k + rank)
+    best = max(fused.values(), default=0.0)
+    if best <= 0:
+        return
+    best_lexical = lexical[0].lexical if lexical else 1.0
+    for seq, value in fused.items():
+        current = scored[seq]
+        current.lexical = best_lexical * value / best
+        factor = 1.0 + config.speaker_boost if named and current.candidate.author in named else 1.0
+        current.score = current.lexical * factor
+        current.matched = max(current.matched, 1)
+
+
 def propagate(
     scored: dict[int, Scored],
     neighbors: Sequence[Candidate],
@@ -275,6 +347,12 @@ def propagate(
         author = current.candidate.author if current is not None else by_seq[seq].author
         return 1.0 + config.speaker_boost if named and author in named else 1.0
 
+    def role(seq: int) -> str | None:
+        current = scored.get(seq)
+        if current is not None:
+            return current.candidate.role
+        return by_seq[seq].role if seq in by_seq else None
+
     for hit, base in hits:
         for distance in range(1, config.neighbor_depth + 1):
             for seq, share in (
@@ -282,6 +360,8 @@ def propagate(
                 (hit.seq - distance, config.neighbor_prev),
             ):
                 inherited = base * share**distance
+                if distance == 1 and _exchange(hit.role, role(seq), after=seq > hit.seq):
+                    inherited = base * config.reply_share
                 if inherited <= 0 or (seq not in scored and seq not in by_seq):
                     continue
                 inherited *= factor(seq)
@@ -294,6 +374,14 @@ def propagate(
                     current.score += config.neighbor_support * weaker
                 elif seq in by_seq:
                     scored[seq] = Scored(by_seq[seq], inherited, hit.id)
+
+
+def _exchange(hit: str | None, other: str | None, *, after: bool) -> bool:
+    """Whether the message next to a hit is the other half of its exchange: the reply right
+    after a user's message, or the user's message right before a reply."""
+    if after:
+        return hit == "user" and other == "assistant"
+    return hit == "assistant" and other == "user"
 
 
 def to_retrieved(

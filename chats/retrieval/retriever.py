@@ -250,7 +250,7 @@ def retrieve_messages(
 
 
 def _candidate(row: dict[str, Any]) -> Candidate:
-    return Candidate(row["id"], row["seq"], row["content"], row["author_id"])
+    return Candidate(row["id"], row["seq"], row["content"], row["author_id"], row["role"])
 
 
 def shown_summary_ids(conversation: Conversation, *, max_rolling: int) -> set[int]:

@@ -205,3 +205,41 @@ def test_with_nothing_cached_this_turns_finds_fill_what_the_new_window_leaves() 
     assert not restarted.window_kept and not restarted.tail
     assert after_pause.prompt_tokens > restarted.prompt_tokens + 300
     assert after_pause.window_start_seq == restarted.window_start_seq  # the same window
+
+
+def _warm_turn(retrieved: list[RetrievedItem], share: int) -> tuple[Any, AssemblyInputs, Any]:
+    """A turn on a kept window (no recalled messages), with ``retrieved`` as its finds."""
+    policy = replace(HYBRID, turn_retrieval_percent=share, retrieval_max_items=40)
+    old = [turn(i + 1, 5) for i in range(60)]
+    new = turn(61, 5)
+    started = assemble(policy, AssemblyInputs(new_message=new, recent=list(reversed(old))), COUNTER)
+    messages = [*old, new, turn(62, 5)]
+    inputs = AssemblyInputs(
+        new_message=turn(63, 5),
+        recent=list(reversed(messages)),
+        window_start_seq=started.window_start_seq,
+        retrieved=retrieved,
+    )
+    result = assemble(policy, inputs, COUNTER)
+    check_invariants(policy, inputs, result)
+    assert result.window_kept
+    return policy, inputs, result
+
+
+def test_a_kept_windows_turn_adds_only_what_its_best_finds_lack() -> None:
+    """While the window is kept, this turn's finds are the hits its share would hold, less
+    those the prompt already shows: when the window already holds the best hits, the
+    lower-ranked ones do not fill the share (they would be paid in full on every turn)."""
+    shown = list(range(62, 40, -1))  # the newest messages, in the kept window
+    old = [turn(i + 1, 5) for i in range(60)]
+    by_seq = {m.seq: m for m in [*old, turn(61, 5), turn(62, 5)]}
+    # The best hits are in the window: the share is spent on them, nothing is added.
+    on_topic = [RetrievedItem(by_seq[s], 10.0 - i / 10) for i, s in enumerate(shown)]
+    on_topic += [RetrievedItem(old[i], 1.0 - i / 100) for i in range(10)]
+    _, _, result = _warm_turn(on_topic, 20)
+    assert result.window_start_seq is not None and result.window_start_seq <= 41
+    assert not result.tail
+    # The same finds ranked the other way round: the old ones are the best, they are added.
+    flipped = [RetrievedItem(r.message, 20.0 - r.score) for r in on_topic]
+    _, _, result = _warm_turn(flipped, 20)
+    assert "word10x0" in result.tail and "word9x0" in result.tail

@@ -26,7 +26,14 @@ from chats.retrieval.dense import (
     stored_vectors,
 )
 from chats.retrieval.query import build_query
-from chats.retrieval.rerank import Candidate, RerankConfig, Scored, fuse_dense, rank_candidates
+from chats.retrieval.rerank import (
+    Candidate,
+    RerankConfig,
+    Scored,
+    fuse_dense,
+    fuse_rrf,
+    rank_candidates,
+)
 from chats.retrieval.tasks import schedule_embedding
 from chats.services import conversation_create, message_create
 from tests.factories import make_policy
@@ -162,7 +169,7 @@ def test_fusion_scales_cosines_to_the_best_lexical_score_before_neighbours():
             [pool[2], pool[8]],
             total_docs=10,
             names={},
-            config=RerankConfig(),
+            config=RerankConfig(fusion="score"),
             neighbor_hits=5,
             fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
             dense=dense,
@@ -183,6 +190,55 @@ def test_fusion_without_lexical_hits_ranks_by_cosine():
     scored = {seq: Scored(Candidate(seq, seq, "x"), 0.0) for seq in (1, 2)}
     fuse_dense(scored, {1: 0.2, 2: 0.6}, weight=0.5)
     assert scored[2].score == pytest.approx(0.5) and scored[1].score == pytest.approx(0.5 / 3)
+
+
+def test_rank_fusion_lets_a_top_meaning_hit_beat_a_middling_word_hit():
+    # Scores by words spread widely (long messages, many terms); by rank, the message nearest
+    # in meaning stands with the best word hit whatever its own word score.
+    scored = {
+        seq: Scored(Candidate(seq, seq, "x"), value, lexical=value)
+        for seq, value in {1: 30.0, 2: 25.0, 3: 2.0, 4: 0.0}.items()
+    }
+    by_score = {seq: Scored(s.candidate, s.score, lexical=s.lexical) for seq, s in scored.items()}
+    fuse_dense(by_score, {3: 0.9, 4: 0.5}, weight=0.5)
+    assert by_score[3].score < by_score[2].score
+    fuse_rrf(scored, {3: 0.9, 4: 0.5}, config=RerankConfig(rrf_k=60))
+    assert scored[3].score > scored[2].score and scored[4].score > 0
+    # Back on the words' scale: the best fused message gets the best word score.
+    assert max(s.score for s in scored.values()) == pytest.approx(30.0)
+    assert scored[1].score == pytest.approx(30.0 * (1 / 61) / (1 / 63 + 1 / 61))
+
+
+def test_rank_fusion_leaves_out_messages_far_from_the_nearest_in_meaning():
+    # In a short conversation the nearest by meaning are all of it: those well below the best
+    # cosine get no rank from the meaning's list.
+    scored = {seq: Scored(Candidate(seq, seq, "x"), 0.0) for seq in (1, 2, 3)}
+    fuse_rrf(scored, {1: 0.5, 2: 0.2, 3: 0.1}, config=RerankConfig(rrf_min_cosine=0.3))
+    assert scored[1].score == pytest.approx(1.0)
+    assert scored[2].score == pytest.approx((1 / 62) / (1 / 61))
+    assert scored[3].score == 0.0
+
+
+def test_rank_fusion_in_the_ranking_passes_shares_to_neighbours():
+    query = build_query("paella recipe")
+    texts = {seq: f"small talk {seq}" for seq in range(1, 11)}
+    texts[2], texts[8] = "the paella recipe", "saffron rice with prawns"
+    pool = {seq: Candidate(seq, seq, text) for seq, text in texts.items()}
+    ranked = rank_candidates(
+        query,
+        [pool[2], pool[8]],
+        total_docs=10,
+        names={},
+        config=RerankConfig(fusion="rrf"),
+        neighbor_hits=5,
+        fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
+        dense={8: 0.8, 2: 0.4},
+    )
+    fused = {s.candidate.seq: s for s in ranked}
+    # The word hit is first in both lists; the meaning-only hit first by meaning alone.
+    assert fused[2].score > fused[8].score > 0
+    assert fused[8].lexical == pytest.approx(fused[2].lexical * (1 / 61) / (1 / 61 + 1 / 62))
+    assert fused[9].via == 8 and fused[9].score > 0
 
 
 def test_top_by_cosine_is_bounded():

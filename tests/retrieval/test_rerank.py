@@ -152,3 +152,43 @@ def test_rank_candidates_without_neighbours_fetches_nothing():
         fetch=fetch,
     )
     assert [s.candidate.seq for s in ranked_] == [1]
+
+
+def test_the_other_half_of_an_exchange_inherits_the_whole_score():
+    # A user's message matched by words: the assistant's reply right after it (what was
+    # advised) comes with it at the same score; a user's message after the reply, or a turn
+    # between two users, inherits the ordinary neighbour share.
+    query = build_query("sourdough starter")
+    pool = {
+        1: Candidate(1, 1, "hello there", "u", "user"),
+        2: Candidate(2, 2, "my sourdough starter is flat", "u", "user"),
+        3: Candidate(3, 3, "feed it twice a day", None, "assistant"),
+        4: Candidate(4, 4, "thanks, will try", "u", "user"),
+    }
+    config = RerankConfig(neighbor_depth=1, neighbor_support=0.0)
+    ranked = rank_candidates(
+        query,
+        [pool[2]],
+        total_docs=4,
+        names={},
+        config=config,
+        neighbor_hits=5,
+        fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
+    )
+    scores = {s.candidate.seq: s.score for s in ranked}
+    assert scores[3] == pytest.approx(scores[2] * config.reply_share)
+    assert config.reply_share == 1.0
+    assert scores[1] == pytest.approx(scores[2] * config.neighbor_prev)
+    # Found by the reply's words, the message it answers comes with it.
+    ranked = rank_candidates(
+        build_query("feed twice"),
+        [pool[3]],
+        total_docs=4,
+        names={},
+        config=config,
+        neighbor_hits=5,
+        fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
+    )
+    scores = {s.candidate.seq: s.score for s in ranked}
+    assert scores[2] == pytest.approx(scores[3])
+    assert scores[4] == pytest.approx(scores[3] * config.neighbor_next)

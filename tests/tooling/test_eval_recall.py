@@ -119,6 +119,8 @@ def test_hybrid_finds_old_evidence_and_reports_every_field(tmp_path):
     assert set(result) == {
         "strategy",
         "budget",
+        "warm",
+        "turn_retrieval_percent",
         "questions",
         "categories",
         "mean_prompt_tokens",
@@ -154,6 +156,20 @@ def test_hybrid_without_dense_is_full_text_only(tmp_path):
     result = run(path, "hybrid", extra=["--no-dense"])
     assert result["dense_retrieval"] == "off" and result["embedding_ms"] == 0
     assert result["categories"]["4"]["all_evidence_percent"] == 100.0
+
+
+def test_a_warm_question_finds_old_evidence_only_within_the_turn_share(tmp_path):
+    # Asked while the window a turn a minute earlier started is cached: the question's own
+    # finds are the per-turn ones, so with no share the old evidence stays out.
+    path, _ = dataset(tmp_path)
+    args = ["--warm", "--no-dense", "--turn-retrieval-percent"]
+    none = run(path, "hybrid", extra=[*args, "0"])
+    assert none["warm"] is True and none["turn_retrieval_percent"] == 0
+    assert none["categories"]["4"]["all_evidence_percent"] == 0.0
+    some = run(path, "hybrid", extra=[*args, "50"])
+    assert some["categories"]["4"]["all_evidence_percent"] == 100.0
+    cold = run(path, "hybrid", extra=["--no-dense"])
+    assert cold["warm"] is False
 
 
 def test_sliding_window_misses_old_evidence_any_vs_all(tmp_path):

@@ -82,7 +82,7 @@ class CostOptions:
     strategy: str = "hybrid"
     budget: int = 4000
     history_trim_percent: int = 60
-    turn_retrieval_percent: int = 5
+    turn_retrieval_percent: int = 7
     cache_ttl: str = "5m"
     #: Server compaction: the input-token trigger (default: the policy's, which the provider
     #: never accepts below 50,000 tokens; a lower one simulates what the API does not offer).

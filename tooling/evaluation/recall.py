@@ -17,6 +17,7 @@ stored, and everything the run creates is rolled back at the end.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from collections.abc import Callable, Iterable
@@ -64,6 +65,11 @@ class EvalOptions:
     #: Keep the standing instructions and preferences the users' messages state, as the
     #: platform does on intake, and give them their section of the prompt.
     instructions: bool = True
+    #: Ask each question while the cache is warm (:func:`warm_window`): the window a turn a
+    #: minute earlier started stands, so the question's own finds are the per-turn ones.
+    warm: bool = False
+    #: Hybrid: the policy's ``turn_retrieval_percent`` (``None``: the field's default).
+    turn_retrieval_percent: int | None = None
 
 
 @dataclass
@@ -126,6 +132,9 @@ def _run(
             if progress:
                 progress(f"{sample.sample_id}: {embedded} turns embedded")
         retriever = _retriever(options)
+        state = loaded.conversation
+        if options.warm:
+            state = warm_window(loaded, retriever)
         for question in sample.questions:
             if question.category not in tallies:
                 continue
@@ -140,12 +149,13 @@ def _run(
                 created_at=loaded.asked_at,
             )
             turn = assemble_context(
-                loaded.conversation,
+                state,
                 item,
                 policy=policy,
                 retriever=retriever,
                 now=loaded.asked_at,
                 author=loaded.asker,
+                conversation_is_fresh=options.warm,
             )
             text = locomo.prompt_text(turn.prompt.system, turn.prompt.messages)
             tallies[question.category].add(locomo.evidence_present(text, evidence, question.quote))
@@ -163,6 +173,8 @@ def _run(
     return {
         "strategy": options.strategy,
         "budget": options.budget,
+        "warm": options.warm,
+        "turn_retrieval_percent": policy.turn_retrieval_percent,
         "questions": len(prompt_tokens),
         **_by_category(kind, tallies),
         "mean_prompt_tokens": round(sum(prompt_tokens) / n, 1),
@@ -173,6 +185,53 @@ def _run(
         else "",
         "embedding_ms": round(embed_ms, 1),
     }
+
+
+#: How long before the question the turn that started the warm window came.
+WARM_GAP = timedelta(minutes=1)
+
+
+def warm_window(loaded: _Loaded, retriever: Retriever) -> Conversation:
+    """The conversation as a warm cache leaves it: a copy whose stored window is the one the
+    newest user message's turn started (assembled as if sent :data:`WARM_GAP` before the
+    question, after the pause that ends the dataset, so it started a new window with its own
+    recalled finds). A question asked on it keeps that window, as a turn within the cache's
+    lifetime does: its evidence must come from the window, what it recalled for the earlier
+    message, or the question's own per-turn finds."""
+    conversation = loaded.conversation
+    with tenant_scope(conversation.tenant_id):
+        last = (
+            Message.objects.filter(conversation=conversation, role=MessageRole.USER)
+            .select_related("author")
+            .order_by("-seq")
+            .first()
+        )
+    state = copy.copy(conversation)
+    if last is None:
+        return state
+    sent_at = loaded.asked_at - WARM_GAP
+    item = MessageItem(
+        id=last.pk,
+        seq=last.seq,
+        role="user",
+        content=last.content,
+        tokens=last.token_count,
+        counted_by=last.token_counter or None,
+        created_at=sent_at,
+    )
+    turn = assemble_context(
+        conversation,
+        item,
+        author=last.author,
+        policy=loaded.policy,
+        retriever=retriever,
+        now=sent_at,
+    )
+    state.window_start_seq = turn.prompt.window_start_seq
+    state.window_recalled_ids = list(turn.prompt.recalled_ids)
+    state.window_summary_ids = list(turn.prompt.summary_ids)
+    state.window_sent_at = sent_at
+    return state
 
 
 def _by_category(kind: str, tallies: dict[Any, locomo.Tally]) -> dict[str, Any]:
@@ -252,6 +311,11 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
         },
         retrieval_dense=options.dense and strategy_for(options.strategy).needs.retrieval_by_meaning,
         instructions_enabled=options.instructions,
+        **(
+            {}
+            if options.turn_retrieval_percent is None
+            else {"turn_retrieval_percent": options.turn_retrieval_percent}
+        ),
     )
 
 

@@ -363,9 +363,17 @@ def pick_retrieved(
     meter: Meter,
     bot_name: str,
     excluded: list[Excluded],
+    *,
+    shown_count: bool = False,
 ) -> Retrieval:
     """Hits by descending score (at most ``max_items``), deduplicated against ``skip_ids``
-    and each other; then, while the cap allows, up to ``neighbors`` turns on each side."""
+    and each other; then, while the cap allows, up to ``neighbors`` turns on each side.
+
+    ``shown_count``: a hit the prompt already shows (in ``skip_ids``) still takes its line's
+    tokens from the cap, so the block holds only what the best ``cap`` tokens of hits lack
+    (the hits a prompt of that size would hold, less those it already shows): when the
+    prompt already holds what the new message is about, little or nothing is added, and a
+    lower-ranked hit never stands in for a better one that is shown."""
     head, tail = retrieved_frame()
     out = Retrieval(
         cap, _frame_cost(meter, (head, tail)), gap_tokens=meter.small(RETRIEVED_GAP) + 1
@@ -376,6 +384,8 @@ def pick_retrieved(
         hit = it.message
         if hit.id in skip_ids or hit.id in out.entries:
             excluded.append(Excluded("retrieved", hit.id, hit.tokens, "duplicate"))
+            if shown_count and hit.id in skip_ids and out.cap > 0:
+                out.cap = max(0, out.cap - _line_tokens(hit, meter, bot_name))
             continue
         if len(plans) >= max_items:
             excluded.append(Excluded("retrieved", hit.id, hit.tokens, "cap"))

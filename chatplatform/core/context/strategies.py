@@ -230,7 +230,8 @@ class Hybrid(ContextStrategy):
     Retrieval's share of the prompt: a new window takes the recalled messages first, within
     the retrieval budget and the trim mark, and they become part of the cached prefix; while
     the window is kept, this turn's own finds go after the new message, within
-    ``turn_retrieval_percent`` of the retrieval budget and what the window leaves. When
+    ``turn_retrieval_percent`` of the retrieval budget and what the window leaves, the best
+    hits the prompt already shows taking their share first (what they lack is added). When
     nothing was cached (no window to continue), the room the new window leaves goes to this
     turn's own finds, within the retrieval budget: the prompt is written in full anyway.
     """
@@ -256,13 +257,16 @@ class Hybrid(ContextStrategy):
     ) -> None:
         if window_kept:
             # The cached window stands; this turn's own finds go after the new message, within
-            # the policy's share of the retrieval budget and what the window leaves.
+            # the policy's share of the retrieval budget and what the window leaves; the best
+            # hits already shown count against the share, so only what they lack is added.
             cap = section_cap(policy, policy.retrieval_budget, room)
             cap = min(
                 cap * policy.turn_retrieval_percent // 100,
                 room - facts_and_summaries - draft.window_used(),
             )
-            draft.retrieval = _pick(draft, policy, draft.inputs.retrieved, cap, excluded)
+            draft.retrieval = _pick(
+                draft, policy, draft.inputs.retrieved, cap, excluded, shown_count=True
+            )
             return
         # A new window: recalled messages and history share the trim mark of the room, so
         # the next turns can append; the recalled block is part of the cached prefix.
@@ -293,8 +297,11 @@ def _pick(
     items: Sequence[RetrievedItem],
     cap: int,
     excluded: list[Excluded],
+    *,
+    shown_count: bool = False,
 ) -> Retrieval:
-    """Retrieved messages within ``cap``, none that the prompt already shows."""
+    """Retrieved messages within ``cap``, none that the prompt already shows (``shown_count``:
+    those it shows still take their tokens from ``cap``, :func:`pick_retrieved`)."""
     skip = d.history.ids() | d.recalled.entries.keys() | {d.inputs.new_message.id}
     return pick_retrieved(
         items,
@@ -305,6 +312,7 @@ def _pick(
         d.meter,
         d.inputs.bot_name,
         excluded,
+        shown_count=shown_count,
     )
 
 

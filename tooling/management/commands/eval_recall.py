@@ -42,6 +42,18 @@ class Command(BaseCommand):
             help="Leave the users' standing instructions and preferences out (by default they "
             "are kept from the loaded messages, as on intake, and get their prompt section).",
         )
+        parser.add_argument(
+            "--warm",
+            action="store_true",
+            help="Ask each question while the cache is warm: the window a turn a minute "
+            "earlier started stands, so the question's finds are the per-turn ones.",
+        )
+        parser.add_argument(
+            "--turn-retrieval-percent",
+            type=int,
+            default=None,
+            help="Hybrid: the policy's turn retrieval share (default: the field's default).",
+        )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
         parser.add_argument("--dump", help="Write one JSON line per question with its prompt.")
         parser.add_argument(
@@ -63,6 +75,8 @@ class Command(BaseCommand):
             recent=options["recent"],
             dense=not options["no_dense"],
             instructions=not options["no_instructions"],
+            warm=options["warm"],
+            turn_retrieval_percent=options["turn_retrieval_percent"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
         cache = None if options["no_vector_cache"] else Path(options["vector_cache"])
