@@ -43,7 +43,7 @@ def available() -> bool:
     if _installed is None:
         try:
             _installed = find_spec("usearch") is not None
-        except (ImportError, ValueError):
+        except (ImportError, ValueError, AttributeError):
             _installed = False
     return _installed
 
@@ -92,14 +92,16 @@ class AnnIndex:
         return bytes(self.native.save())
 
     def __len__(self) -> int:
-        return int(len(self.native))
+        return len(self.native)
 
     @property
     def nbytes(self) -> int:
         """Roughly what the index holds in memory (for the cache's bound)."""
         return int(self.native.memory_usage)
 
-    def add(self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray, *, threads: int = 1) -> None:
+    def add(
+        self, keys: Sequence[int] | np.ndarray, vectors: np.ndarray, *, threads: int = 1
+    ) -> None:
         """Add unit ``vectors`` (one row per key) under ``keys`` (unique 64-bit integers)."""
         if len(keys) == 0:
             return

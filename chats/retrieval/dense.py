@@ -7,18 +7,26 @@ otherwise retrieval is full-text only and the turn's breakdown says so (:func:`d
 * **Writing** (Celery, never on the reply path): :func:`schedule_embedding` after each reply
   queues ``chats.tasks.embed_conversation_messages`` (at most one per conversation per
   :data:`SCHEDULE_WINDOW_SECONDS`), which runs :func:`embed_conversation`: the conversation's
-  newest messages without a vector, :data:`EMBED_BATCH` per run, inserted idempotently
-  (:func:`embed_messages`). The beat task ``chats.tasks.backfill_message_embeddings`` sweeps
-  dense-enabled conversations in bounded batches (:func:`backfill_batch`) for what the
-  per-reply runs missed (history from before the policy was enabled, a lost task).
-  Only the newest :data:`WINDOW` messages of a conversation are embedded: retrieval never
-  reads further back.
-* **Reading** (the reply path): :func:`dense_scores` embeds the new message (~10 ms) and
-  reads the conversation's newest :data:`WINDOW` vectors older than ``before_seq`` in one
-  indexed range query (``embedding_unique_seq``), then scores them with one matrix product.
-  The retriever fuses the top :data:`~chats.retrieval.rerank.DENSE_TOP_K` into its lexical
-  ranking (:func:`chats.retrieval.rerank.fuse_dense`). Messages without a vector yet are
-  simply found by their words only.
+  messages without a vector, newest first and however old, :data:`EMBED_BATCH` per run,
+  inserted idempotently (:func:`embed_messages`); once none is left, its nearest-neighbour
+  index is brought up to date (:func:`chats.retrieval.vector_index.index_update`: built past
+  :data:`~chats.retrieval.vector_index.EXACT_LIMIT` messages, then added to in bounded
+  runs). One run per conversation at a time. The beat task
+  ``chats.tasks.backfill_message_embeddings`` sweeps dense-enabled conversations in bounded
+  batches (:func:`backfill_batch`) for what the per-reply runs missed (history from before
+  the policy was enabled, a lost task, an index left behind).
+* **Reading** (the reply path): :func:`dense_scores` embeds the new message (~10 ms), then
+  searches every embedded message of the conversation older than ``before_seq``: a
+  conversation of at most :data:`~chats.retrieval.vector_index.EXACT_LIMIT` messages (or
+  without an index yet, or where ``usearch`` is missing) by reading its newest
+  :data:`WINDOW` vectors in one indexed range query (``embedding_unique_seq``) and one matrix
+  product; a longer one through its index (:func:`chats.retrieval.vector_index.index_nearest`:
+  the graph's candidates, checked against the stored vectors, plus the few vectors newer than
+  the index, scored exactly). The retriever fuses the top
+  :data:`~chats.retrieval.rerank.DENSE_TOP_K` into its lexical ranking
+  (:func:`chats.retrieval.rerank.fuse_dense`). Messages without a vector yet are simply found
+  by their words only; a message whose vector was dropped (edited) or that was deleted is
+  never returned by meaning.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import numpy as np
 from django.db.models import Exists, OuterRef, Q
 
 from chatplatform.core.context.strategies import strategy_for, strategy_names
+from chatplatform.locks import exclusive
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import (
     Conversation,
@@ -44,17 +53,15 @@ from chatplatform.models.conversations import (
 from chatplatform.policies import DEFAULT_PRESET, policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
-from chatplatform.locks import exclusive
-
 from . import embeddings, vector_index
 
 logger = logging.getLogger(__name__)
 
-#: Vectors one retrieval scans exactly, at most: all of a conversation's up to this many
-#: messages (:data:`vector_index.EXACT_LIMIT`); beyond, the newest this many while its index
-#: is being built, and the vectors newer than its index otherwise (~4 MB of float16 vectors
-#: at most, whatever the conversation's length).
-WINDOW = vector_index.EXACT_LIMIT
+#: Vectors one retrieval scans exactly, at most (~4 MB of float16, whatever the
+#: conversation's length): a conversation without an index (small, not indexed yet, or no
+#: ``usearch`` here) is searched in its newest this many; one with an index, in the index
+#: plus the vectors newer than it (at most this many, a few hundred once the job caught up).
+WINDOW = 5000
 #: Messages embedded per task run (~3 s of CPU for MiniLM on one thread); more re-enqueues.
 EMBED_BATCH = 256
 #: One embedding task per conversation per this many seconds, sent with this delay, so a
@@ -312,7 +319,10 @@ def dense_scores(
     except Exception:  # a broken model must not fail the turn
         logger.exception("embedding the question failed; retrieval stays lexical")
         return None
-    if conversation.message_count > window and vector_index.enabled():
+    if (
+        conversation.message_count > min(window, vector_index.EXACT_LIMIT)
+        and vector_index.enabled()
+    ):
         try:
             near = vector_index.index_nearest(
                 conversation, query, before_seq=before_seq, top_k=top_k, tail=window

@@ -223,7 +223,7 @@ def index_due(tenant_id: int, conversation_id: int, message_count: int) -> bool:
             model=embeddings.MODEL_NAME,
             pk__gt=covered,
         )
-        return (waiting[TAIL_REWRITE - 1 :] if covered else waiting).exists()
+        return (waiting[max(0, TAIL_REWRITE - 1) :] if covered else waiting).exists()
 
 
 @dataclass
@@ -248,13 +248,11 @@ def index_update(
     conversation_id: int,
     *,
     message_count: int,
-    batch: int = INDEX_ADD_BATCH,
-    exact_limit: int = EXACT_LIMIT,
-    tail_rewrite: int = TAIL_REWRITE,
 ) -> IndexResult:
     """Bring the conversation's stored index up to date with its vectors (bounded: at most
-    ``batch`` added per call). Idempotent: a second call with nothing new changes nothing.
-    The caller serialises calls per conversation (the embedding job's lock)."""
+    :data:`INDEX_ADD_BATCH` added per call). Idempotent: a second call with nothing new
+    changes nothing. The caller serialises calls per conversation (the embedding job's
+    lock)."""
     if not enabled():
         return IndexResult("unavailable")
     with tenant_scope(tenant_id):
@@ -271,9 +269,9 @@ def index_update(
                 covered, size = 0, 0  # vectors missing from it, or too many dropped: rebuild
         waiting = vectors.filter(pk__gt=covered)
         if stored is None or covered == 0:
-            if message_count <= exact_limit or not waiting.exists():
+            if message_count <= EXACT_LIMIT or not waiting.exists():
                 return IndexResult("none")
-        elif not waiting[max(0, tail_rewrite - 1) :].exists():
+        elif not waiting[max(0, TAIL_REWRITE - 1) :].exists():
             return IndexResult("current", size=size)
         loaded = False
         if covered and stored is not None:
@@ -284,11 +282,11 @@ def index_update(
                 covered, size, waiting = 0, 0, vectors
         if index is None:
             index = ann.AnnIndex.new(embeddings.DIMENSIONS)
-        ids, matrix = _vectors(waiting, batch)
+        ids, matrix = _vectors(waiting, INDEX_ADD_BATCH)
         index.add(ids, matrix)
         covered = int(ids[-1]) if len(ids) else covered
         size += len(ids)
-        more = len(ids) >= batch and vectors.filter(pk__gt=covered).exists()
+        more = len(ids) >= INDEX_ADD_BATCH and vectors.filter(pk__gt=covered).exists()
         fields = {
             "engine": ann.ENGINE,
             "data": index.to_bytes(),
