@@ -4,13 +4,14 @@ The one adapter over the optional ``usearch`` package (``requirements/embeddings
 HNSW graph by cosine, its vectors kept as 8-bit integers (~384 bytes each plus ~140 bytes of
 graph for MiniLM), serialised to bytes and loaded back. Nothing else imports ``usearch``.
 
-Why usearch (against faiss-cpu and hnswlib): released every few weeks (hnswlib's last release
-is from 2023 and ships no wheel for every Python in use); a ~2 MB wheel (faiss-cpu is ~30 MB);
-an index saves to and restores from a bytes buffer in one call, which is how it is stored in
-the database (faiss needs ``serialize_index`` into a numpy array, hnswlib a file path); keys
-are any 64-bit integers (the embeddings' ids) and vectors can be added to a loaded index;
-searches on one index are safe from several threads at once (a web process's threads share
-the cached indexes, which are never modified after loading).
+Why usearch (against faiss-cpu and hnswlib): maintained, with frequent releases (hnswlib's
+last is from December 2023 and PyPI has no wheel of it for this platform: it builds from
+source with a C++ compiler); 13 MB of wheels with its SIMD kernels (``numkong``) against
+19 MB for faiss-cpu; an index saves to bytes and loads from bytes in one call, which is how it
+is kept in a database column (faiss serialises through a numpy array, hnswlib only to a file
+path); its keys are any 64-bit integers (the embeddings' ids), a loaded index takes more
+vectors, and searches of one index from several threads at once are safe (a web process's
+threads share the cached indexes, which are never modified once loaded).
 
 :func:`available` says whether the package is installed; callers fall back to the exact scan
 (``chats.retrieval.dense``) when it is not.
@@ -81,8 +82,7 @@ class AnnIndex:
     @classmethod
     def from_bytes(cls, data: bytes | memoryview) -> AnnIndex:
         """An index saved by :meth:`to_bytes` (copied: the buffer may be released after)."""
-        buffer = np.frombuffer(bytes(data), dtype=np.uint8)
-        index = _index_class().restore(buffer, view=False)
+        index = _index_class().restore(bytes(data), view=False)
         if index is None:
             raise ValueError("not a serialised index")
         index.expansion_search = EXPANSION_SEARCH

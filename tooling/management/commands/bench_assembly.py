@@ -17,6 +17,8 @@ from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly.service import assemble_context
 from chats.retrieval import embeddings
+from chats.retrieval.dense import dense_scores
+from chats.retrieval.rerank import DENSE_TOP_K
 from tooling.benchmarks.dense_vectors import build_index, plant_vectors
 from tooling.benchmarks.scratch_data import bench_tenant, bench_user, conversation_with
 
@@ -152,10 +154,21 @@ class Command(BaseCommand):
         dense: dict[str, Any] = {}
         if planted:
             retrieved = {i.id for i in turn.prompt.included if i.kind == "retrieved"}
+            alone, near = self._dense_alone(conversation, item.seq, runs)
             dense = {
                 "dense_retrieval": turn.dense,
                 "dense_index": planted["index"],
+                # Retrieval by meaning alone (the question's embedding, the index or the
+                # exact scan, the vectors read), within the assembly timed above.
+                "dense_p50_ms": p(alone, 0.5),
+                "dense_p95_ms": p(alone, 0.95),
                 "planted_seq": planted["planted_seq"],
+                "planted_dense_rank": (
+                    sorted(near, key=near.__getitem__, reverse=True).index(planted["planted_seq"])
+                    + 1
+                    if planted["planted_seq"] in near
+                    else None
+                ),
                 "planted_found": planted["planted_id"] in retrieved,
                 "vectors_note": "synthetic random unit vectors; the planted one is a "
                 "near-duplicate of the question's real embedding",
@@ -170,6 +183,19 @@ class Command(BaseCommand):
             "prompt_tokens": turn.prompt.prompt_tokens,
             **dense,
         }
+
+    def _dense_alone(
+        self, conversation: Conversation, before_seq: int, runs: int
+    ) -> tuple[list[float], dict[int, float]]:
+        timings: list[float] = []
+        near: dict[int, float] = {}
+        for _ in range(runs):
+            started = time.perf_counter()
+            near = (
+                dense_scores(conversation, QUESTION, before_seq=before_seq, top_k=DENSE_TOP_K) or {}
+            )
+            timings.append((time.perf_counter() - started) * 1000)
+        return timings, near
 
     def _seqs(self, conversation: Conversation, ids: list[Any]) -> tuple[int, int]:
         with tenant_scope(conversation.tenant_id):
