@@ -231,7 +231,6 @@ class IndexResult:
     #: "none" (small or nothing to index), "current" (few new vectors: left as it is),
     #: "added", "built" (from scratch), "unavailable" (no usearch).
     status: str
-    added: int = 0
     size: int = 0
     #: Vectors remain to be added: the job runs again.
     more: bool = False
@@ -311,4 +310,4 @@ def index_update(
                 MessageVectorIndex.objects.filter(pk=stored.pk).update(
                     version=F("version") + 1, **fields
                 )
-    return IndexResult(status, added=len(ids), size=size, more=more)
+    return IndexResult(status, size=size, more=more)

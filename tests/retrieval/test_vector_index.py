@@ -21,8 +21,15 @@ from chatplatform.models.conversations import (
     MessageVectorIndex,
 )
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.retrieval import RetrievalSettings, ann, embeddings, retrieve_messages, vector_index
-from chats.retrieval.dense import dense_scores, embed_conversation
+from chats.retrieval import (
+    RetrievalSettings,
+    ann,
+    dense,
+    embeddings,
+    retrieve_messages,
+    vector_index,
+)
+from chats.retrieval.dense import dense_scores, embed_conversation, missing_messages
 from chats.services import conversation_create
 
 from .conftest import add
@@ -295,3 +302,13 @@ def test_the_real_thresholds_find_a_message_older_than_the_newest_window(
     assert result.index == "built" and stored_index(conversation).size == size
     found = dense_scores(fresh(conversation), QUESTION, before_seq=None, top_k=5)
     assert found is not None and max(found, key=found.__getitem__) == planted
+
+
+def test_the_jobs_embed_every_message_however_old(story, conversation, tenant_a, monkeypatch):
+    monkeypatch.setattr(dense, "WINDOW", WINDOW)  # the read window no longer bounds the jobs
+    embed_conversation(tenant_a.pk, conversation.pk, check_policy=False)
+    with tenant_scope(tenant_a):
+        MessageEmbedding.objects.filter(message=story).delete()
+    (row,) = missing_messages(tenant_a.pk, conversation.pk, limit=5)
+    assert row["id"] == story.pk and story.seq == 1
+    assert embed_conversation(tenant_a.pk, conversation.pk, check_policy=False).embedded == 1
