@@ -258,7 +258,7 @@ def index_update(
         vectors = MessageEmbedding.objects.filter(
             tenant_id=tenant_id, conversation_id=conversation_id, model=embeddings.MODEL_NAME
         )
-        stored = _rows(tenant_id, conversation_id).first()
+        stored = _rows(tenant_id, conversation_id).defer("data").first()  # read when needed
         index: ann.AnnIndex | None = None
         covered, size = 0, 0
         if stored is not None and stored.engine == ann.ENGINE:
