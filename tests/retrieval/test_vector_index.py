@@ -214,14 +214,22 @@ def test_an_index_never_returns_another_conversations_messages(
 
 @needs_ann
 def test_the_index_read_is_a_bounded_number_of_queries(
-    story, conversation, tenant_a, django_assert_max_num_queries, monkeypatch
+    story, conversation, tenant_a, django_assert_num_queries, monkeypatch
 ):
     embed_conversation(tenant_a.pk, conversation.pk, check_policy=False)
-    with django_assert_max_num_queries(4):  # load: version check missed, data, ids, tail
-        assert near(conversation)
+    current = fresh(conversation)
+
+    def nearest():
+        return dense_scores(current, QUESTION, before_seq=None, top_k=3, window=WINDOW)
+
+    with django_assert_num_queries(3):  # load: the stored index, the candidates, the tail
+        assert story.seq in nearest()
     monkeypatch.setattr(vector_index, "REFRESH_SECONDS", 3600.0)
-    with django_assert_max_num_queries(2):  # cached: the candidates and the tail
-        assert near(conversation)
+    with django_assert_num_queries(2):  # cached: the candidates and the tail
+        assert story.seq in nearest()
+    monkeypatch.setattr(vector_index, "REFRESH_SECONDS", 0.0)
+    with django_assert_num_queries(3):  # due a check: the stored version, then as cached
+        assert story.seq in nearest()
 
 
 def test_the_cache_is_bounded_and_evicts_the_least_recently_used():
