@@ -45,10 +45,15 @@ from . import ann, embeddings
 
 logger = logging.getLogger(__name__)
 
-#: Conversations of at most this many messages are scanned exactly, without an index: reading
-#: and scoring 5,000 float16 vectors costs ~20-40 ms on PostgreSQL here, the index ~3 ms
-#: plus the exact tail (``docs/retrieval.md``).
-EXACT_LIMIT = 5000
+#: Conversations of at most this many messages are scanned exactly, without an index.
+#: Measured on PostgreSQL (2 shared cores, medians of 30, p95 in brackets): reading and
+#: scoring the newest 1,000 vectors 6 (10-13) ms, 2,000 24-32 (36-38) ms, 5,000 49-64
+#: (62-77) ms; through an index of as many, candidates read and scored, 2 (3-5) ms, 3-6
+#: (9-14) ms, 5-8 (8-15) ms (the graph search itself 0.1-0.2 ms; 100,000 vectors: 0.3 ms,
+#: 3 ms with the reads). Past 1,000 the exact scan costs a turn far more than the index;
+#: below it the difference is a few milliseconds, not worth an index to build (0.1 s), store
+#: and hold in every process (usearch reserves ~16 MB per loaded index, whatever its size).
+EXACT_LIMIT = 1000
 #: Vectors the job adds to an index per run (~25 s of one core at 384 dimensions); more runs
 #: follow while some remain.
 INDEX_ADD_BATCH = 20_000

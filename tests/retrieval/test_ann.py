@@ -17,9 +17,7 @@ import pytest
 
 from chats.retrieval import ann
 
-pytestmark = pytest.mark.skipif(
-    not ann.available(), reason="the usearch package is not installed"
-)
+pytestmark = pytest.mark.skipif(not ann.available(), reason="the usearch package is not installed")
 
 #: Six 4-dimensional vectors (keys 11-16) saved by usearch 2.26.6 with the adapter's settings:
 #: the format ``ann.ENGINE`` names (zlib, base64).
