@@ -178,3 +178,7 @@ _.optionxform  # configparser: keep the case of keys
 _.skip_postgeneration_save  # factory-boy
 _.extracted
 _.CONTENT_SECURITY_POLICY_REPORT_ONLY  # a setting overridden in a test
+
+# usearch's index reads its search setting through a property the adapter sets
+# (chats/retrieval/ann.py).
+_.expansion_search

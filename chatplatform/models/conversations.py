@@ -342,6 +342,44 @@ class MessageEmbedding(TenantOwnedModel):
                 name="embedding_unique_seq",
             ),
         ]
+        indexes = [
+            # The vectors a conversation's index does not hold yet (ids above the ones it
+            # covers), read each turn, and the index job's bounded reads in insertion order.
+            models.Index(fields=["tenant", "conversation", "model", "id"], name="embedding_id_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.seq} {self.model}"
+
+
+class MessageVectorIndex(TenantOwnedModel):
+    """A conversation's approximate nearest-neighbour index over its message embeddings
+    (``chats.retrieval.vector_index``), shared by every process through the database.
+
+    ``data``: the serialised graph (``engine`` names the library and layout: an index of another
+    engine is rebuilt, never loaded); its keys are ``MessageEmbedding`` ids, all of them at most
+    ``covered_id`` (newer vectors are scanned exactly until the job adds them). ``size`` is how
+    many vectors it holds, dropped ones included (those are filtered when read, and a rebuild
+    leaves them out). ``version`` grows with every write: processes cache a loaded index by it.
+    Written by the embedding job only.
+    """
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    model = models.CharField(max_length=64)
+    engine = models.CharField(max_length=64)
+    data = models.BinaryField()
+    size = models.PositiveIntegerField(default=0)
+    covered_id = models.PositiveBigIntegerField(default=0)
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "chats_messagevectorindex"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "conversation", "model"], name="vector_index_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model} index v{self.version} ({self.size} vectors)"

@@ -8,6 +8,9 @@
 * :mod:`.embeddings` (pure, optional packages): sentence embeddings (all-MiniLM-L6-v2);
 * :mod:`.dense`: stored message embeddings, their background jobs, and the nearest messages
   by meaning (policies with ``retrieval_dense``);
+* :mod:`.vector_index`: a long conversation's nearest-neighbour index, kept by the embedding
+  job in the database and cached per process; :mod:`.ann` (pure, optional ``usearch``) is
+  the adapter over the library;
 * :mod:`.retriever`: the three bounded queries that turn a new message into
   ``RetrievedItem`` candidates for the assembly (``retrieve_for_assembly`` is the assembly
   service's default retriever);

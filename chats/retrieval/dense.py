@@ -7,18 +7,26 @@ otherwise retrieval is full-text only and the turn's breakdown says so (:func:`d
 * **Writing** (Celery, never on the reply path): :func:`schedule_embedding` after each reply
   queues ``chats.tasks.embed_conversation_messages`` (at most one per conversation per
   :data:`SCHEDULE_WINDOW_SECONDS`), which runs :func:`embed_conversation`: the conversation's
-  newest messages without a vector, :data:`EMBED_BATCH` per run, inserted idempotently
-  (:func:`embed_messages`). The beat task ``chats.tasks.backfill_message_embeddings`` sweeps
-  dense-enabled conversations in bounded batches (:func:`backfill_batch`) for what the
-  per-reply runs missed (history from before the policy was enabled, a lost task).
-  Only the newest :data:`WINDOW` messages of a conversation are embedded: retrieval never
-  reads further back.
-* **Reading** (the reply path): :func:`dense_scores` embeds the new message (~10 ms) and
-  reads the conversation's newest :data:`WINDOW` vectors older than ``before_seq`` in one
-  indexed range query (``embedding_unique_seq``), then scores them with one matrix product.
-  The retriever fuses the top :data:`~chats.retrieval.rerank.DENSE_TOP_K` into its lexical
-  ranking (:func:`chats.retrieval.rerank.fuse_dense`). Messages without a vector yet are
-  simply found by their words only.
+  messages without a vector, newest first and however old, :data:`EMBED_BATCH` per run,
+  inserted idempotently (:func:`embed_messages`); once none is left, its nearest-neighbour
+  index is brought up to date (:func:`chats.retrieval.vector_index.index_update`: built past
+  :data:`~chats.retrieval.vector_index.EXACT_LIMIT` messages, then added to in bounded
+  runs). One run per conversation at a time. The beat task
+  ``chats.tasks.backfill_message_embeddings`` sweeps dense-enabled conversations in bounded
+  batches (:func:`backfill_batch`) for what the per-reply runs missed (history from before
+  the policy was enabled, a lost task, an index left behind).
+* **Reading** (the reply path): :func:`dense_scores` embeds the new message (~10 ms), then
+  searches every embedded message of the conversation older than ``before_seq``: a
+  conversation of at most :data:`~chats.retrieval.vector_index.EXACT_LIMIT` messages (or
+  without an index yet, or where ``usearch`` is missing) by reading its newest
+  :data:`WINDOW` vectors in one indexed range query (``embedding_unique_seq``) and one matrix
+  product; a longer one through its index (:func:`chats.retrieval.vector_index.index_nearest`:
+  the graph's candidates, checked against the stored vectors, plus the few vectors newer than
+  the index, scored exactly). The retriever fuses the top
+  :data:`~chats.retrieval.rerank.DENSE_TOP_K` into its lexical ranking
+  (:func:`chats.retrieval.rerank.fuse_dense`). Messages without a vector yet are simply found
+  by their words only; a message whose vector was dropped (edited) or that was deleted is
+  never returned by meaning.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import numpy as np
 from django.db.models import Exists, OuterRef, Q
 
 from chatplatform.core.context.strategies import strategy_for, strategy_names
+from chatplatform.locks import exclusive
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import (
     Conversation,
@@ -44,13 +53,14 @@ from chatplatform.models.conversations import (
 from chatplatform.policies import DEFAULT_PRESET, policy_for
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
-from . import embeddings
+from . import embeddings, vector_index
 
 logger = logging.getLogger(__name__)
 
-#: Newest embedded messages of a conversation one retrieval compares the question with (and
-#: the newest messages the background jobs embed): bounds the per-turn read (~4 MB of
-#: float16 vectors at most) whatever the conversation's length.
+#: Vectors one retrieval scans exactly, at most (~4 MB of float16, whatever the
+#: conversation's length): a conversation without an index (small, not indexed yet, or no
+#: ``usearch`` here) is searched in its newest this many; one with an index, in the index
+#: plus the vectors newer than it (at most this many, a few hundred once the job caught up).
 WINDOW = 5000
 #: Messages embedded per task run (~3 s of CPU for MiniLM on one thread); more re-enqueues.
 EMBED_BATCH = 256
@@ -61,6 +71,9 @@ SCHEDULE_WINDOW_SECONDS = 30
 SCHEDULE_CLAIM = "embed_conversation_messages"
 #: Conversations the beat sweep looks at per batch.
 BACKFILL_BATCH = 200
+#: One embedding run per conversation at a time (its vectors, then its index): the lock's
+#: expiry, past the task's hard time limit.
+EMBED_LOCK_SECONDS = 180
 
 RETRIEVABLE_ROLES = (MessageRole.USER, MessageRole.ASSISTANT, MessageRole.TOOL)
 SKIPPED_STATUSES = (Status.STREAMING, Status.FAILED)
@@ -127,9 +140,9 @@ def embed_messages(tenant_id: int, rows: Sequence[Mapping[str, Any]]) -> int:
 def missing_messages(
     tenant_id: int, conversation_id: int, *, limit: int, last_seq: int | None = None
 ) -> list[Mapping[str, Any]]:
-    """The newest (at most ``limit``) retrievable messages among the conversation's last
-    :data:`WINDOW` that have no vector of the current model: one bounded query (a range of
-    the message index, each probed in the embeddings' unique index)."""
+    """The newest (at most ``limit``) of the conversation's retrievable messages that have no
+    vector of the current model, however old: one query (the message index walked newest
+    first, each probed in the embeddings' unique index, stopping at ``limit``)."""
     with tenant_scope(tenant_id):
         if last_seq is None:
             found = Conversation.objects.filter(pk=conversation_id).values("last_seq").first()
@@ -146,7 +159,7 @@ def missing_messages(
             Message.objects.filter(
                 tenant_id=tenant_id,
                 conversation_id=conversation_id,
-                seq__gt=max(0, last_seq - WINDOW),
+                seq__lte=last_seq,
                 role__in=RETRIEVABLE_ROLES,
             )
             .exclude(status__in=SKIPPED_STATUSES)
@@ -158,22 +171,29 @@ def missing_messages(
 
 @dataclass
 class EmbedResult:
-    status: str  # "done", "more", "off" (policy), "unavailable", "missing" (no conversation)
+    #: "done", "more" (vectors or index left: run again), "busy" (another run holds the
+    #: conversation: run again later), "off" (policy), "unavailable", "missing" (no
+    #: conversation).
+    status: str
     embedded: int = 0
+    #: What the run did to the conversation's index (``vector_index.IndexResult.status``).
+    index: str = ""
 
     @property
     def more(self) -> bool:
         return self.status == "more"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "embedded": self.embedded}
+        return {"status": self.status, "embedded": self.embedded, "index": self.index}
 
 
 def embed_conversation(
     tenant_id: int, conversation_id: int, *, limit: int = EMBED_BATCH, check_policy: bool = True
 ) -> EmbedResult:
-    """Embed up to ``limit`` of the conversation's newest messages that lack a vector.
-    Idempotent. ``status == "more"`` when some remain (the task runs again)."""
+    """Embed up to ``limit`` of the conversation's newest messages that lack a vector; once
+    none lacks one, bring its nearest-neighbour index up to date
+    (:func:`vector_index.index_update`, bounded too). Idempotent; one run per conversation at
+    a time. ``status == "more"`` when vectors or index work remain (the task runs again)."""
     if not embeddings.available():
         return EmbedResult("unavailable")
     with tenant_scope(tenant_id):
@@ -183,14 +203,22 @@ def embed_conversation(
     if check_policy:
         if not dense_enabled(policy_for(conversation)):
             return EmbedResult("off")
-    rows = missing_messages(
-        tenant_id, conversation_id, limit=limit + 1, last_seq=conversation.last_seq
-    )
-    try:
-        embedded = embed_messages(tenant_id, rows[:limit])
-    except embeddings.EmbeddingsUnavailable:
-        return EmbedResult("unavailable")
-    return EmbedResult("more" if len(rows) > limit else "done", embedded)
+    with exclusive(f"embed:t{tenant_id}:c{conversation_id}", EMBED_LOCK_SECONDS) as acquired:
+        if not acquired:
+            return EmbedResult("busy")
+        rows = missing_messages(
+            tenant_id, conversation_id, limit=limit + 1, last_seq=conversation.last_seq
+        )
+        try:
+            embedded = embed_messages(tenant_id, rows[:limit])
+        except embeddings.EmbeddingsUnavailable:
+            return EmbedResult("unavailable")
+        if len(rows) > limit:  # the index waits until every message has its vector
+            return EmbedResult("more", embedded)
+        index = vector_index.index_update(
+            tenant_id, conversation_id, message_count=conversation.message_count
+        )
+    return EmbedResult("more" if index.more else "done", embedded, index.status)
 
 
 @dataclass
@@ -225,18 +253,21 @@ def dense_conversations(*, after_id: int, batch_size: int) -> list[Mapping[str, 
         return list(
             Conversation.objects.filter(uses, pk__gt=after_id, archived_at__isnull=True)
             .order_by("pk")
-            .values("pk", "tenant_id", "last_seq")[:batch_size]
+            .values("pk", "tenant_id", "last_seq", "message_count")[:batch_size]
         )
 
 
 def backfill_batch(*, after_id: int = 0, batch_size: int = BACKFILL_BATCH) -> BackfillBatch:
     """One batch of the beat sweep: dense-enabled conversations after ``after_id`` and,
-    among them, those with messages left to embed (one bounded query each)."""
+    among them, those with messages left to embed or vectors waiting beyond their index
+    (one or two queries each)."""
     conversations = dense_conversations(after_id=after_id, batch_size=batch_size)
     batch = BackfillBatch(scanned=len(conversations))
     for row in conversations:
         tenant_id, conversation_id = int(row["tenant_id"]), int(row["pk"])
-        if missing_messages(tenant_id, conversation_id, limit=1, last_seq=int(row["last_seq"])):
+        if missing_messages(
+            tenant_id, conversation_id, limit=1, last_seq=int(row["last_seq"])
+        ) or vector_index.index_due(tenant_id, conversation_id, int(row["message_count"])):
             batch.due.append((tenant_id, conversation_id))
     if len(conversations) >= batch_size:
         batch.next_after_id = int(conversations[-1]["pk"])
@@ -272,9 +303,13 @@ def dense_scores(
     top_k: int,
     window: int = WINDOW,
 ) -> dict[int, float] | None:
-    """The ``top_k`` messages (seq → cosine) most similar in meaning to ``text`` among the
-    conversation's newest ``window`` embedded ones older than ``before_seq``; ``None`` when
-    embeddings are unavailable (the caller stays lexical). One query, one embedding."""
+    """The ``top_k`` messages (seq → cosine) most similar in meaning to ``text`` among all
+    the conversation's embedded ones older than ``before_seq``; ``None`` when embeddings are
+    unavailable (the caller stays lexical). One embedding, then: a conversation of at most
+    ``window`` messages, or where the ``usearch`` package is missing, or whose index is not
+    built yet, one query for its newest ``window`` vectors scored exactly; otherwise its index
+    (:func:`vector_index.index_nearest`: two queries, plus one every few seconds to check
+    the index's version)."""
     if top_k <= 0 or not embeddings.available():
         return None
     try:
@@ -284,5 +319,18 @@ def dense_scores(
     except Exception:  # a broken model must not fail the turn
         logger.exception("embedding the question failed; retrieval stays lexical")
         return None
+    if (
+        conversation.message_count > min(window, vector_index.EXACT_LIMIT)
+        and vector_index.enabled()
+    ):
+        try:
+            near = vector_index.index_nearest(
+                conversation, query, before_seq=before_seq, top_k=top_k, tail=window
+            )
+        except Exception:  # a broken index must not fail the turn: scan exactly
+            logger.exception("the vector index failed; scanning the newest vectors")
+            near = None
+        if near is not None:
+            return near
     seqs, vectors = stored_vectors(conversation, before_seq=before_seq, window=window)
     return embeddings.top_by_cosine(seqs, vectors, query, top_k)

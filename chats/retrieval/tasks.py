@@ -66,14 +66,18 @@ def schedule_embedding(conversation: Conversation) -> bool:
     **task_options(),
 )
 def embed_conversation_messages(self: Any, tenant_id: int, conversation_id: int) -> dict[str, Any]:
-    """Embed the conversation's newest messages that have no vector yet (dense retrieval;
+    """Embed the conversation's messages that have no vector yet, newest first, then bring its
+    nearest-neighbour index up to date (dense retrieval;
     ``chats.retrieval.dense.embed_conversation``), a bounded batch per run; re-enqueue while
-    more remain. Idempotent: vectors are inserted once per message and model; a conversation
+    more remain (and later when another run holds the conversation). Idempotent: vectors are
+    inserted once per message and model, the index adds only what it lacks; a conversation
     whose policy no longer asks for dense retrieval is left alone."""
     result = dense.embed_conversation(tenant_id, conversation_id)
-    if result.more:
+    if result.more or result.status == "busy":
         embed_conversation_messages.apply_async(
-            (tenant_id, conversation_id), countdown=1, **same_queue(self)
+            (tenant_id, conversation_id),
+            countdown=1 if result.more else dense.SCHEDULE_WINDOW_SECONDS,
+            **same_queue(self),
         )
     return result.as_dict()
 

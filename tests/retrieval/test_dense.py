@@ -259,12 +259,12 @@ def test_embedding_a_conversation_is_idempotent(conversation, member_a, tenant_a
     message_create(conversation=conversation, role="assistant", content="Oops", status="failed")
     add(conversation, member_a, "Third message.")
     first = embed_conversation(tenant_a.pk, conversation.pk, check_policy=False)
-    assert first.as_dict() == {"status": "done", "embedded": 3}  # the failed reply is skipped
+    assert (first.status, first.embedded) == ("done", 3)  # the failed reply is skipped
     stored = vectors_of(tenant_a)
     assert len(stored) == 3
     assert b"\x00" * 2 * embeddings.DIMENSIONS in stored.values()  # the blank one: zeros
     again = embed_conversation(tenant_a.pk, conversation.pk, check_policy=False)
-    assert again.as_dict() == {"status": "done", "embedded": 0}
+    assert (again.status, again.embedded) == ("done", 0)
     # Rows that already have a vector are ignored by the insert itself, too.
     rows = [{"id": m, "conversation_id": conversation.pk, "seq": 1, "content": "x"} for m in stored]
     embed_messages(tenant_a.pk, rows[:1])
@@ -275,7 +275,7 @@ def test_embedding_a_conversation_is_idempotent(conversation, member_a, tenant_a
 def test_embedding_runs_in_bounded_batches(conversation, member_a, tenant_a):
     filler(conversation, member_a, rounds=1)
     result = embed_conversation(tenant_a.pk, conversation.pk, limit=4, check_policy=False)
-    assert result.as_dict() == {"status": "more", "embedded": 4}
+    assert result.as_dict() == {"status": "more", "embedded": 4, "index": ""}
     # Newest first: the turns the next question is likeliest to need.
     assert missing_messages(tenant_a.pk, conversation.pk, limit=100)[0]["seq"] == 6
 
@@ -304,7 +304,11 @@ def test_embedding_task_is_idempotent_and_tenant_safe(
     assert task.apply(args=(tenant_a.pk, conversation.pk)).get()["embedded"] == 10
     assert task.apply(args=(tenant_a.pk, conversation.pk)).get()["embedded"] == 0
     # Tenant A's id with tenant B's conversation finds nothing and writes nothing.
-    assert task.apply(args=(tenant_a.pk, theirs.pk)).get() == {"status": "missing", "embedded": 0}
+    assert task.apply(args=(tenant_a.pk, theirs.pk)).get() == {
+        "status": "missing",
+        "embedded": 0,
+        "index": "",
+    }
     assert vectors_of(tenant_b) == {}
     assert task.acks_late and task.soft_time_limit < task.time_limit
 

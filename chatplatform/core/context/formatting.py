@@ -24,9 +24,11 @@ marker stays as it is (a cut message still shows where it was cut).
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple
 
 from .truncate import MARKER, SHORT_MARKER, Cut, count_text, truncate_middle
@@ -390,7 +392,15 @@ def speaker(item: MessageItem, bot_name: str) -> str:
 
 def retrieved_stamp(item: MessageItem) -> str:
     """``"[2023-05-08 13:56] "`` (to the minute), or ``""`` for an undated message."""
-    return f"[{item.created_at:%Y-%m-%d %H:%M}] " if item.created_at else ""
+    return _minute_stamp(item.created_at) if item.created_at else ""
+
+
+@functools.lru_cache(maxsize=4096)
+def _minute_stamp(when: datetime) -> str:
+    # Packing the retrieved block asks for the same few hundred stamps thousands of times
+    # (each candidate line re-prices the block): formatting dates was a third of a long
+    # conversation's assembly.
+    return f"[{when:%Y-%m-%d %H:%M}] "
 
 
 def retrieved_speaker(item: MessageItem, bot_name: str) -> str:

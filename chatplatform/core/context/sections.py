@@ -9,6 +9,7 @@ recounts the final output anyway.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -266,12 +267,59 @@ class Retrieval:
     #: Tokens of each stamp text (``"[2023-05-08 13:56] "``) and of one ``…`` line.
     stamp_tokens: dict[str, int] = field(default_factory=dict)
     gap_tokens: int = 2
+    #: The entries' line costs, their sum and their ``(seq, id)`` in order, kept by
+    #: :meth:`add` so a candidate is priced by the lines it touches, not the whole block;
+    #: recomputed whenever ``entries`` was changed otherwise (removals, a shed block).
+    _costs: dict[ItemId, int] = field(default_factory=dict, compare=False, repr=False)
+    _total: int = field(default=0, compare=False, repr=False)
+    _seqs: list[int] = field(default_factory=list, compare=False, repr=False)
+    _ids: list[ItemId] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def used(self) -> int:
         if not self.entries:
             return 0
-        return self.frame + sum(self._line_costs(self.entries.values()).values())
+        return self.frame + self._synced()
+
+    def _synced(self) -> int:
+        """The sum of the entries' line costs (the cached one when it still matches)."""
+        if self._costs.keys() != self.entries.keys():
+            self._costs = self._line_costs(self.entries.values())
+            self._total = sum(self._costs.values())
+            ordered = sorted(self.entries.values(), key=lambda e: e[0].seq)
+            self._seqs = [m.seq for m, _ in ordered]
+            self._ids = [m.id for m, _ in ordered]
+        return self._total
+
+    def _window(self, fresh: Sequence[tuple[MessageItem, int]]) -> tuple[int, dict[ItemId, int]]:
+        """Adding ``fresh``: the change in the sum of line costs, and the new costs of the
+        lines it touches (its own, and each existing line whose line above changes). A
+        line's cost depends only on the line above it, so the window runs from the existing
+        line above the first fresh one to the existing line below the last."""
+        self._synced()
+        seqs = sorted(m.seq for m, _ in fresh)
+        start = max(0, bisect_left(self._seqs, seqs[0]) - 1)
+        stop = bisect_right(self._seqs, seqs[-1]) + 1
+        existing = [self.entries[item_id] for item_id in self._ids[start:stop]]
+        costs = self._line_costs([*existing, *fresh])
+        first = self._ids[start] if start < len(self._ids) else None
+        if first is not None and self.entries[first][0].seq < seqs[0]:
+            costs.pop(first)  # the line above the window: its own line above is unchanged
+        before = sum(self._costs[item_id] for item_id in costs if item_id in self._costs)
+        return sum(costs.values()) - before, costs
+
+    def add(self, fresh: Sequence[tuple[MessageItem, int]]) -> None:
+        """Add ``fresh`` entries (ids not in the block yet), keeping the costs current."""
+        if not fresh:
+            return
+        delta, costs = self._window(fresh)
+        for m, n in fresh:
+            self.entries[m.id] = (m, n)
+            at = bisect_right(self._seqs, m.seq)
+            self._seqs.insert(at, m.seq)
+            self._ids.insert(at, m.id)
+        self._costs.update(costs)
+        self._total += delta
 
     def _line_costs(self, entries: Iterable[tuple[MessageItem, int]]) -> dict[ItemId, int]:
         """Each line's full cost (own tokens, stamp when shown, gap line before it)."""
@@ -289,7 +337,9 @@ class Retrieval:
 
     def used_with(self, fresh: Sequence[tuple[MessageItem, int]]) -> int:
         """What :attr:`used` would be with ``fresh`` entries added."""
-        return self.frame + sum(self._line_costs([*self.entries.values(), *fresh]).values())
+        if not fresh:
+            return self.used
+        return self.frame + self._synced() + self._window(fresh)[0]
 
     def remove(self, ids: set[ItemId], excluded: list[Excluded]) -> int:
         """Drop entries whose ids are in ``ids`` (shown in history); return tokens freed."""
@@ -414,6 +464,5 @@ def _add(
             out.stamp_tokens[stamp] = meter.small(stamp)
     if out.used_with(lines) > out.cap:
         return False
-    for m, n in lines:
-        out.entries[m.id] = (m, n)
+    out.add(lines)
     return True

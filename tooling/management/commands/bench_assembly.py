@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from chatplatform.core.context.types import MessageItem
@@ -16,7 +16,14 @@ from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.assembly.service import assemble_context
+from chats.retrieval import embeddings
+from chats.retrieval.dense import dense_scores
+from chats.retrieval.rerank import DENSE_TOP_K
+from tooling.benchmarks.dense_vectors import build_index, plant_vectors
 from tooling.benchmarks.scratch_data import bench_tenant, bench_user, conversation_with
+
+#: The new message of every timed assembly.
+QUESTION = "What did we decide about the release and the budget?"
 
 
 def p(values: list[float], q: float) -> float | None:
@@ -40,19 +47,31 @@ class Command(BaseCommand):
         parser.add_argument("--naive-runs", type=int, default=5)
         parser.add_argument("--strategy", default="sliding_window")
         parser.add_argument("--json", action="store_true")
+        # Retrieval by meaning on (hybrid): every message gets a synthetic vector, one early
+        # message a near-duplicate of the question's (tooling/benchmarks/dense_vectors.py).
+        parser.add_argument("--dense", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
         sizes = [int(s) for s in options["sizes"].split(",") if s.strip()]
         budget = options["budget"]
         tenant = bench_tenant()
         user = bench_user(tenant)
-        policy = self._policy(tenant, budget, options["strategy"])
+        dense = options["dense"]
+        if dense and not embeddings.available():
+            raise CommandError("--dense needs the embeddings requirements")
+        policy = self._policy(tenant, budget, options["strategy"], dense=dense)
         counter = storage_counter_for(policy.model_profile)
         results = []
         for size in sizes:
             conversation = conversation_with(tenant, user, size, counter)
+            planted: dict[str, Any] = {}
+            if dense:
+                planted = plant_vectors(conversation, QUESTION)
+                planted["index"] = build_index(conversation)
             results.append(
-                self._measure(conversation, policy, user, options["runs"], options["naive_runs"])
+                self._measure(
+                    conversation, policy, user, options["runs"], options["naive_runs"], planted
+                )
             )
         report = {"database": connection.vendor, "budget": budget, "sizes": results}
         if options["json"]:
@@ -60,14 +79,16 @@ class Command(BaseCommand):
         else:
             self.stdout.write(json.dumps(report, indent=2))
 
-    def _policy(self, tenant: Any, budget: int, strategy: str) -> ContextPolicy:
+    def _policy(
+        self, tenant: Any, budget: int, strategy: str, *, dense: bool = False
+    ) -> ContextPolicy:
         with all_tenants():
             profile = ModelProfile.objects.get(tenant__isnull=True, name="Offline (built in)")
         reserve = 4096
         with tenant_scope(tenant):
             policy, _ = ContextPolicy.objects.update_or_create(
                 tenant=tenant,
-                name=f"bench {strategy} {budget}",
+                name=f"bench {strategy} {budget}{' dense' if dense else ''}",
                 defaults=dict(
                     model_profile=profile,
                     strategy=strategy,
@@ -79,12 +100,19 @@ class Command(BaseCommand):
                     retrieval_budget=6000,
                     recent_message_cap=500,
                     min_recent_messages=20,
+                    retrieval_dense=dense,
                 ),
             )
             return ContextPolicy.objects.select_related("model_profile").get(pk=policy.pk)
 
     def _measure(
-        self, conversation: Conversation, policy: ContextPolicy, user: Any, runs: int, naive: int
+        self,
+        conversation: Conversation,
+        policy: ContextPolicy,
+        user: Any,
+        runs: int,
+        naive: int,
+        planted: dict[str, Any],
     ) -> dict[str, Any]:
         """Assembly and raw fetch alternate, run by run, so both see the same load (other
         processes share the CPU) and the same warm caches.
@@ -96,7 +124,7 @@ class Command(BaseCommand):
             id="bench",
             seq=conversation.last_seq + 1,
             role="user",
-            content="What did we decide about the release and the budget?",
+            content=QUESTION,
         )
 
         def assemble() -> Any:
@@ -123,6 +151,28 @@ class Command(BaseCommand):
             timings.append((time.perf_counter() - started) * 1000)
             raw.append(self._raw_fetch(conversation, seqs, len(chosen)))
         naive_times = [self._naive(conversation, policy) for _ in range(naive)]
+        dense: dict[str, Any] = {}
+        if planted:
+            retrieved = {i.id for i in turn.prompt.included if i.kind == "retrieved"}
+            alone, near = self._dense_alone(conversation, item.seq, runs)
+            dense = {
+                "dense_retrieval": turn.dense,
+                "dense_index": planted["index"],
+                # Retrieval by meaning alone (the question's embedding, the index or the
+                # exact scan, the vectors read), within the assembly timed above.
+                "dense_p50_ms": p(alone, 0.5),
+                "dense_p95_ms": p(alone, 0.95),
+                "planted_seq": planted["planted_seq"],
+                "planted_dense_rank": (
+                    sorted(near, key=near.__getitem__, reverse=True).index(planted["planted_seq"])
+                    + 1
+                    if planted["planted_seq"] in near
+                    else None
+                ),
+                "planted_found": planted["planted_id"] in retrieved,
+                "vectors_note": "synthetic random unit vectors; the planted one is a "
+                "near-duplicate of the question's real embedding",
+            }
         return {
             "messages": conversation.message_count,
             "p50_ms": p(timings, 0.5),
@@ -131,7 +181,21 @@ class Command(BaseCommand):
             "raw_fetch_p95_ms": p(raw, 0.95),
             "raw_fetch_p50_ms": p(raw, 0.5),
             "prompt_tokens": turn.prompt.prompt_tokens,
+            **dense,
         }
+
+    def _dense_alone(
+        self, conversation: Conversation, before_seq: int, runs: int
+    ) -> tuple[list[float], dict[int, float]]:
+        timings: list[float] = []
+        near: dict[int, float] = {}
+        for _ in range(runs):
+            started = time.perf_counter()
+            near = (
+                dense_scores(conversation, QUESTION, before_seq=before_seq, top_k=DENSE_TOP_K) or {}
+            )
+            timings.append((time.perf_counter() - started) * 1000)
+        return timings, near
 
     def _seqs(self, conversation: Conversation, ids: list[Any]) -> tuple[int, int]:
         with tenant_scope(conversation.tenant_id):
