@@ -242,17 +242,23 @@ def fact_line(text: str) -> str:
     return "- " + data_text(text, MAX_FACT_CHARS)
 
 
+def _frame(open_tag: str, note: str, close_tag: str) -> tuple[str, str]:
+    return f"{open_tag}\n{note}\n", f"\n{close_tag}"
+
+
+def _fenced(frame: tuple[str, str], lines: list[str]) -> str:
+    """``lines`` inside ``frame``, or ``""`` when there are none."""
+    return frame[0] + "\n".join(lines) + frame[1] if lines else ""
+
+
 def facts_frame() -> tuple[str, str]:
     """Text before and after the fact lines."""
-    return f"{FACTS_OPEN}\n{FACTS_NOTE}\n", f"\n{FACTS_CLOSE}"
+    return _frame(FACTS_OPEN, FACTS_NOTE, FACTS_CLOSE)
 
 
 def facts_block(lines: list[str]) -> str:
     """The fenced block, or ``""`` when there are no facts."""
-    if not lines:
-        return ""
-    head, tail = facts_frame()
-    return head + "\n".join(lines) + tail
+    return _fenced(facts_frame(), lines)
 
 
 def fact_change_line(key: str | None, text: str, previous: str, since: str | None) -> str:
@@ -265,11 +271,7 @@ def fact_change_line(key: str | None, text: str, previous: str, since: str | Non
 
 def fact_changes_block(lines: list[str]) -> str:
     """The fenced block of changed facts, or ``""`` when there are none."""
-    if not lines:
-        return ""
-    return (
-        f"{FACT_CHANGES_OPEN}\n{FACT_CHANGES_NOTE}\n" + "\n".join(lines) + f"\n{FACT_CHANGES_CLOSE}"
-    )
+    return _fenced(_frame(FACT_CHANGES_OPEN, FACT_CHANGES_NOTE, FACT_CHANGES_CLOSE), lines)
 
 
 def instruction_line(label: str, text: str) -> str:
@@ -281,15 +283,12 @@ def instruction_line(label: str, text: str) -> str:
 
 def instructions_frame() -> tuple[str, str]:
     """Text before and after the instruction lines."""
-    return f"{INSTRUCTIONS_OPEN}\n{INSTRUCTIONS_NOTE}\n", f"\n{INSTRUCTIONS_CLOSE}"
+    return _frame(INSTRUCTIONS_OPEN, INSTRUCTIONS_NOTE, INSTRUCTIONS_CLOSE)
 
 
 def instructions_block(lines: list[str]) -> str:
     """The fenced block, or ``""`` when there are none."""
-    if not lines:
-        return ""
-    head, tail = instructions_frame()
-    return head + "\n".join(lines) + tail
+    return _fenced(instructions_frame(), lines)
 
 
 def _when(item: SummaryItem) -> str:
