@@ -21,8 +21,17 @@ from chatplatform.core.context import (
     validate_policy,
 )
 from chatplatform.core.context.budget import usable_prompt_tokens
-from chatplatform.core.context.formatting import FACTS_CLOSE, FACTS_NOTE, FACTS_OPEN, format_turn
+from chatplatform.core.context.formatting import (
+    FACTS_CLOSE,
+    FACTS_NOTE,
+    FACTS_OPEN,
+    INSTRUCTIONS_CLOSE,
+    INSTRUCTIONS_NOTE,
+    INSTRUCTIONS_OPEN,
+    format_turn,
+)
 from chatplatform.core.context.types import STRATEGY_NAMES
+from chatplatform.core.memory.kinds import MEMORY_KIND_NAMES
 from chatplatform.core.tokens.bpe import BpeCounter
 
 COUNTER = BpeCounter("o200k_base")
@@ -88,9 +97,9 @@ def policies(draw: st.DrawFn, strategy: str | None = None) -> PackingPolicy:
     usable = max_ctx - reserved
     unit = draw(st.sampled_from(["tokens", "percent"]))
     if unit == "tokens":
-        budgets = [draw(st.integers(0, usable // 6)) for _ in range(4)]
+        budgets = [draw(st.integers(0, usable // 6)) for _ in range(5)]
     else:
-        budgets = [draw(st.integers(0, 40)), *(draw(st.integers(0, 33)) for _ in range(3))]
+        budgets = [draw(st.integers(0, 40)), *(draw(st.integers(0, 25)) for _ in range(4))]
     min_recent = draw(st.integers(0, 25))
     p = PackingPolicy(
         strategy=draw(st.sampled_from(STRATEGY_NAMES)) if strategy is None else strategy,  # type: ignore[arg-type]
@@ -103,6 +112,8 @@ def policies(draw: st.DrawFn, strategy: str | None = None) -> PackingPolicy:
         facts_budget=budgets[1],
         summaries_budget=budgets[2],
         retrieval_budget=budgets[3],
+        instructions_budget=budgets[4],
+        max_instructions=draw(st.integers(0, 6)),
         min_recent_messages=min_recent,
         recent_message_cap=draw(st.integers(max(1, min_recent), 120)),
         max_summaries_in_context=draw(st.integers(0, 4)),
@@ -201,7 +212,7 @@ def inputs_for(draw: st.DrawFn, history: list[MessageItem]) -> AssemblyInputs:
             near = tuple(history[max(0, k - 2) : k] + history[k + 1 : k + 3])
             retrieved.append(RetrievedItem(history[k], draw(st.floats(0, 1)), near))
     facts = [
-        FactItem(id=i, text=t)
+        FactItem(id=i, text=t, kind=draw(st.sampled_from(MEMORY_KIND_NAMES)))
         for i, t in enumerate(
             draw(st.lists(st.one_of(st.sampled_from(HOSTILE_FACTS), any_text), max_size=10))
         )
@@ -282,6 +293,7 @@ def check_invariants(p: PackingPolicy, inputs: AssemblyInputs, r: AssembledPromp
     for members in groups.values():
         assert not (members & inside) or members <= inside, members
     check_facts_block(r.system + "\n\n" + r.tail)
+    check_instructions_block(r.system + "\n\n" + r.tail)
 
 
 def check_facts_block(system: str) -> None:
@@ -294,3 +306,17 @@ def check_facts_block(system: str) -> None:
     for line in lines[1:]:
         assert line.startswith("- ")
         assert "<" not in line and ">" not in line and "![" not in line
+
+
+def check_instructions_block(text: str) -> None:
+    """At most one block of standing instructions; inside it, the note and labelled bullets
+    (continuation lines indented), escaped: nothing in it opens or closes an element."""
+    assert text.count(INSTRUCTIONS_OPEN) <= 1 and text.count(INSTRUCTIONS_CLOSE) <= 1
+    if INSTRUCTIONS_OPEN not in text:
+        return
+    inside = text.split(INSTRUCTIONS_OPEN + "\n", 1)[1].split("\n" + INSTRUCTIONS_CLOSE, 1)[0]
+    lines = inside.split("\n")
+    assert lines[0] == INSTRUCTIONS_NOTE
+    for line in lines[1:]:
+        assert line.startswith(("- Instruction: ", "- Preference: ", "  "))
+        assert "<" not in line and ">" not in line

@@ -168,7 +168,8 @@ def pick_instructions(
     """The user's standing instructions and preferences (the memories whose kind goes to the
     ``instructions`` section), newest first while they fit ``cap`` and ``max_items``, each a
     bullet of the fenced ``<user_instructions>`` block in the user's own words, rendered
-    oldest first (the order they were given in)."""
+    oldest first (the order they were given in). One kept as a whole message that does not
+    fit goes as the sentences that state it (``shortest_form``) when those fit."""
     out = Picked("instructions", cap)
     used = _frame_cost(meter, instructions_frame())
     chosen: list[tuple[str, Included]] = []
@@ -181,6 +182,12 @@ def pick_instructions(
             continue
         line = instruction_line(kind.label, item.text)
         n = meter.text(line) + 1  # and the joining newline
+        if used + n > cap:
+            # No room for the whole message it was kept from: the sentences that state it.
+            short = kind.shortest_form(item.text)
+            if short != item.text:
+                line = instruction_line(kind.label, short)
+                n = meter.text(line) + 1
         if used + n > cap:
             excluded.append(Excluded("instruction", item.id, n, "over_budget"))
             continue

@@ -61,6 +61,11 @@ class MemoryKind:
         """The statements of this kind in a user's message, verbatim, in order."""
         return []
 
+    def shortest_form(self, text: str) -> str:
+        """The shortest form of a kept ``text`` still in the user's own words, for a prompt
+        with no room for all of it (a kept message: the sentences that state it)."""
+        return text
+
 
 @dataclass(frozen=True)
 class _Standing(MemoryKind):
@@ -76,6 +81,9 @@ class _Standing(MemoryKind):
             for s in standing_statements(text)
             if s.kind == self.name
         ]
+
+    def shortest_form(self, text: str) -> str:
+        return matter_of(text)
 
 
 MEMORY_KINDS: dict[str, MemoryKind] = {
