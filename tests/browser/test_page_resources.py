@@ -22,15 +22,23 @@ REPLY = "| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint('hello')\n```"
 
 
 def watch_errors(page: Any) -> list[str]:
-    """Every response of ``page`` (and its frames, the icon included) that is an error."""
+    """Every response of ``page`` (and its frames, the icon included) that is an error, and
+    every request that failed for another reason than the browser cancelling it."""
     failures: list[str] = []
 
     def seen(response: Any) -> None:
         if response.status >= 400:
             failures.append(f"{response.status} {response.url}")
 
+    def failed(request: Any) -> None:
+        # A request the browser cancelled itself (the page moved on before its icon came) is
+        # not a missing resource: that shows as an error status, or as any other failure.
+        reason = request.failure or ""
+        if "ERR_ABORTED" not in reason:
+            failures.append(f"failed {request.url} ({reason})")
+
     page.on("response", seen)
-    page.on("requestfailed", lambda request: failures.append(f"failed {request.url}"))
+    page.on("requestfailed", failed)
     return failures
 
 
