@@ -44,7 +44,7 @@ class Found:
 @dataclass(frozen=True)
 class MemoryKind:
     """One kind of memory: what it is called, where it goes in a prompt, how a newer one
-    replaces an older one, and what a message states of it."""
+    replaces an older one, and its shortest form."""
 
     name: MemoryKindName
     label: str
@@ -57,10 +57,6 @@ class MemoryKind:
         replaced by key only (an unkeyed fact never replaces another)."""
         return False
 
-    def found_in(self, text: str) -> list[Found]:
-        """The statements of this kind in a user's message, verbatim, in order."""
-        return []
-
     def shortest_form(self, text: str) -> str:
         """The shortest form of a kept ``text`` still in the user's own words, for a prompt
         with no room for all of it (a kept message: the sentences that state it)."""
@@ -70,17 +66,10 @@ class MemoryKind:
 @dataclass(frozen=True)
 class _Standing(MemoryKind):
     """Standing instructions and preferences: one matter, one current statement, noticed in
-    the user's own messages without a model."""
+    the user's own messages without a model (:func:`standing_statements_in`)."""
 
     def replaces(self, earlier: str, later: str) -> bool:
         return same_matter(matter_of(earlier), matter_of(later))
-
-    def found_in(self, text: str) -> list[Found]:
-        return [
-            Found(self.name, s.sentence, s.start, s.end)
-            for s in standing_statements(text)
-            if s.kind == self.name
-        ]
 
     def shortest_form(self, text: str) -> str:
         return matter_of(text)
@@ -124,6 +113,11 @@ def memory_kind_choices() -> list[tuple[str, str]]:
 
 
 def standing_statements_in(text: str) -> list[Found]:
-    """Every instruction and preference a user's message states, in the order they stand."""
-    found = [f for kind in MEMORY_KINDS.values() for f in kind.found_in(text)]
-    return sorted(found, key=lambda f: f.start)
+    """Every instruction and preference a user's message states, in the order they stand: the
+    detector runs once over the message (it runs on every message a user sends), not once per
+    kind."""
+    return [
+        Found(s.kind, s.sentence, s.start, s.end)
+        for s in standing_statements(text)
+        if s.kind in MEMORY_KINDS
+    ]
