@@ -139,6 +139,7 @@ POLICY_FIELDSETS: Any = (
             "fields": (
                 "retrieval_max_items",
                 "retrieval_neighbors",
+                "reply_excerpt_tokens",
                 "retrieval_dense",
                 "turn_retrieval_percent",
             )

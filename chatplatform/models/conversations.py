@@ -64,6 +64,8 @@ class Conversation(TenantOwnedModel):
     window_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
     #: The retrieved messages the window holds (ids, chronological), sent again unchanged.
     window_recalled_ids = models.JSONField(default=list, blank=True, editable=False)
+    #: Those of them the window shows as excerpts (a reply's head): shown so again.
+    window_excerpt_ids = models.JSONField(default=list, blank=True, editable=False)
     #: The summaries the window's prompt showed (ids): shown again, unchanged, while it is
     #: kept; a newer summary waits for the next restart (its messages are in the window).
     window_summary_ids = models.JSONField(default=list, blank=True, editable=False)

@@ -66,6 +66,7 @@ def packing_policy_for(
         max_instructions=(policy.max_instructions_per_user if policy.instructions_enabled else 0),
         retrieval_max_items=policy.retrieval_max_items,
         retrieval_neighbors=policy.retrieval_neighbors,
+        reply_excerpt_tokens=policy.reply_excerpt_tokens,
         model_name=profile.name,
         history_trim_percent=policy.history_trim_percent,
         turn_retrieval_percent=policy.turn_retrieval_percent,

@@ -19,8 +19,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 
+from chatplatform.core.context.budget import MAX_REPLY_EXCERPT_TOKENS
 from chatplatform.core.context.strategies import strategy_choices
-from chatplatform.core.context.types import DEFAULT_STRATEGY
+from chatplatform.core.context.types import DEFAULT_REPLY_EXCERPT_TOKENS, DEFAULT_STRATEGY
 from chatplatform.models.policy_validation import policy_errors
 from chatplatform.tenancy.scoping import TenantScopedManager
 
@@ -289,6 +290,14 @@ class ContextPolicy(models.Model):
         maximum=5,
         help_text="Hybrid: also send this many messages before and after each one found, "
         "for context.",
+    )
+    reply_excerpt_tokens = _positive(
+        DEFAULT_REPLY_EXCERPT_TOKENS,
+        minimum=0,
+        maximum=MAX_REPLY_EXCERPT_TOKENS,
+        help_text="Hybrid: an assistant reply recalled only because the message it answers "
+        "was found goes as its first this many tokens, so the room holds more of the "
+        "conversation; a reply found by its own words goes whole. 0: replies always go whole.",
     )
     turn_retrieval_percent = _positive(
         7,

@@ -75,6 +75,7 @@ def expected_turn_cost(
     state = copy.copy(conversation)
     state.window_start_seq, state.window_sent_at = None, None
     state.window_recalled_ids, state.window_summary_ids = [], []
+    state.window_excerpt_ids = []
     usages: list[CacheUsage] = []
     fulls: list[CacheUsage] = []
     previous_full: int | None = None
@@ -95,6 +96,7 @@ def expected_turn_cost(
         usages.append(cache.price(segments, when.timestamp()))
         state.window_start_seq = turn.prompt.window_start_seq
         state.window_recalled_ids = list(turn.prompt.recalled_ids)
+        state.window_excerpt_ids = list(turn.prompt.recalled_excerpt_ids)
         state.window_summary_ids = turn.prompt.summary_ids
         state.window_sent_at = when
         system = turn.prompt.section("system")

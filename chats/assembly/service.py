@@ -276,6 +276,7 @@ def assemble_context(
         bot_name=bot_name,
         window_start_seq=window_start,
         recalled=recalled,
+        recalled_excerpts=frozenset(conversation.window_excerpt_ids or ()),
     )
     prompt = assemble(packing, inputs, counter)
     system_tokens = prompt.section("system")

@@ -235,6 +235,7 @@ def turn_prepare(
             now,
             turn.hypothetical_tokens,
             turn.prompt.summary_ids,
+            turn.prompt.recalled_excerpt_ids,
         )
     profile = turn.profile
     tools = bool(turn.policy.tools_enabled and profile.supports_tools)

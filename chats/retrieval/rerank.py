@@ -392,7 +392,8 @@ def to_retrieved(
     max_items: int | None = None,
 ) -> list[RetrievedItem]:
     """RetrievedItems (best first) for ranked candidates whose MessageItem (by ``seq``) is in
-    ``items``; each carries the adjacent fetched messages (``neighbors`` on each side)."""
+    ``items``; each carries the adjacent fetched messages (``neighbors`` on each side) and is
+    marked ``excerpt`` when its score came from a neighbouring find."""
     out: list[RetrievedItem] = []
     for s in ranked:
         item = items.get(s.candidate.seq)
@@ -404,7 +405,9 @@ def to_retrieved(
             for seq in (item.seq - d, item.seq + d)
             if seq in items
         )
-        out.append(RetrievedItem(item, s.score, near))
+        # A message ranked through a find next to it (the reply to a message that matched)
+        # is shown for that exchange: the packer may show a long one as its head.
+        out.append(RetrievedItem(item, s.score, near, excerpt=s.via is not None))
         if max_items is not None and len(out) >= max_items:
             break
     return out

@@ -74,15 +74,18 @@ def conversation_window_advance(
     sent_at: datetime,
     full_tokens: int = 0,
     summary_ids: Sequence[Any] = (),
+    excerpt_ids: Sequence[Any] = (),
 ) -> None:
     """Remember the window a prompt just sent to the provider (its oldest history message's
-    seq, the retrieved messages it holds, and when), so the next turn, in any process,
-    continues it while the provider caches it."""
+    seq, the retrieved messages it holds and which of them as excerpts, and when), so the
+    next turn, in any process, continues it while the provider caches it."""
     recalled = list(recalled_ids)
+    excerpts = [i for i in excerpt_ids if i in set(recalled)]
     with tenant_scope(conversation.tenant_id):
         Conversation.objects.filter(pk=conversation.pk, tenant_id=conversation.tenant_id).update(
             window_start_seq=start_seq,
             window_recalled_ids=recalled,
+            window_excerpt_ids=excerpts,
             window_sent_at=sent_at,
             window_full_tokens=full_tokens,
             window_summary_ids=list(summary_ids),
@@ -91,6 +94,7 @@ def conversation_window_advance(
     conversation.window_full_tokens = full_tokens
     conversation.window_start_seq, conversation.window_sent_at = start_seq, sent_at
     conversation.window_recalled_ids = recalled
+    conversation.window_excerpt_ids = excerpts
 
 
 def _clean_title(title: str) -> str:

@@ -87,6 +87,24 @@ def test_to_retrieved_keeps_order_and_attaches_fetched_neighbors():
     assert {n.seq for n in out[0].neighbors} == {2, 4}
 
 
+def test_a_reply_ranked_through_the_message_it_answers_is_marked_for_an_excerpt():
+    items = {
+        1: MessageItem(1, 1, "user", "Which zeppelin museum?"),
+        2: MessageItem(2, 2, "assistant", "Friedrichshafen has one."),
+        3: MessageItem(3, 3, "user", "Thanks"),
+        4: MessageItem(4, 4, "assistant", "The zeppelin hangar tour is best."),
+    }
+    ranked = rerank(
+        build_query("zeppelin"),
+        [Candidate(1, 1, items[1].content, None, "user"), Candidate(4, 4, items[4].content)],
+        total_docs=4,
+        neighbors=[Candidate(2, 2, items[2].content, None, "assistant")],
+    )
+    out = {r.message.seq: r.excerpt for r in to_retrieved(ranked, items, neighbors=0)}
+    # the reply found through its question is context; a reply with the words is a find
+    assert out[2] is True and out[1] is False and out[4] is False
+
+
 def test_neighbours_by_the_named_speaker_get_the_speaker_boost():
     q = build_query("What did Caroline cook?")
     candidates = cands("Did you cook anything nice?", authors=["mel"])

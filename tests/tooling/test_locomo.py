@@ -63,6 +63,17 @@ def test_presence_ignores_escaping_and_layout_but_not_truncation():
     assert locomo.evidence_present(cut, ["Tom & Jerry <3 second line", ""]) == [False, False]
 
 
+def test_presence_of_a_message_that_itself_holds_an_entity():
+    # HTML code quoting ``&times;``: a data block shows it escaped once, the recent history
+    # as written; both hold the message.
+    message = '<span aria-hidden="true">&times;</span> close'
+    block = "@user: &lt;span aria-hidden=&quot;true&quot;&gt;&amp;times;&lt;/span&gt; close"
+    history = f"[user]\n{message}"
+    assert locomo.evidence_present(block, [message]) == [True]
+    assert locomo.evidence_present(history, [message]) == [True]
+    assert locomo.evidence_present(block, ['<span aria-hidden="true">+</span> close']) == [False]
+
+
 def test_tally_counts_all_and_any():
     tally = locomo.Tally()
     tally.add([True, True])

@@ -231,6 +231,7 @@ def _replay(
                     prepared.prompt.recalled_ids,
                     when,
                     summary_ids=prepared.prompt.summary_ids,
+                    excerpt_ids=prepared.prompt.recalled_excerpt_ids,
                 )
             request = chat_request(prepared, tools=False)
             usage = managed_cache.price(_segments(request, counter), clock)

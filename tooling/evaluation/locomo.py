@@ -24,7 +24,7 @@ from typing import Any
 
 from chatplatform.core.context.formatting import unframe_content
 from chatplatform.core.context.strategies import strategy_for
-from chatplatform.core.context.types import PackingPolicy
+from chatplatform.core.context.types import DEFAULT_REPLY_EXCERPT_TOKENS, PackingPolicy
 
 #: Categories asked (5, adversarial, has no answer and no evidence to recall).
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -160,10 +160,11 @@ def load_samples(path: str | Path) -> list[Sample]:
     return [parse_sample(raw) for raw in data]
 
 
-def normalise(text: str) -> str:
-    """For substring checks: HTML entities decoded, ``! [`` → ``![``, NFC, lower-cased,
-    whitespace and invisible characters removed."""
-    text = html.unescape(text)
+def normalise(text: str, *, decode: bool = True) -> str:
+    """For substring checks: HTML entities decoded (unless ``decode`` is false), ``! [`` →
+    ``![``, NFC, lower-cased, whitespace and invisible characters removed."""
+    if decode:
+        text = html.unescape(text)
     text = unicodedata.normalize("NFC", text).lower()
     return _INVISIBLE.sub("", text)
 
@@ -180,10 +181,19 @@ def prompt_text(system: str, messages: Sequence[Mapping[str, str]]) -> str:
 def evidence_present(prompt: str, evidence_texts: Sequence[str], quote: str = "") -> list[bool]:
     """For each evidence text, whether it appears (normalised) in the prompt text; with a
     ``quote`` (the user's own sentence a question tests), each also counts as present when
-    the quote does."""
+    the quote does.
+
+    The prompt's entities are decoded once, which undoes the escape of its data blocks
+    (``&`` → ``&amp;``); a text is found decoded too (a dataset's ``&#39;``) or as written,
+    so a message that itself contains an entity (HTML code quoting ``&times;``) matches the
+    block that shows it escaped."""
     haystack = normalise(prompt)
-    quoted = bool(quote.strip()) and normalise(quote) in haystack
-    return [quoted or (bool(t) and normalise(t) in haystack) for t in evidence_texts]
+
+    def present(text: str) -> bool:
+        return normalise(text) in haystack or normalise(text, decode=False) in haystack
+
+    quoted = bool(quote.strip()) and present(quote)
+    return [quoted or (bool(t) and present(t)) for t in evidence_texts]
 
 
 @dataclass(slots=True)
@@ -227,6 +237,7 @@ def eval_policy_fields(
     history_reserve: int = 400,
     retrieval_max_items: int = 200,
     instructions: bool = True,
+    reply_excerpt_tokens: int = DEFAULT_REPLY_EXCERPT_TOKENS,
 ) -> dict[str, Any]:
     """The evaluation policy's settings, named as on both ``ContextPolicy`` and
     ``PackingPolicy``.
@@ -261,6 +272,7 @@ def eval_policy_fields(
         "max_summaries_in_context": 3,
         "retrieval_max_items": retrieval_max_items if retrieves else 0,
         "retrieval_neighbors": 0,
+        "reply_excerpt_tokens": reply_excerpt_tokens,
     }
 
 

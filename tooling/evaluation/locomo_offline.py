@@ -1,4 +1,5 @@
-"""Offline LoCoMo recall harness: the retrieval pipeline and the pure assembly, no database.
+"""Offline recall harness (LoCoMo or BEAM files): the retrieval pipeline and the pure
+assembly, no database.
 
 The database's candidate search is emulated in Python (every turn matching an OR term,
 best ``--candidates`` by BM25), then the production re-ranking
@@ -12,7 +13,10 @@ ORM); its figures match on the dev set.
         [--no-dense]          # full-text only (default: with retrieval by meaning when the
                               # embeddings requirements are installed, as eval_recall)
 
-``--set`` overrides a :class:`~chats.retrieval.rerank.RerankConfig` field.
+``--set`` overrides a :class:`~chats.retrieval.rerank.RerankConfig` field. A BEAM file is
+read with the assistant's turns as replies and scored per ability (standing instructions are
+not emulated: their section is the database's); vectors come from the evaluations' cache
+(``tooling/evaluation/vector_cache.py``) when ``--vector-cache`` names it.
 """
 
 # ruff: noqa: E402  (the imports below need Django set up)
@@ -38,6 +42,7 @@ django.setup()
 
 from chatplatform.core.context import AssemblyInputs, MessageItem, SystemPart, assemble
 from chatplatform.core.context.strategies import strategy_for
+from chatplatform.core.context.types import DEFAULT_REPLY_EXCERPT_TOKENS
 from chatplatform.core.tokens import get_counter
 from chats.retrieval import embeddings
 from chats.retrieval.query import build_query, words_of
@@ -50,7 +55,8 @@ from chats.retrieval.rerank import (
     rank_candidates,
     to_retrieved,
 )
-from tooling.evaluation import locomo
+from tooling.evaluation import beam, datasets, locomo
+from tooling.evaluation.vector_cache import cached_vectors, default_path
 
 
 def _config(overrides: Sequence[str]) -> RerankConfig:
@@ -66,15 +72,21 @@ def run(args: argparse.Namespace) -> dict[str, object]:
     counter = get_counter("o200k_base")
     config = _config(args.set)
     policy = locomo.eval_packing_policy(
-        args.strategy, args.budget, recent=args.recent, history_reserve=args.reserve
+        args.strategy,
+        args.budget,
+        recent=args.recent,
+        history_reserve=args.reserve,
+        reply_excerpt_tokens=args.reply_excerpt_tokens,
     )
-    tallies: dict[int | str, locomo.Tally] = {c: locomo.Tally() for c in locomo.CATEGORIES}
+    kind, samples = datasets.load_samples(args.dataset)
+    groups = beam.ABILITIES if kind == datasets.BEAM else locomo.CATEGORIES
+    tallies: dict[int | str, locomo.Tally] = {c: locomo.Tally() for c in groups}
     prompt_tokens: list[int] = []
     needs = strategy_for(args.strategy).needs
     retrieves = needs.retrieval
     dense = args.dense and needs.retrieval_by_meaning and embeddings.available()
     dump = open(args.dump, "w", encoding="utf-8") if args.dump else None  # noqa: SIM115
-    for index, sample in enumerate(locomo.load_samples(args.dataset)):
+    for index, sample in enumerate(samples):
         items: list[MessageItem] = []
         text_of: dict[str, str] = {}
         seq_of: dict[str, int] = {}
@@ -83,13 +95,15 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 if not turn.text.strip():
                     continue
                 seq = len(items) + 1
+                reply = kind == datasets.BEAM and turn.speaker == beam.ASSISTANT
                 items.append(
                     MessageItem(
                         seq,
                         seq,
-                        "user",
+                        "assistant" if reply else "user",
                         turn.text,
-                        f"@{turn.speaker}",  # the label of a user named after the speaker
+                        # the label of a user named after the speaker
+                        "Assistant" if reply else f"@{turn.speaker}",
                         counter.count(turn.text),
                         counter.name,
                         session.when,
@@ -113,13 +127,13 @@ def run(args: argparse.Namespace) -> dict[str, object]:
 
         def fetch(seqs: set[int], by_seq: dict[int, MessageItem] = by_seq) -> list[Candidate]:
             return [
-                Candidate(by_seq[n].id, n, by_seq[n].content, by_seq[n].author)
+                Candidate(by_seq[n].id, n, by_seq[n].content, by_seq[n].author, by_seq[n].role)
                 for n in sorted(seqs)
                 if n in by_seq
             ]
 
         for q in sample.questions:
-            if q.category not in locomo.CATEGORIES:
+            if q.category not in tallies:
                 continue
             evidence = [text_of[e] for e in q.evidence if e in text_of]
             if not evidence:
@@ -158,7 +172,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     near = embeddings.top_by_cosine(seqs, vectors, question, args.dense_top_k)
                     have = {m.seq for m in matching}
                     matching += [by_seq[n] for n in sorted(near) if n not in have]
-                cands = [Candidate(m.id, m.seq, m.content, m.author) for m in matching]
+                cands = [Candidate(m.id, m.seq, m.content, m.author, m.role) for m in matching]
                 ranked_items = rank_candidates(
                     query,
                     cands,
@@ -184,12 +198,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     system=system,
                     retrieved=retrieved,
                     recent=newest[:500],
-                    multi_user=True,
+                    multi_user=len(sample.speakers) > 1,
                 ),
                 counter,
             )
             text = locomo.prompt_text(out.system, out.messages)
-            found = locomo.evidence_present(text, evidence)
+            found = locomo.evidence_present(text, evidence, q.quote)
             tallies[q.category].add(found)
             prompt_tokens.append(out.prompt_tokens)
             if dump is not None:
@@ -209,10 +223,12 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 dump.write(json.dumps(line, ensure_ascii=False) + "\n")
     if dump is not None:
         dump.close()
+    core = [tallies[a].as_dict()["all_evidence_percent"] for a in beam.CORE_ABILITIES]
     return {
+        **({"core_percent": round(sum(core) / len(core), 2)} if kind == datasets.BEAM else {}),
         "strategy": args.strategy,
         "budget": args.budget,
-        "categories": {str(c): t.as_dict() for c, t in tallies.items()},
+        "categories": {str(c): t.as_dict() for c, t in tallies.items() if t.questions},
         "mean_prompt_tokens": round(sum(prompt_tokens) / max(1, len(prompt_tokens)), 1),
         "dense_retrieval": "on" if dense else "off",
     }
@@ -228,12 +244,17 @@ def main() -> None:
     parser.add_argument("--neighbor-hits", type=int, default=40)
     parser.add_argument("--reserve", type=int, default=400)
     parser.add_argument("--set", action="append", default=[])
+    parser.add_argument("--reply-excerpt-tokens", type=int, default=DEFAULT_REPLY_EXCERPT_TOKENS)
     parser.add_argument("--no-dense", dest="dense", action="store_false")
     parser.add_argument("--dense-top-k", type=int, default=DENSE_TOP_K)
     parser.add_argument("--dense-weight", type=float, default=DENSE_WEIGHT)
     parser.add_argument("--dump", help="JSON lines: per question evidence found and ranks")
     parser.add_argument("--context", action="store_true", help="--dump: include the prompt")
-    result = run(parser.parse_args())
+    parser.add_argument("--vector-cache", type=Path, default=default_path())
+    parser.add_argument("--no-vector-cache", dest="vector_cache", action="store_const", const=None)
+    args = parser.parse_args()
+    with cached_vectors(args.vector_cache):
+        result = run(args)
     cats = result["categories"]
     assert isinstance(cats, dict)
     line = " ".join(

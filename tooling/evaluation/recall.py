@@ -30,7 +30,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from chatplatform.core.context.strategies import strategy_for, strategy_names
-from chatplatform.core.context.types import MessageItem, RetrievedItem
+from chatplatform.core.context.types import DEFAULT_REPLY_EXCERPT_TOKENS, MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.services import membership_add, tenant_create
@@ -65,6 +65,8 @@ class EvalOptions:
     #: Keep the standing instructions and preferences the users' messages state, as the
     #: platform does on intake, and give them their section of the prompt.
     instructions: bool = True
+    #: Hybrid: the head a reply recalled for its exchange is cut to (0: replies go whole).
+    reply_excerpt_tokens: int = DEFAULT_REPLY_EXCERPT_TOKENS
     #: Ask each question while the cache is warm (:func:`warm_window`): the window a turn a
     #: minute earlier started stands, so the question's own finds are the per-turn ones.
     warm: bool = False
@@ -229,6 +231,7 @@ def warm_window(loaded: _Loaded, retriever: Retriever) -> Conversation:
     )
     state.window_start_seq = turn.prompt.window_start_seq
     state.window_recalled_ids = list(turn.prompt.recalled_ids)
+    state.window_excerpt_ids = list(turn.prompt.recalled_excerpt_ids)
     state.window_summary_ids = list(turn.prompt.summary_ids)
     state.window_sent_at = sent_at
     return state
@@ -299,6 +302,7 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
         history_reserve=options.history_reserve,
         retrieval_max_items=options.retrieval.max_items,
         instructions=options.instructions,
+        reply_excerpt_tokens=options.reply_excerpt_tokens,
     )
     return scratch_policy(
         tenant,

@@ -28,6 +28,8 @@ MAX_SAFETY_MARGIN = 2.0
 MIN_CALIBRATION_RATIO = 0.125
 MAX_CALIBRATION_RATIO = 8.0
 MAX_RETRIEVAL_NEIGHBORS = 10
+#: The longest head a recalled reply may be cut to (longer ones go whole anyway).
+MAX_REPLY_EXCERPT_TOKENS = 4_000
 SECTION_FIELDS = (
     "system_budget",
     "instructions_budget",
@@ -226,6 +228,7 @@ _RANGES: tuple[tuple[str, float, float | None, str], ...] = (
     ("max_instructions", 0, None, ": set 0 to leave standing instructions out"),
     ("retrieval_max_items", 0, None, ": set 0 to turn retrieval off"),
     ("retrieval_neighbors", 0, MAX_RETRIEVAL_NEIGHBORS, ""),
+    ("reply_excerpt_tokens", 0, MAX_REPLY_EXCERPT_TOKENS, ": set 0 to send replies whole"),
     ("recent_message_cap", 1, None, ""),
 )
 

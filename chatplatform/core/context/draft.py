@@ -111,6 +111,7 @@ def fit(d: Draft, excluded: list[Excluded]) -> tuple[Rendered, int, int]:
             shed = d.retrieval if d.retrieval.entries else d.recalled
             excluded += [Excluded(i.kind, i.id, i.tokens, "recount") for i in shed.included()]
             shed.entries.clear()
+            shed.excerpts.clear()
         elif d.summaries.included or d.facts.included or d.instructions.included:
             # The user's standing instructions go last, and only with everything optional.
             doomed: tuple[Picked, ...] = (d.summaries, d.facts)

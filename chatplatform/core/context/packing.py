@@ -218,7 +218,14 @@ def _assemble(
         sections=sections,
         included=tuple(included),
         excluded=tuple(excluded),
-        truncated=tuple([*d.cuts.values(), *truncs]),
+        truncated=tuple(
+            [
+                *d.cuts.values(),
+                *truncs,
+                *d.recalled.excerpts.values(),
+                *d.retrieval.excerpts.values(),
+            ]
+        ),
         recounted=tuple(meter.recounted),
         stable_prefix=StablePrefix(len(out.system), meter.text(out.system) if out.system else 0),
         prompt_tokens=total,
@@ -234,4 +241,7 @@ def _assemble(
         window_start_seq=d.history.oldest_seq(),
         window_kept=kept and not trimmed,
         recalled_ids=tuple(sorted(d.recalled.entries, key=lambda i: d.recalled.entries[i][0].seq)),
+        recalled_excerpt_ids=tuple(
+            sorted(d.recalled.excerpts, key=lambda i: d.recalled.entries[i][0].seq)
+        ),
     )

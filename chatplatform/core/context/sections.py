@@ -274,6 +274,8 @@ class Retrieval:
     #: Tokens of each stamp text (``"[2023-05-08 13:56] "``) and of one ``…`` line.
     stamp_tokens: dict[str, int] = field(default_factory=dict)
     gap_tokens: int = 2
+    #: Entries shown as excerpts (a long reply shown for its exchange): the cut made.
+    excerpts: dict[ItemId, Truncation] = field(default_factory=dict)
     #: The entries' line costs, their sum and their ``(seq, id)`` in order, kept by
     #: :meth:`add` so a candidate is priced by the lines it touches, not the whole block;
     #: recomputed whenever ``entries`` was changed otherwise (removals, a shed block).
@@ -353,6 +355,7 @@ class Retrieval:
         before = self.used
         for item_id in ids & self.entries.keys():
             _, n = self.entries.pop(item_id)
+            self.excerpts.pop(item_id, None)
             excluded.append(Excluded("retrieved", item_id, n, "duplicate"))
         return before - self.used
 
@@ -392,6 +395,19 @@ def _line_tokens(m: MessageItem, meter: Meter, bot_name: str) -> int:
     return meter.small(retrieved_speaker(m, bot_name)) + n + 1 + LINE_SLACK_TOKENS
 
 
+def _excerpt(m: MessageItem, limit: int, meter: Meter) -> tuple[MessageItem, Truncation | None]:
+    """A reply shown for its exchange: its head within ``limit`` tokens, with a marker, when
+    it is longer (assistant replies only: people's own words are never shortened)."""
+    if limit <= 0 or m.role != "assistant" or m.tool_group is not None:
+        return m, None
+    n = meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
+    if n <= limit:
+        return m, None
+    cut = truncate_tail(m.content, limit, meter.counter, total_tokens=n)
+    shown = m._replace(content=cut.text, tokens=cut.tokens, counted_by=meter.counter.name)
+    return shown, Truncation("excerpt", m.id, n, cut.tokens)
+
+
 def _steps(
     item: RetrievedItem, neighbors: int, excluded: list[Excluded]
 ) -> list[list[MessageItem]]:
@@ -422,9 +438,12 @@ def pick_retrieved(
     excluded: list[Excluded],
     *,
     shown_count: bool = False,
+    excerpt_tokens: int = 0,
 ) -> Retrieval:
     """Hits by descending score (at most ``max_items``), deduplicated against ``skip_ids``
     and each other; then, while the cap allows, up to ``neighbors`` turns on each side.
+    A hit marked ``excerpt`` that is a long reply, and any long reply among the neighbours,
+    goes as its first ``excerpt_tokens`` tokens (0: whole).
 
     ``shown_count``: a hit the prompt already shows (in ``skip_ids``) still takes its line's
     tokens from the cap, so the block holds only what the best ``cap`` tokens of hits lack
@@ -448,22 +467,37 @@ def pick_retrieved(
             excluded.append(Excluded("retrieved", hit.id, hit.tokens, "cap"))
             continue
         steps = _steps(it, neighbors, excluded)
-        if not steps or not _add(out, steps[0], meter, bot_name, skip_ids):
+        limit = excerpt_tokens if it.excerpt else 0
+        if not steps or not _add(out, steps[0], meter, bot_name, skip_ids, limit):
             excluded.append(Excluded("retrieved", hit.id, hit.tokens, "over_budget"))
             continue
         plans.append(steps[1:])
     for steps in plans:
         for step in steps:
-            _add(out, step, meter, bot_name, skip_ids)
+            _add(out, step, meter, bot_name, skip_ids, excerpt_tokens)
     return out
 
 
 def _add(
-    out: Retrieval, step: list[MessageItem], meter: Meter, bot_name: str, skip: set[ItemId]
+    out: Retrieval,
+    step: list[MessageItem],
+    meter: Meter,
+    bot_name: str,
+    skip: set[ItemId],
+    excerpt_tokens: int = 0,
 ) -> bool:
     fresh = [m for m in step if m.id not in out.entries and m.id not in skip]
     if not fresh:
         return True
+    cuts: dict[ItemId, Truncation] = {}
+    if excerpt_tokens > 0:
+        shown = []
+        for m in fresh:
+            m, cut = _excerpt(m, excerpt_tokens, meter)
+            shown.append(m)
+            if cut is not None:
+                cuts[m.id] = cut
+        fresh = shown
     lines = [(m, _line_tokens(m, meter, bot_name)) for m in fresh]
     for m, _ in lines:
         stamp = retrieved_stamp(m)
@@ -472,4 +506,5 @@ def _add(
     if out.used_with(lines) > out.cap:
         return False
     out.add(lines)
+    out.excerpts.update(cuts)
     return True

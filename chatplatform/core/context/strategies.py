@@ -313,6 +313,7 @@ def _pick(
         d.inputs.bot_name,
         excluded,
         shown_count=shown_count,
+        excerpt_tokens=policy.reply_excerpt_tokens,
     )
 
 

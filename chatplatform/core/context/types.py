@@ -36,6 +36,11 @@ OversizedMessage = Literal["cut", "whole"]
 STABLE_SUMMARY_KINDS: frozenset[str] = frozenset({"carried", "long", "recent"})
 
 
+#: A recalled reply's head (:attr:`PackingPolicy.reply_excerpt_tokens`): measured on long
+#: conversations (``docs/retrieval.md``), where replies run six times their questions' length.
+DEFAULT_REPLY_EXCERPT_TOKENS = 100
+
+
 @dataclass(frozen=True, slots=True)
 class PackingPolicy:
     """A tenant's context policy, as far as assembly is concerned.
@@ -75,6 +80,10 @@ class PackingPolicy:
     max_instructions: int = 30
     retrieval_max_items: int = 8
     retrieval_neighbors: int = 1
+    #: A retrieved reply shown for its exchange (found through the message it answers, not
+    #: by its own words) goes as its first this many tokens when longer: the user's own
+    #: words stay whole and the room goes to more of them. 0: replies go whole.
+    reply_excerpt_tokens: int = DEFAULT_REPLY_EXCERPT_TOKENS
     #: Tokens of provider framing per message; ``None`` = the counter's ``message_overhead``.
     per_message_overhead: int | None = None
     #: Tokens the provider adds once per prompt to prime the reply.
@@ -175,12 +184,15 @@ class RetrievedItem:
     """A message retrieved as relevant to the new message, with adjacent turns.
 
     ``neighbors`` are messages around ``message`` (any order); the policy's
-    ``retrieval_neighbors`` limits how many on each side are used.
+    ``retrieval_neighbors`` limits how many on each side are used. ``excerpt``: the message
+    is shown for its exchange only (a reply found through the message it answers), so the
+    policy's ``reply_excerpt_tokens`` may shorten it to its head.
     """
 
     message: MessageItem
     score: float = 0.0
     neighbors: tuple[MessageItem, ...] = ()
+    excerpt: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +222,8 @@ class AssemblyInputs:
     #: The retrieved messages the cached window holds (chosen when it started), which are
     #: sent again, unchanged, while the window is kept.
     recalled: Sequence[MessageItem] = ()
+    #: The ids of ``recalled`` messages the window shows as excerpts.
+    recalled_excerpts: frozenset[ItemId] = frozenset()
 
 
 class Included(NamedTuple):
@@ -235,7 +249,9 @@ class Excluded(NamedTuple):
 
 
 class Truncation(NamedTuple):
-    """An item cut to fit: ``kind`` is ``system``, ``new_message``, ``summary`` or ``message``."""
+    """An item cut to fit: ``kind`` is ``system``, ``new_message``, ``summary`` or
+    ``message``; ``excerpt`` is a retrieved reply shown as its head
+    (``reply_excerpt_tokens``)."""
 
     kind: str
     id: ItemId
@@ -307,6 +323,8 @@ class AssembledPrompt:
     window_kept: bool = False
     #: The ids of the retrieved messages in the cached window (chronological).
     recalled_ids: tuple[ItemId, ...] = ()
+    #: Those of ``recalled_ids`` shown as excerpts: the window's later turns show them so.
+    recalled_excerpt_ids: tuple[ItemId, ...] = ()
     #: Tokens the prompt was allowed past the policy's ``max_context_tokens`` to send an
     #: oversized new message whole (``oversized_message == "whole"``); 0 otherwise.
     widened_by: int = 0

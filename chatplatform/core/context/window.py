@@ -92,7 +92,7 @@ def keep_window(d: Draft, policy: PackingPolicy, room: int) -> bool:
     recalled = Retrieval(0, 0)
     if inputs.recalled:
         recalled = pick_retrieved(
-            [RetrievedItem(m) for m in inputs.recalled],
+            [RetrievedItem(m, excerpt=m.id in inputs.recalled_excerpts) for m in inputs.recalled],
             room,
             len(inputs.recalled),
             0,
@@ -100,6 +100,7 @@ def keep_window(d: Draft, policy: PackingPolicy, room: int) -> bool:
             d.meter,
             inputs.bot_name,
             [],
+            excerpt_tokens=policy.reply_excerpt_tokens,
         )
         if len(recalled.entries) < len(inputs.recalled):
             return False

@@ -43,6 +43,13 @@ class Command(BaseCommand):
             "are kept from the loaded messages, as on intake, and get their prompt section).",
         )
         parser.add_argument(
+            "--reply-excerpt-tokens",
+            type=int,
+            default=EvalOptions.reply_excerpt_tokens,
+            help="Hybrid: a reply recalled only for the message it answers goes as its first "
+            "this many tokens (0: whole; default: %(default)s, the policy field's default).",
+        )
+        parser.add_argument(
             "--warm",
             action="store_true",
             help="Ask each question while the cache is warm: the window a turn a minute "
@@ -75,6 +82,7 @@ class Command(BaseCommand):
             recent=options["recent"],
             dense=not options["no_dense"],
             instructions=not options["no_instructions"],
+            reply_excerpt_tokens=options["reply_excerpt_tokens"],
             warm=options["warm"],
             turn_retrieval_percent=options["turn_retrieval_percent"],
         )

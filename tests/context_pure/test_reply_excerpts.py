@@ -1,0 +1,110 @@
+"""A reply recalled only for its exchange (found through the message it answers) goes as its
+head, so the retrieval room holds more of the conversation; people's own words, and a reply
+found by its own words, go whole. A window's later turns show the excerpt exactly as its
+first turn did."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from chatplatform.core.context import (
+    AssemblyInputs,
+    MessageItem,
+    PackingPolicy,
+    RetrievedItem,
+    assemble,
+)
+from chatplatform.core.context.truncate import MARKER
+
+from .helpers import COUNTER, check_invariants
+
+POLICY = PackingPolicy(
+    strategy="hybrid",
+    context_window=20_000,
+    max_context_tokens=20_000,
+    reserved_response_tokens=1_000,
+    system_budget=100,
+    facts_budget=0,
+    summaries_budget=0,
+    retrieval_budget=6_000,
+    min_recent_messages=2,
+    recent_message_cap=4,
+    retrieval_max_items=50,
+    retrieval_neighbors=0,
+    reply_excerpt_tokens=40,
+)
+
+
+def turn(seq: int, words: int) -> MessageItem:
+    role: Any = "user" if seq % 2 else "assistant"
+    return MessageItem(seq, seq, role, " ".join(f"w{seq}x{i}" for i in range(words)))
+
+
+CHAT = [turn(i, 300 if i % 2 == 0 else 30) for i in range(1, 41)]
+NEW = MessageItem(41, 41, "user", "the new question")
+
+
+def assembled(retrieved: list[RetrievedItem], policy: PackingPolicy = POLICY, **kw: Any) -> Any:
+    inputs = AssemblyInputs(new_message=NEW, recent=list(reversed(CHAT)), retrieved=retrieved, **kw)
+    result = assemble(policy, inputs, COUNTER)
+    check_invariants(policy, inputs, result)
+    return result
+
+
+def test_a_reply_recalled_for_its_exchange_goes_as_its_head() -> None:
+    question, reply = CHAT[4], CHAT[5]  # seq 5 (the user's), seq 6 (its reply)
+    result = assembled([RetrievedItem(question, 2.0), RetrievedItem(reply, 2.0, excerpt=True)])
+    assert result.recalled_ids == (5, 6)
+    assert " ".join(question.content.split()) in " ".join(result.system.split())
+    assert "w6x0" in result.system and "w6x299" not in result.system
+    assert MARKER.split("{n}")[0] in result.system
+    cut = next(t for t in result.truncated if t.id == 6)
+    assert cut.kind == "excerpt" and cut.kept_tokens <= 40 < cut.original_tokens
+    assert result.recalled_excerpt_ids == (6,)
+
+
+def test_a_reply_found_by_its_own_words_and_a_users_message_go_whole() -> None:
+    long_user = MessageItem(7, 7, "user", " ".join(f"u7x{i}" for i in range(300)))
+    result = assembled([RetrievedItem(CHAT[5], 2.0), RetrievedItem(long_user, 1.5, excerpt=True)])
+    assert "w6x299" in result.system and "u7x299" in result.system
+    assert not result.truncated and result.recalled_excerpt_ids == ()
+
+
+def test_excerpts_off_sends_replies_whole() -> None:
+    whole = replace(POLICY, reply_excerpt_tokens=0)
+    result = assembled([RetrievedItem(CHAT[5], 2.0, excerpt=True)], whole)
+    assert "w6x299" in result.system and result.recalled_excerpt_ids == ()
+
+
+def test_the_room_an_excerpt_frees_holds_more_finds() -> None:
+    finds = [
+        RetrievedItem(m, 10.0 - i / 100, excerpt=m.role == "assistant")
+        for i, m in enumerate(CHAT[:30])
+    ]
+    cut = assembled(finds, replace(POLICY, retrieval_budget=2_000))
+    whole = assembled(finds, replace(POLICY, retrieval_budget=2_000, reply_excerpt_tokens=0))
+
+    def users(result: Any) -> list[Any]:
+        return [i for i in result.recalled_ids if i % 2]
+
+    assert len(users(cut)) > 2 * len(users(whole))
+
+
+def test_a_kept_window_shows_its_excerpts_as_its_first_turn_did() -> None:
+    question, reply = CHAT[4], CHAT[5]
+    started = assembled([RetrievedItem(question, 2.0), RetrievedItem(reply, 2.0, excerpt=True)])
+    later = MessageItem(43, 43, "user", "a later question")
+    messages = [*CHAT, NEW, MessageItem(42, 42, "assistant", "an answer")]
+    by_id = {m.id: m for m in messages}
+    inputs = AssemblyInputs(
+        new_message=later,
+        recent=list(reversed(messages)),
+        window_start_seq=started.window_start_seq,
+        recalled=[by_id[i] for i in started.recalled_ids],
+        recalled_excerpts=frozenset(started.recalled_excerpt_ids),
+    )
+    kept = assemble(POLICY, inputs, COUNTER)
+    check_invariants(POLICY, inputs, kept)
+    assert kept.window_kept and kept.system == started.system
+    assert kept.recalled_excerpt_ids == (6,)
