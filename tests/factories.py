@@ -149,6 +149,7 @@ def policy_form_data(tenant: Tenant | None, **changes: Any) -> dict[str, Any]:
         "max_fact_chars": 500,
         "retrieval_max_items": 8,
         "retrieval_neighbors": 1,
+        "reply_excerpt_tokens": 100,
         "turn_retrieval_percent": 10,
         "history_trim_percent": 60,
         "cache_ttl": "5m",
