@@ -16,7 +16,7 @@ from django.db.models import Count, Max, Sum
 
 from chatplatform.core.context.types import SummaryItem
 from chatplatform.db import column_datetime, execute_prepared
-from chatplatform.models.conversations import Conversation
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
 from summaries.models import Summary, SummaryKind
 
@@ -133,6 +133,30 @@ def rolling_coverage(conversation: Conversation) -> RollingCoverage:
     return RollingCoverage(
         covered_upto=agg["upto"] or 0, current=agg["n"] or 0, source_tokens=agg["src"] or 0
     )
+
+
+def message_stamps(
+    conversation: Conversation, *, first_seq: int, limit: int
+) -> list[tuple[int, datetime]]:
+    """``(seq, created_at)`` of at most ``limit`` messages from ``first_seq`` on, oldest
+    first (one indexed range query): where the sessions after the summarised part break."""
+    with tenant_scope(conversation.tenant_id):
+        return list(
+            Message.objects.filter(conversation_id=conversation.pk, seq__gte=first_seq)
+            .order_by("seq")
+            .values_list("seq", "created_at")[: max(0, limit)]
+        )
+
+
+def last_message_at(conversation: Conversation) -> datetime | None:
+    """When the conversation's newest message was written (one lookup by its seq)."""
+    with tenant_scope(conversation.tenant_id):
+        return (
+            Message.objects.filter(conversation_id=conversation.pk, seq__lte=conversation.last_seq)
+            .order_by("-seq")
+            .values_list("created_at", flat=True)
+            .first()
+        )
 
 
 def latest_summary_seq(conversation: Conversation) -> int:
