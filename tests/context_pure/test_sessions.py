@@ -86,7 +86,9 @@ def test_a_chunk_never_spans_a_long_pause_nor_passes_its_limits(minutes, size, r
     if end is None:
         # Nothing complete: no pause inside what may be summarised, and less than a chunk.
         allowed = min(size, last_allowed)
-        pauses = [i for i in range(1, min(allowed, len(rows) - 1) + 1) if times[i] - times[i - 1] > GAP]
+        pauses = [
+            i for i in range(1, min(allowed, len(rows) - 1) + 1) if times[i] - times[i - 1] > GAP
+        ]
         assert not pauses and (allowed < size or last_allowed <= 0) and not (quiet and allowed > 0)
         return
     assert 1 <= end <= min(size, last_allowed)

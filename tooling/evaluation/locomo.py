@@ -242,6 +242,12 @@ EVAL_SYSTEM_PROMPT = (
 INSTRUCTIONS_SHARE = 16
 #: With rolling summaries in hybrid, they take 1/this of the budget from retrieval's share.
 SUMMARIES_SHARE = 8
+#: The evaluation policy's summaries: at most this many in a prompt, this long at most, and
+#: these tokens kept for each one's frame when they must be shorter to fit their share.
+EVAL_SUMMARIES_SHOWN = 3
+EVAL_SUMMARY_TOKENS = 512
+SUMMARY_FRAME_SLACK = 32
+MIN_SUMMARY_TOKENS = 64
 
 
 def eval_policy_fields(
@@ -267,7 +273,9 @@ def eval_policy_fields(
     sixteenth of the budget (:data:`INSTRUCTIONS_SHARE`), taken from retrieval's share in
     hybrid. With ``summaries`` (the run builds rolling summaries), hybrid gives them an eighth
     of the budget (:data:`SUMMARIES_SHARE`), taken from retrieval's share, and only the
-    messages kept for sure stay unsummarised (``raw_history_limit``).
+    messages kept for sure stay unsummarised (``raw_history_limit``); each summary is at most
+    the policy's default length, shorter when the most the prompt shows would not fit the share
+    whole (:data:`SUMMARY_FRAME_SLACK` tokens each for its frame).
     """
     needs = strategy_for(strategy).needs
     retrieves = needs.retrieval
@@ -294,15 +302,23 @@ def eval_policy_fields(
         "min_recent_messages": recent_kept,
         "recent_message_cap": 500,
         "raw_history_limit": max(1, recent_kept) if summaries else 500,
-        "max_summaries_in_context": 3,
+        "max_summaries_in_context": EVAL_SUMMARIES_SHOWN,
         "retrieval_max_items": retrieval_max_items if retrieves else 0,
         "retrieval_neighbors": 0,
+        **({"summary_max_tokens": summary_tokens(summaries_budget)} if summaries else {}),
     }
+
+
+def summary_tokens(share: int) -> int:
+    """The longest summary when ``share`` tokens hold the summaries a prompt shows."""
+    fitting = share // EVAL_SUMMARIES_SHOWN - SUMMARY_FRAME_SLACK
+    return max(MIN_SUMMARY_TOKENS, min(EVAL_SUMMARY_TOKENS, fitting))
 
 
 def eval_packing_policy(strategy: str, budget: int, **kwargs: Any) -> PackingPolicy:
     """:func:`eval_policy_fields` as the pure core's policy (exact counter, no margin)."""
     fields = eval_policy_fields(strategy, budget, **kwargs)
+    fields.pop("summary_max_tokens", None)  # the summarizer's, not the packing's
     return PackingPolicy(
         context_window=max(200_000, fields["max_context_tokens"]), max_facts=0, **fields
     )

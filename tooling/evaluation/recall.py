@@ -485,6 +485,4 @@ def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: i
         last = max(last, when)
     with tenant_scope(tenant):
         conversation = Conversation.objects.select_related("policy").get(pk=conversation.pk)
-    return _Loaded(
-        sample, conversation, policy, text_of, seq_of, last + timedelta(days=1), first
-    )
+    return _Loaded(sample, conversation, policy, text_of, seq_of, last + timedelta(days=1), first)
