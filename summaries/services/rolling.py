@@ -133,10 +133,9 @@ def rolling_state(
     session_end = forced_end = None
     if pending > 0:
         stamps = message_stamps(conversation, first_seq=coverage.covered_upto + 1, limit=size + 1)
-        bounds = {"last_allowed": conversation.last_seq - raw, "size": size}
-        gap = session_gap(policy)
-        forced_end = chunk_end(stamps, gap=gap, quiet=True, **bounds)
-        session_end = chunk_end(stamps, gap=gap, **bounds)
+        last_allowed, gap = conversation.last_seq - raw, session_gap(policy)
+        forced_end = chunk_end(stamps, last_allowed=last_allowed, size=size, gap=gap, quiet=True)
+        session_end = chunk_end(stamps, last_allowed=last_allowed, size=size, gap=gap)
         if session_end is None and forced_end is not None:
             newest = last_message_at(conversation)
             quiet = newest is not None and (now or timezone.now()) - newest > gap

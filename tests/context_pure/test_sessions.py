@@ -3,6 +3,7 @@ over, else after the interval, and never past the raw history (pure, no database
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta
 
 from hypothesis import given
@@ -93,7 +94,7 @@ def test_a_chunk_never_spans_a_long_pause_nor_passes_its_limits(minutes, size, r
         return
     assert 1 <= end <= min(size, last_allowed)
     inside = times[:end]
-    assert all(b - a <= GAP for a, b in zip(inside, inside[1:], strict=False))
+    assert all(b - a <= GAP for a, b in itertools.pairwise(inside))
     # It stops short of the interval only at a pause that is over, or when quiet at the end.
     if end < size:
         assert (end < len(times) and times[end] - times[end - 1] > GAP) or (

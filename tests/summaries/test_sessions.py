@@ -4,6 +4,7 @@ cover the conversation without a gap, and the work stays bounded."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -57,6 +58,7 @@ def test_chunks_end_at_the_pauses_and_split_long_sessions_by_the_interval(
     # its rest ends at its last message. Today's session is not over: 30-31 wait.
     assert level_zero(conversation) == [(1, 4), (5, 14), (15, 24), (25, 29)]
     for summary in summaries_of(conversation, level=0):
+        assert summary.period_start is not None and summary.period_end is not None
         assert summary.period_end - summary.period_start < timedelta(hours=3)
     assert rolling_state(fresh(conversation), policy, now=now).covered_upto == 29
 
@@ -119,7 +121,7 @@ def test_merging_every_chunk_keeps_the_span_covered_up_to_the_raw_history(
     assert max(s.level for s in current) >= 2  # summaries of summaries of summaries
     ranges = [(s.first_seq, s.last_seq) for s in current]
     assert ranges[0][0] == 1
-    assert all(b[0] == a[1] + 1 for a, b in zip(ranges, ranges[1:], strict=False))
+    assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(ranges))
     assert ranges[-1][1] == sum(sizes) - policy.raw_history_limit
     # Each merged summary lists its sources, which cover exactly its own range.
     for info in summaries_for(conversation, include_history=True):

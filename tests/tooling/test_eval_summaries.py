@@ -65,9 +65,16 @@ def write(tmp_path) -> str:
 
 
 def test_summaries_cover_the_whole_span_within_the_budget(tmp_path):
-    options = {"strategy": "hybrid", "budget": 2400, "dense": False, "instructions": False}
-    plain = run_eval(write(tmp_path), EvalOptions(**options))
-    summarised = run_eval(write(tmp_path), EvalOptions(**options, summaries=True))
+    plain = run_eval(
+        write(tmp_path),
+        EvalOptions(strategy="hybrid", budget=2400, dense=False, instructions=False),
+    )
+    summarised = run_eval(
+        write(tmp_path),
+        EvalOptions(
+            strategy="hybrid", budget=2400, dense=False, instructions=False, summaries=True
+        ),
+    )
 
     without = plain["abilities"]["summarization"]
     assert without["all_evidence_percent"] == 0.0  # 200 messages do not fit 2,400 tokens

@@ -46,8 +46,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import Retriever, TurnContext, assemble_context
 from chats.retrieval import embeddings
 from chats.retrieval.dense import DenseRetrieval, dense_enabled, dense_status, embed_conversation
-from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
-from chats.retrieval.retriever import SUMMARY_ID_PREFIX
+from chats.retrieval.retriever import SUMMARY_ID_PREFIX, RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
 from memory.services import instructions_capture
 from summaries.models import Summary

@@ -10,6 +10,7 @@ interval. Merges of summaries take whole sessions where they can
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -38,7 +39,7 @@ def chunk_end(
     allowed = [s for s in stamps[:size] if s[0] <= last_allowed]
     if not allowed:
         return None
-    for (seq, at), (_, following) in zip(stamps, stamps[1:], strict=False):
+    for (seq, at), (_, following) in itertools.pairwise(stamps):
         if seq > allowed[-1][0]:
             break
         if following - at > gap:
