@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
+from summaries.scheduling import schedule_summary_if_needed
 from summaries.selectors import summaries_for
 from summaries.services import rolling_state, summary_refresh
 from tests.factories import make_conversation
@@ -84,6 +85,20 @@ def test_a_completed_short_session_is_due_and_a_running_one_is_not(
     running = rolling_state(fresh(other), policy, now=now)
     assert running.pending == 5 and not running.due
     assert summary_refresh(tenant_a.pk, other.pk, now=now).status == "not_due"
+
+
+def test_a_turn_after_a_pause_schedules_the_summary_of_the_session_before_it(
+    tenant_a, conversation, member_a, policy, django_capture_on_commit_callbacks, eager_celery
+):
+    now = timezone.now()
+    sessions(conversation, member_a, [5], start=now - DAY)
+    add_messages(conversation, 3, user=member_a)  # today: the newest six stay raw
+    assert rolling_state(fresh(conversation), policy).session_end is None  # 3-5 are raw
+    add_messages(conversation, 3, user=member_a)  # yesterday's session is summarisable now
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        assert schedule_summary_if_needed(conversation) is True
+    callbacks[0]()
+    assert level_zero(conversation) == [(1, 5)]  # five, not the interval's ten
 
 
 def test_merges_take_whole_sessions_and_the_current_summaries_leave_no_gap(
