@@ -240,8 +240,10 @@ EVAL_SYSTEM_PROMPT = (
 
 #: The evaluation policy gives the standing instructions at most 1/this of the budget.
 INSTRUCTIONS_SHARE = 16
-#: With rolling summaries in hybrid, they take 1/this of the budget from retrieval's share.
-SUMMARIES_SHARE = 8
+#: With rolling summaries in hybrid, they take 1/this of the budget from retrieval's share
+#: (measured on BEAM dev at 32,000: an eighth cost 1.4 points of core recall, a sixteenth 0.5,
+#: and three summaries of 512 tokens fit it; docs/cost.md).
+SUMMARIES_SHARE = 16
 #: The evaluation policy's summaries: at most this many in a prompt, this long at most, and
 #: these tokens kept for each one's frame when they must be shorter to fit their share.
 EVAL_SUMMARIES_SHOWN = 3
@@ -271,7 +273,7 @@ def eval_policy_fields(
     everything (rolling summary would also hold summaries, none exist in scratch data). With
     ``instructions``, the user's standing instructions and preferences take at most a
     sixteenth of the budget (:data:`INSTRUCTIONS_SHARE`), taken from retrieval's share in
-    hybrid. With ``summaries`` (the run builds rolling summaries), hybrid gives them an eighth
+    hybrid. With ``summaries`` (the run builds rolling summaries), hybrid gives them a sixteenth
     of the budget (:data:`SUMMARIES_SHARE`), taken from retrieval's share, and only the
     messages kept for sure stay unsummarised (``raw_history_limit``); each summary is at most
     the policy's default length, shorter when the most the prompt shows would not fit the share

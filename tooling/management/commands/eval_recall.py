@@ -58,8 +58,8 @@ class Command(BaseCommand):
             "--summaries",
             action="store_true",
             help="Write each conversation's rolling summaries first (the background job's "
-            "service, offline summarizer) and give them a share of the budget (hybrid: an "
-            "eighth, from retrieval's). BEAM results always report span_covered_percent.",
+            "service, offline summarizer) and give them a share of the budget (hybrid: a "
+            "sixteenth, from retrieval's). BEAM results always report span_covered_percent.",
         )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
         parser.add_argument("--dump", help="Write one JSON line per question with its prompt.")
