@@ -10,10 +10,12 @@ interval (:func:`chatplatform.core.context.sessions.chunk_end`, on the dates of 
 ``summary_interval + 1`` messages after the covered range). Each run builds at most
 ``CHUNKS_PER_RUN`` chunks, each fetched by seq range (never the whole conversation), and asks
 for another run when more is pending. When the current rolling summaries outnumber
-``max_summaries_in_context``, the oldest are merged into one of a higher ``level`` (taking
-whole sessions where the summaries after them allow); they point to it through
-``merged_into``, so the current ones always cover the messages from the first one on, without
-a gap, up to the raw history.
+``max_summaries_in_context``, consecutive ones are merged into one of a higher ``level``;
+they point to it through ``merged_into``, so the current ones always cover the messages from
+the first one on, without a gap, up to the raw history. Merges follow the sessions too: a
+session its chunks complete becomes one summary of the session, and the summaries of older
+sessions merge into one by whole sessions (summaries of summaries), while the chunks of the
+session going on merge among themselves.
 
 The summarizer runs outside any transaction; the insert re-checks, under a short row lock
 on the conversation, that nobody covered the range meanwhile (and the unique constraint on
@@ -31,7 +33,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chatplatform.core.context.sessions import chunk_end, ends_session
+from chatplatform.core.context.sessions import chunk_end, merge_run, session_groups
 from chatplatform.core.context.strategies import strategy_for
 from chatplatform.locks import cooldown, exclusive, in_cooldown
 from chatplatform.models import ContextPolicy
@@ -295,14 +297,35 @@ def merge_rolling(
     keep: int,
     result: Result,
 ) -> Summary | None:
-    """When more than ``keep`` rolling summaries are current, merge the oldest into one of a
-    higher level (leaving at most ``keep``). The merge takes whole sessions where it can: when
-    the last one it must take continues a session in the next, it takes the summaries up to
-    the first that ends one, as long as the newest stays (:func:`merge_count`). The replaced
-    ones get ``merged_into``."""
+    """Merge the current rolling summaries into ones of a higher level, returning the last
+    merge (``None``: none). First, each session their summaries complete in two or more of
+    them (a pause after the last) becomes one summary of the session
+    (:func:`~chatplatform.core.context.sessions.session_groups`). Then, when more than
+    ``keep`` are current, consecutive ones are merged into one so that at most ``keep`` stay,
+    splitting no session where it can (:func:`~chatplatform.core.context.sessions.merge_run`):
+    the oldest up to the end of a session, else the older chunks of the session going on.
+    The replaced ones get ``merged_into``."""
     keep = max(1, keep)
+    gap = session_gap(policy)
+    current = current_rolling(conversation, keep)
+    merged: Summary | None = None
+    groups = session_groups([(s.period_start, s.period_end) for s in current], gap)
+    for start, stop in groups:
+        merged = merge_summaries(conversation, policy, engine, current[start:stop], result)
+        if merged is None:
+            return None
+    if groups:
+        current = current_rolling(conversation, keep)
+    if len(current) <= keep:
+        return merged
+    start, stop = merge_run([(s.period_start, s.period_end) for s in current], keep, gap)
+    return merge_summaries(conversation, policy, engine, current[start:stop], result)
+
+
+def current_rolling(conversation: Conversation, keep: int) -> list[Summary]:
+    """The oldest current rolling summaries (at most ``keep`` + :data:`MAX_MERGE_INPUTS`)."""
     with tenant_scope(conversation.tenant_id):
-        current = list(
+        return list(
             Summary.objects.filter(
                 conversation_id=conversation.pk,
                 kind=SummaryKind.ROLLING,
@@ -310,9 +333,16 @@ def merge_rolling(
                 superseded_at__isnull=True,
             ).order_by("first_seq")[: keep + MAX_MERGE_INPUTS]
         )
-    if len(current) <= keep:
-        return None
-    victims = current[: merge_count(current, keep, session_gap(policy))]
+
+
+def merge_summaries(
+    conversation: Conversation,
+    policy: ContextPolicy,
+    engine: Summarizer,
+    victims: list[Summary],
+    result: Result,
+) -> Summary | None:
+    """One summary of a higher level in place of ``victims`` (consecutive current ones)."""
     try:
         draft = engine.merge_summaries(
             [
@@ -353,14 +383,3 @@ def merge_rolling(
             Summary.objects.filter(pk__in=ids).update(merged_into=merged)
     result.merged.append(merged.pk)
     return merged
-
-
-def merge_count(current: list[Summary], keep: int, gap: timedelta) -> int:
-    """How many of the oldest ``current`` summaries (by seq) a merge takes: enough to leave
-    ``keep``, and more when that splits a session, up to the first that ends one (never the
-    newest; when none does, only enough)."""
-    least = len(current) - keep + 1
-    for count in range(least, len(current)):
-        if ends_session(current[count - 1].period_end, current[count].period_start, gap):
-            return count
-    return least

@@ -56,8 +56,8 @@ def test_another_tenants_summaries_are_404(client_a, conversation_b, member_b, m
 
 
 def merged_summaries(conversation, member):
-    """Rolling summaries of four sessions a day apart (the service, not fixtures): three
-    level-0 chunks merged into one whole-session summary, and one current chunk."""
+    """Rolling summaries of four sessions a day apart (the service, not fixtures): the second
+    session's two chunks merged into one summary of the session, between two current chunks."""
     from datetime import timedelta
 
     from django.utils import timezone
@@ -80,19 +80,19 @@ def test_a_merged_summary_lists_its_sources_with_their_messages_and_dates(
     url = f"{API}/conversations/{conversation_a.pk}/summaries/"
     current = client_a.get(url).json()["results"]
     assert [(s["first_seq"], s["last_seq"], s["level"]) for s in current] == [
-        (1, 23, 1),
+        (1, 3, 0),
+        (4, 23, 1),
         (24, 26, 0),
     ]
-    top = current[0]
+    top = current[1]
     assert top["period_start"] and top["period_end"] > top["period_start"]
     assert [(s["first_seq"], s["last_seq"], s["level"]) for s in top["sources"]] == [
-        (1, 3, 0),
         (4, 13, 0),
         (14, 23, 0),
     ]
     assert all(s["period_start"] and s["period_end"] for s in top["sources"])
     assert sorted(s["id"] for s in top["sources"]) == top["replaced_ids"]
-    assert current[1]["sources"] == [] and current[1]["replaced_ids"] == []
+    assert current[2]["sources"] == [] and current[2]["replaced_ids"] == []
     everything = client_a.get(f"{url}?history=true").json()["results"]
     replaced = [s for s in everything if s["merged_into_id"] == top["id"]]
     assert sorted(s["id"] for s in replaced) == top["replaced_ids"]

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chatplatform.core.context.sessions import chunk_end, ends_session
+from chatplatform.core.context.sessions import chunk_end, ends_session, merge_run, session_groups
 
 GAP = timedelta(hours=3)
 START = datetime(2025, 3, 1, 9, 0)
@@ -100,3 +100,49 @@ def test_a_chunk_never_spans_a_long_pause_nor_passes_its_limits(minutes, size, r
         assert (end < len(times) and times[end] - times[end - 1] > GAP) or (
             quiet and end == last_allowed
         )
+
+
+DAY = timedelta(days=1)
+
+
+def spans(*days: float) -> list[tuple[datetime, datetime]]:
+    """Summaries each of messages written on one day (``days`` after the start)."""
+    return [(START + d * DAY, START + d * DAY + timedelta(minutes=30)) for d in days]
+
+
+def test_session_groups_are_the_completed_sessions_of_several_summaries():
+    # Sessions: day 0 (one summary), day 1 (three), day 2 (one), day 3 (two, still going).
+    run = spans(0, 1, 1.01, 1.02, 2, 3, 3.01)
+    assert session_groups(run, GAP) == [(1, 4)]
+    assert session_groups(run[:4], GAP) == []  # nothing after the second session yet
+    assert session_groups(spans(0, 0.01, 1), GAP) == [(0, 2)]
+    assert session_groups([], GAP) == []
+
+
+def test_a_merge_takes_whole_sessions_else_stays_within_one():
+    # Oldest up to a session end that leaves at most three.
+    assert merge_run(spans(0, 1, 1.01, 2, 3), 3, GAP) == (0, 3)
+    # Whole sessions would leave only the newest: the going session's older chunks instead.
+    assert merge_run(spans(0, 1, 1.01, 1.02), 3, GAP) == (1, 3)
+    # No session boundary to respect and nothing within one session short of the newest.
+    assert merge_run(spans(0, 1, 2, 3), 3, GAP) == (0, 2)
+    assert merge_run(spans(0, 0.01, 0.02), 1, GAP) == (0, 3)  # everything into one
+
+
+@given(
+    days=st.lists(st.sampled_from([0.0, 0.01, 1.0]), min_size=2, max_size=12),
+    keep=st.integers(1, 5),
+)
+def test_a_merge_leaves_at_most_keep_and_splits_a_session_only_when_it_must(days, keep):
+    offsets = [sum(days[: i + 1]) for i in range(len(days))]
+    run = spans(*offsets)
+    if len(run) <= keep:
+        return
+    start, stop = merge_run(run, keep, GAP)
+    assert 0 <= start < stop <= len(run) and stop - start >= 2
+    assert len(run) - (stop - start) + 1 <= keep
+    ends = [ends_session(a[1], b[0], GAP) for a, b in itertools.pairwise(run)]
+    whole = start == 0 and ends[stop - 1] if stop < len(run) else False
+    within = not any(ends[start : stop - 1]) and stop < len(run)
+    if not (whole or within):
+        assert (start, stop) == (0, len(run) - keep + 1)  # the fallback, when nothing fits

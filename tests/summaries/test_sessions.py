@@ -101,7 +101,7 @@ def test_a_turn_after_a_pause_schedules_the_summary_of_the_session_before_it(
     assert level_zero(conversation) == [(1, 5)]  # five, not the interval's ten
 
 
-def test_merges_take_whole_sessions_and_the_current_summaries_leave_no_gap(
+def test_a_session_becomes_one_summary_and_merges_take_whole_sessions(
     tenant_a, conversation, member_a, policy
 ):
     now = timezone.now()
@@ -110,16 +110,48 @@ def test_merges_take_whole_sessions_and_the_current_summaries_leave_no_gap(
     summary_refresh(tenant_a.pk, conversation.pk, now=now)
     assert level_zero(conversation) == [(1, 3), (4, 13), (14, 23), (24, 26)]
     current = current_rolling(conversation)
-    # Leaving three would split the second session (1-13 merged, 14-23 not): the merge
-    # takes it whole instead.
-    assert [(s.first_seq, s.last_seq, s.level) for s in current] == [(1, 23, 1), (24, 26, 0)]
-    merged = current[0]
-    assert [(s.first_seq, s.last_seq) for s in summaries_of(conversation, merged_into=merged)] == [
-        (1, 3),
+    # Once the pause after it shows the second session complete, its chunks become one
+    # summary of the session.
+    assert [(s.first_seq, s.last_seq, s.level) for s in current] == [
+        (1, 3, 0),
+        (4, 23, 1),
+        (24, 26, 0),
+    ]
+    session = current[1]
+    assert [(s.first_seq, s.last_seq) for s in summaries_of(conversation, merged_into=session)] == [
         (4, 13),
         (14, 23),
     ]
-    assert merged.period_start == summaries_of(conversation, level=0)[0].period_start
+    assert session.period_start == summaries_of(conversation, level=0)[1].period_start
+    assert session.period_end == summaries_of(conversation, level=0)[2].period_end
+
+
+def test_summaries_of_summaries_take_whole_sessions(tenant_a, conversation, member_a, policy):
+    now = timezone.now()
+    # Sessions 1-3, 4-23, 24-26, 27-38 and today's 39-45 (still going).
+    sessions(conversation, member_a, [3, 20, 3, 12, 7], start=now - 4 * DAY)
+    while summary_refresh(tenant_a.pk, conversation.pk, now=now).more:
+        pass
+    current = current_rolling(conversation)
+    assert [(s.first_seq, s.last_seq, s.level) for s in current] == [
+        (1, 26, 3),
+        (27, 36, 0),
+        (37, 38, 0),
+    ]
+
+    def sources(summary):
+        return [
+            (s.first_seq, s.last_seq, s.level)
+            for s in summaries_of(conversation, merged_into=summary)
+        ]
+
+    top = current[0]
+    # Each merge took whole sessions: 1-23 (the first two), then the third.
+    assert sources(top) == [(1, 23, 2), (24, 26, 0)]
+    (first_two,) = summaries_of(conversation, first_seq=1, last_seq=23)
+    assert sources(first_two) == [(1, 3, 0), (4, 23, 1)]
+    (second,) = summaries_of(conversation, first_seq=4, last_seq=23)
+    assert sources(second) == [(4, 13, 0), (14, 23, 0)]
 
 
 def test_merging_every_chunk_keeps_the_span_covered_up_to_the_raw_history(

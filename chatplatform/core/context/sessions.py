@@ -4,8 +4,9 @@ A rolling summary covers part of one session at most: its chunk of messages ends
 message before a pause longer than the gap, even when that leaves it shorter than the
 policy's interval, once the pause is over (a later message came, or the conversation has
 been quiet for longer than the gap); a session longer than the interval still splits by the
-interval. Merges of summaries take whole sessions where they can
-(:func:`ends_session`). Pure: the caller fetches the few rows these look at.
+interval. A session its chunks complete becomes one summary (:func:`session_groups`), and
+merges of summaries take whole sessions where they can, else stay within one
+(:func:`merge_run`). Pure: the caller fetches the few rows these look at.
 """
 
 from __future__ import annotations
@@ -55,3 +56,45 @@ def ends_session(period_end: datetime | None, next_start: datetime | None, gap: 
     if period_end is None or next_start is None:
         return False
     return next_start - period_end > gap
+
+
+Span = tuple[datetime | None, datetime | None]
+"""A summary's ``(period_start, period_end)``: when its first and last messages were written."""
+
+
+def _boundaries(spans: Sequence[Span], gap: timedelta) -> list[bool]:
+    """``[i]``: whether a session ends between summary ``i`` and ``i + 1``."""
+    return [ends_session(a[1], b[0], gap) for a, b in itertools.pairwise(spans)]
+
+
+def session_groups(spans: Sequence[Span], gap: timedelta) -> list[tuple[int, int]]:
+    """The sessions a run of consecutive summaries (oldest first) completes in two or more
+    of them, to be merged into one summary each: index ranges ``[start, stop)`` between two
+    session ends (the first may start at the first summary), the end confirmed by the next
+    summary starting more than ``gap`` later. The newest session is never complete here:
+    nothing follows it yet."""
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for i, ends in enumerate(_boundaries(spans, gap)):
+        if ends:
+            if i + 1 - start >= 2:
+                groups.append((start, i + 1))
+            start = i + 1
+    return groups
+
+
+def merge_run(spans: Sequence[Span], keep: int, gap: timedelta) -> tuple[int, int]:
+    """Which consecutive summaries (index range ``[start, stop)``) to merge so that at most
+    ``keep`` of ``spans`` (more than ``keep``, oldest first) remain, splitting no session where
+    that can be done: the oldest ones up to the first session end that leaves at most
+    ``keep``; else the oldest run of just enough within one session (the newest left out);
+    else just enough of the oldest."""
+    least = len(spans) - keep + 1
+    ends = _boundaries(spans, gap)
+    for stop in range(least, len(spans)):
+        if ends[stop - 1]:
+            return 0, stop
+    for start in range(len(spans) - least):
+        if not any(ends[start : start + least - 1]):
+            return start, start + least
+    return 0, least
