@@ -12,6 +12,8 @@ from django.utils import timezone
 
 from chatplatform.models.conversations import Conversation
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.assembly import assemble_turn
+from chats.services import message_create
 from summaries.scheduling import schedule_summary_if_needed
 from summaries.selectors import summaries_for
 from summaries.services import rolling_state, summary_refresh
@@ -170,6 +172,15 @@ def test_merging_every_chunk_keeps_the_span_covered_up_to_the_raw_history(
     assert ranges[0][0] == 1
     assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(ranges))
     assert ranges[-1][1] == sum(sizes) - policy.raw_history_limit
+    # The prompt shows them all: from message 1 to the raw history, without a gap.
+    question, _ = message_create(
+        conversation=conversation, role="user", content="Sum up everything?", author=member_a
+    )
+    turn = assemble_turn(conversation, question, policy=policy)
+    shown = sorted(
+        (s.first_seq, s.last_seq) for s in turn.summaries if s.id in turn.prompt.summary_ids
+    )
+    assert shown == ranges
     # Each merged summary lists its sources, which cover exactly its own range.
     for info in summaries_for(conversation, include_history=True):
         if info.level:
