@@ -241,7 +241,7 @@ EVAL_SYSTEM_PROMPT = (
 #: The evaluation policy gives the standing instructions at most 1/this of the budget.
 INSTRUCTIONS_SHARE = 16
 #: With rolling summaries in hybrid, they take 1/this of the budget from retrieval's share
-#: (measured on BEAM dev at 32,000: an eighth cost 1.4 points of core recall, a sixteenth 0.5,
+#: (measured on BEAM dev at 32,000: an eighth cost 1.43 points of core recall, a sixteenth 0.95,
 #: and three summaries of 512 tokens fit it; docs/cost.md).
 SUMMARIES_SHARE = 16
 #: The evaluation policy's summaries: at most this many in a prompt, this long at most, and
