@@ -104,6 +104,7 @@ POLICY_FIELDSETS: Any = (
             "fields": (
                 "summary_interval",
                 "summary_trigger_percent",
+                "summary_session_gap_minutes",
                 "max_summaries_in_context",
                 "summary_max_tokens",
             )

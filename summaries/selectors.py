@@ -16,7 +16,7 @@ from django.db.models import Count, Max, Sum
 
 from chatplatform.core.context.types import SummaryItem
 from chatplatform.db import column_datetime, execute_prepared
-from chatplatform.models.conversations import Conversation
+from chatplatform.models.conversations import Conversation, Message
 from chatplatform.tenancy.scoping import tenant_scope
 from summaries.models import Summary, SummaryKind
 
@@ -24,8 +24,21 @@ MAX_LISTED = 500
 
 
 @dataclass(frozen=True)
+class SummarySource:
+    """A summary a merged one replaced: which messages and dates it covers."""
+
+    id: int
+    level: int
+    first_seq: int
+    last_seq: int
+    period_start: datetime | None
+    period_end: datetime | None
+
+
+@dataclass(frozen=True)
 class SummaryInfo:
-    """A summary with its source range and what it saved."""
+    """A summary with its source range and what it saved; a merged one (``level`` > 0) also
+    with the summaries it replaced (``sources``, oldest first)."""
 
     id: int
     kind: str
@@ -48,6 +61,7 @@ class SummaryInfo:
     replaced_ids: tuple[int, ...]
     text: str
     content: dict[str, Any]
+    sources: tuple[SummarySource, ...] = ()
 
     @property
     def is_current(self) -> bool:
@@ -67,19 +81,31 @@ def summaries_for(
     conversation: Conversation, *, include_history: bool = False, limit: int = MAX_LISTED
 ) -> list[SummaryInfo]:
     """The conversation's summaries (current only, unless ``include_history``), by kind and
-    source range; each says which messages it covers and which summaries it replaced."""
+    source range; each says which messages (and dates) it covers and which summaries it
+    replaced (two queries)."""
     with tenant_scope(conversation.tenant_id):
         queryset = Summary.objects.filter(conversation_id=conversation.pk)
         if not include_history:
             queryset = queryset.filter(merged_into__isnull=True, superseded_at__isnull=True)
         rows = list(queryset.order_by("kind", "first_seq", "level", "-created_at")[:limit])
-        replaced: dict[int, list[int]] = {}
+        replaced: dict[int, list[SummarySource]] = {}
         ids = [s.pk for s in rows]
         if ids:
-            for child_id, parent_id in Summary.objects.filter(merged_into_id__in=ids).values_list(
-                "pk", "merged_into_id"
-            ):
-                replaced.setdefault(parent_id, []).append(child_id)
+            children = Summary.objects.filter(merged_into_id__in=ids).order_by("first_seq")
+            for child in children.values(
+                "pk", "merged_into_id", "level", "first_seq", "last_seq", "period_start",
+                "period_end",
+            ):  # fmt: skip
+                replaced.setdefault(child["merged_into_id"], []).append(
+                    SummarySource(
+                        id=child["pk"],
+                        level=child["level"],
+                        first_seq=child["first_seq"],
+                        last_seq=child["last_seq"],
+                        period_start=child["period_start"],
+                        period_end=child["period_end"],
+                    )
+                )
     return [
         SummaryInfo(
             id=s.pk,
@@ -100,9 +126,10 @@ def summaries_for(
             created_at=s.created_at,
             merged_into_id=s.merged_into_id,
             superseded_at=s.superseded_at,
-            replaced_ids=tuple(sorted(replaced.get(s.pk, []))),
+            replaced_ids=tuple(sorted(c.id for c in replaced.get(s.pk, []))),
             text=s.text,
             content=s.content if isinstance(s.content, dict) else {},
+            sources=tuple(replaced.get(s.pk, [])),
         )
         for s in rows
     ]
@@ -133,6 +160,30 @@ def rolling_coverage(conversation: Conversation) -> RollingCoverage:
     return RollingCoverage(
         covered_upto=agg["upto"] or 0, current=agg["n"] or 0, source_tokens=agg["src"] or 0
     )
+
+
+def message_stamps(
+    conversation: Conversation, *, first_seq: int, limit: int
+) -> list[tuple[int, datetime]]:
+    """``(seq, created_at)`` of at most ``limit`` messages from ``first_seq`` on, oldest
+    first (one indexed range query): where the sessions after the summarised part break."""
+    with tenant_scope(conversation.tenant_id):
+        return list(
+            Message.objects.filter(conversation_id=conversation.pk, seq__gte=first_seq)
+            .order_by("seq")
+            .values_list("seq", "created_at")[: max(0, limit)]
+        )
+
+
+def last_message_at(conversation: Conversation) -> datetime | None:
+    """When the conversation's newest message was written (one lookup by its seq)."""
+    with tenant_scope(conversation.tenant_id):
+        return (
+            Message.objects.filter(conversation_id=conversation.pk, seq__lte=conversation.last_seq)
+            .order_by("-seq")
+            .values_list("created_at", flat=True)
+            .first()
+        )
 
 
 def latest_summary_seq(conversation: Conversation) -> int:

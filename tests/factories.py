@@ -133,6 +133,7 @@ def policy_form_data(tenant: Tenant | None, **changes: Any) -> dict[str, Any]:
         "raw_history_limit": 20,
         "summary_interval": 20,
         "summary_trigger_percent": 80,
+        "summary_session_gap_minutes": 180,
         "max_summaries_in_context": 3,
         "summary_max_tokens": 512,
         "periodic_summaries_enabled": "on",

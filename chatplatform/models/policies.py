@@ -211,6 +211,15 @@ class ContextPolicy(models.Model):
         help_text="At most this many summaries of older messages go into a prompt; beyond "
         "that the oldest are merged into one.",
     )
+    summary_session_gap_minutes = _positive(
+        180,
+        minimum=1,
+        maximum=43200,
+        help_text="A pause longer than this many minutes ends a session of the "
+        "conversation: a summary never spans one, so each covers part of a single session, "
+        "and merged summaries take whole sessions where they can. Shorter splits summaries "
+        "at shorter breaks.",
+    )
     summary_max_tokens = _positive(
         512,
         minimum=64,

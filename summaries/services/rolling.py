@@ -2,11 +2,20 @@
 
 The newest ``raw_history_limit`` messages stay raw. When the unsummarised messages before
 them reach ``summary_interval`` (or the unsummarised history passes ``summary_trigger_percent``
-of the prompt budget), the next chunk of them becomes a summary. Each run builds at most
+of the prompt budget), the next chunk of them becomes a summary. Chunks follow the
+conversation's sessions (runs of messages with no pause longer than the policy's
+``summary_session_gap_minutes``): a chunk ends at the last message before such a pause once
+the pause is over, even when shorter than the interval, and a longer session splits by the
+interval (:func:`chatplatform.core.context.sessions.chunk_end`, on the dates of at most
+``summary_interval + 1`` messages after the covered range). Each run builds at most
 ``CHUNKS_PER_RUN`` chunks, each fetched by seq range (never the whole conversation), and asks
 for another run when more is pending. When the current rolling summaries outnumber
-``max_summaries_in_context``, the oldest are merged into one of a higher ``level``; they point
-to it through ``merged_into``.
+``max_summaries_in_context``, consecutive ones are merged into one of a higher ``level``;
+they point to it through ``merged_into``, so the current ones always cover the messages from
+the first one on, without a gap, up to the raw history. Merges follow the sessions too: a
+session its chunks complete becomes one summary of the session, and the summaries of older
+sessions merge into one by whole sessions (summaries of summaries), while the chunks of the
+session going on merge among themselves.
 
 The summarizer runs outside any transaction; the insert re-checks, under a short row lock
 on the conversation, that nobody covered the range meanwhile (and the unique constraint on
@@ -18,10 +27,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
+from chatplatform.core.context.sessions import chunk_end, merge_run, session_groups
 from chatplatform.core.context.strategies import strategy_for
 from chatplatform.locks import cooldown, exclusive, in_cooldown
 from chatplatform.models import ContextPolicy
@@ -29,7 +41,7 @@ from chatplatform.models.conversations import Conversation
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from summaries.models import Summary, SummaryKind
-from summaries.selectors import rolling_coverage
+from summaries.selectors import last_message_at, message_stamps, rolling_coverage
 from summaries.summarizer import (
     SourceSummary,
     StructuredSummary,
@@ -63,6 +75,12 @@ class RollingState:
     unsummarised_tokens: int
     trigger_tokens: int
     chunk_size: int
+    #: Where the next chunk ends by the sessions (a pause that is over, a full interval, or
+    #: a quiet conversation); ``None``: no chunk is complete yet.
+    session_end: int | None = None
+    #: Where the next chunk ends when one is wanted anyway (the token trigger, a
+    #: continuation): at the first pause, else after ``chunk_size`` messages.
+    forced_end: int | None = None
 
     @property
     def by_count(self) -> bool:
@@ -77,7 +95,12 @@ class RollingState:
 
     @property
     def due(self) -> bool:
-        return self.by_count or self.by_tokens
+        return self.session_end is not None or self.by_count or self.by_tokens
+
+    @property
+    def next_end(self) -> int | None:
+        """The last seq of the next chunk (``None``: nothing may be summarised)."""
+        return self.session_end if self.session_end is not None else self.forced_end
 
 
 def min_token_chunk(interval: int) -> int:
@@ -89,21 +112,45 @@ def prompt_budget(policy: ContextPolicy) -> int:
     return max(0, window - policy.reserved_response_tokens)
 
 
+def session_gap(policy: ContextPolicy) -> timedelta:
+    return timedelta(minutes=policy.summary_session_gap_minutes)
+
+
 def rolling_state(
-    conversation: Conversation, policy: ContextPolicy, *, raw_limit: int | None = None
+    conversation: Conversation,
+    policy: ContextPolicy,
+    *,
+    raw_limit: int | None = None,
+    chunk_size: int | None = None,
+    now: datetime | None = None,
 ) -> RollingState:
-    """Where the conversation stands (one aggregate query; ``conversation`` must be fresh)."""
+    """Where the conversation stands (``conversation`` must be fresh): one aggregate query,
+    and while messages wait, one range query of the dates of at most ``chunk_size + 1`` of
+    them (plus the newest message's date when they fall short of a chunk)."""
     raw = policy.raw_history_limit if raw_limit is None else raw_limit
+    size = policy.summary_interval if chunk_size is None else chunk_size
     coverage = rolling_coverage(conversation)
     pending = max(0, conversation.last_seq - raw - coverage.covered_upto)
     unsummarised = max(0, conversation.history_tokens - coverage.source_tokens)
+    session_end = forced_end = None
+    if pending > 0:
+        stamps = message_stamps(conversation, first_seq=coverage.covered_upto + 1, limit=size + 1)
+        last_allowed, gap = conversation.last_seq - raw, session_gap(policy)
+        forced_end = chunk_end(stamps, last_allowed=last_allowed, size=size, gap=gap, quiet=True)
+        session_end = chunk_end(stamps, last_allowed=last_allowed, size=size, gap=gap)
+        if session_end is None and forced_end is not None:
+            newest = last_message_at(conversation)
+            quiet = newest is not None and (now or timezone.now()) - newest > gap
+            session_end = forced_end if quiet else None
     return RollingState(
         covered_upto=coverage.covered_upto,
         current=coverage.current,
         pending=pending,
         unsummarised_tokens=unsummarised,
         trigger_tokens=prompt_budget(policy) * policy.summary_trigger_percent // 100,
-        chunk_size=policy.summary_interval,
+        chunk_size=size,
+        session_end=session_end,
+        forced_end=forced_end,
     )
 
 
@@ -123,9 +170,11 @@ def summary_refresh(
     summarizer: Summarizer | None = None,
     max_chunks: int = CHUNKS_PER_RUN,
     deadline: float | None = None,
+    now: datetime | None = None,
 ) -> Result:
     """Bring the conversation's rolling summaries up to date (bounded work; ``more`` says
-    whether another run is needed). A conversation of another tenant is ``not_found``."""
+    whether another run is needed). A conversation of another tenant is ``not_found``.
+    ``now`` (default: the clock) decides whether the conversation is quiet."""
     conversation = load_conversation(tenant_id, conversation_id)
     if conversation is None:
         return Result(status="not_found")
@@ -148,6 +197,7 @@ def summary_refresh(
             max_chunks=max_chunks,
             deadline=deadline,
             purpose="rolling",
+            now=now,
         )
 
 
@@ -163,6 +213,7 @@ def advance_rolling(
     deadline: float | None,
     purpose: str,
     max_current: int | None = None,
+    now: datetime | None = None,
 ) -> Result:
     """Summarise up to ``max_chunks`` chunks after the covered range, merging as needed.
     ``force`` summarises whatever is pending outside ``raw_limit`` (continuation)."""
@@ -173,9 +224,12 @@ def advance_rolling(
     while True:
         with tenant_scope(conversation.tenant_id):
             conversation = Conversation.objects.get(pk=conversation.pk)
-        state = rolling_state(conversation, policy, raw_limit=raw_limit)
+        state = rolling_state(
+            conversation, policy, raw_limit=raw_limit, chunk_size=chunk_size, now=now
+        )
         wanted = state.due or (force and state.pending > 0)
-        if not wanted:
+        end = state.next_end
+        if not wanted or end is None:
             break
         if chunks >= max_chunks or (deadline is not None and time.monotonic() > deadline):
             result.more = True
@@ -184,12 +238,11 @@ def advance_rolling(
         if in_cooldown(failure_key(conversation, first)):
             result.status, result.detail = "cooling_down", "the last attempt failed"
             break
-        size = chunk_size if state.pending >= chunk_size else state.pending
         fetched = fetch_messages(
             conversation,
             first_seq=first,
-            last_seq=conversation.last_seq - raw_limit,
-            limit=size,
+            last_seq=end,
+            limit=chunk_size,
             counter=counter,
             bot_name=policy.bot_name,
         )
@@ -244,11 +297,35 @@ def merge_rolling(
     keep: int,
     result: Result,
 ) -> Summary | None:
-    """When more than ``keep`` rolling summaries are current, merge the oldest into one of a
-    higher level (leaving ``keep``). The replaced ones get ``merged_into``."""
+    """Merge the current rolling summaries into ones of a higher level, returning the last
+    merge (``None``: none). First, each session their summaries complete in two or more of
+    them (a pause after the last) becomes one summary of the session
+    (:func:`~chatplatform.core.context.sessions.session_groups`). Then, when more than
+    ``keep`` are current, consecutive ones are merged into one so that at most ``keep`` stay,
+    splitting no session where it can (:func:`~chatplatform.core.context.sessions.merge_run`):
+    the oldest up to the end of a session, else the older chunks of the session going on.
+    The replaced ones get ``merged_into``."""
     keep = max(1, keep)
+    gap = session_gap(policy)
+    current = current_rolling(conversation, keep)
+    merged: Summary | None = None
+    groups = session_groups([(s.period_start, s.period_end) for s in current], gap)
+    for start, stop in groups:
+        merged = merge_summaries(conversation, policy, engine, current[start:stop], result)
+        if merged is None:
+            return None
+    if groups:
+        current = current_rolling(conversation, keep)
+    if len(current) <= keep:
+        return merged
+    start, stop = merge_run([(s.period_start, s.period_end) for s in current], keep, gap)
+    return merge_summaries(conversation, policy, engine, current[start:stop], result)
+
+
+def current_rolling(conversation: Conversation, keep: int) -> list[Summary]:
+    """The oldest current rolling summaries (at most ``keep`` + :data:`MAX_MERGE_INPUTS`)."""
     with tenant_scope(conversation.tenant_id):
-        current = list(
+        return list(
             Summary.objects.filter(
                 conversation_id=conversation.pk,
                 kind=SummaryKind.ROLLING,
@@ -256,9 +333,16 @@ def merge_rolling(
                 superseded_at__isnull=True,
             ).order_by("first_seq")[: keep + MAX_MERGE_INPUTS]
         )
-    if len(current) <= keep:
-        return None
-    victims = current[: len(current) - keep + 1]
+
+
+def merge_summaries(
+    conversation: Conversation,
+    policy: ContextPolicy,
+    engine: Summarizer,
+    victims: list[Summary],
+    result: Result,
+) -> Summary | None:
+    """One summary of a higher level in place of ``victims`` (consecutive current ones)."""
     try:
         draft = engine.merge_summaries(
             [

@@ -53,3 +53,47 @@ def test_another_tenants_summaries_are_404(client_a, conversation_b, member_b, m
     error_of(client_a.get(f"{API}/conversations/{conversation_b.pk}/summaries/"), 404)
     error_of(client_a.post(f"{API}/conversations/{conversation_b.pk}/summaries/refresh/"), 404)
     assert sent == []
+
+
+def merged_summaries(conversation, member):
+    """Rolling summaries of four sessions a day apart (the service, not fixtures): the second
+    session's two chunks merged into one summary of the session, between two current chunks."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from summaries.services import summary_refresh
+    from tests.summaries.helpers import add_messages, make_policy
+
+    make_policy(conversation.tenant)
+    start = timezone.now() - timedelta(days=3)
+    for day, size in enumerate([3, 20, 3, 7]):
+        times = [start + timedelta(days=day, minutes=i) for i in range(size)]
+        add_messages(conversation, size, user=member, created_at=times)
+    summary_refresh(conversation.tenant_id, conversation.pk, now=start + timedelta(days=3))
+
+
+def test_a_merged_summary_lists_its_sources_with_their_messages_and_dates(
+    client_a, conversation_a, member_a
+):
+    merged_summaries(conversation_a, member_a)
+    url = f"{API}/conversations/{conversation_a.pk}/summaries/"
+    current = client_a.get(url).json()["results"]
+    assert [(s["first_seq"], s["last_seq"], s["level"]) for s in current] == [
+        (1, 3, 0),
+        (4, 23, 1),
+        (24, 26, 0),
+    ]
+    top = current[1]
+    assert top["period_start"] and top["period_end"] > top["period_start"]
+    assert [(s["first_seq"], s["last_seq"], s["level"]) for s in top["sources"]] == [
+        (4, 13, 0),
+        (14, 23, 0),
+    ]
+    assert all(s["period_start"] and s["period_end"] for s in top["sources"])
+    assert sorted(s["id"] for s in top["sources"]) == top["replaced_ids"]
+    assert current[2]["sources"] == [] and current[2]["replaced_ids"] == []
+    everything = client_a.get(f"{url}?history=true").json()["results"]
+    replaced = [s for s in everything if s["merged_into_id"] == top["id"]]
+    assert sorted(s["id"] for s in replaced) == top["replaced_ids"]
+    assert not any(s["is_current"] for s in replaced)

@@ -87,3 +87,19 @@ def test_the_admin_form_refuses_a_message_limit_above_the_ceiling(client, tenant
     with tenant_scope(tenant_a):
         assert not ContextPolicy.objects.filter(name="Policy").exists()
     assert client.post(url, policy_form_data(tenant_a, max_message_chars=65536)).status_code == 302
+
+
+def test_the_admin_form_offers_the_session_gap_and_refuses_zero(client, tenant_a, admin_a):
+    client.force_login(admin_a)
+    url = reverse("admin:chatplatform_contextpolicy_add")
+    page = client.get(url).content.decode()
+    assert 'name="summary_session_gap_minutes"' in page and "ends a session" in page
+    response = client.post(url, policy_form_data(tenant_a, summary_session_gap_minutes=0))
+    assert response.status_code == 200
+    assert "summary_session_gap_minutes" in response.context["adminform"].form.errors
+    with tenant_scope(tenant_a):
+        assert not ContextPolicy.objects.filter(name="Policy").exists()
+    response = client.post(url, policy_form_data(tenant_a, summary_session_gap_minutes=90))
+    assert response.status_code == 302
+    with tenant_scope(tenant_a):
+        assert ContextPolicy.objects.get(name="Policy").summary_session_gap_minutes == 90

@@ -128,7 +128,11 @@ def test_hybrid_finds_old_evidence_and_reports_every_field(tmp_path):
         "dense_retrieval",
         "embedding_model",
         "embedding_ms",
+        "summaries",
+        "summaries_written",
+        "summary_ms",
     }
+    assert result["summaries"] is False and result["summaries_written"] == 0
     assert result["strategy"] == "hybrid" and result["budget"] == 1000
     # Hybrid retrieves by meaning too where the embeddings are installed (dev requirements).
     assert result["dense_retrieval"] == ("on" if embeddings.available() else "unavailable")

@@ -128,3 +128,23 @@ def test_logout_is_a_post_and_ends_the_session(member_client):
     response = member_client.post(reverse("logout"))
     assert response.status_code == 302
     assert member_client.get(reverse("chats_ui:conversation_list")).status_code == 302
+
+
+def test_the_summaries_page_links_a_merged_summary_to_its_sources(
+    member_client, conversation_a, member_a
+):
+    from summaries.selectors import summaries_for
+    from tests.api.test_summaries import merged_summaries
+
+    merged_summaries(conversation_a, member_a)
+    (top,) = [s for s in summaries_for(conversation_a) if s.level]
+    url = reverse("chats_ui:conversation_summaries", args=[conversation_a.pk])
+    body = member_client.get(url).content.decode()
+    assert "(merged, level 1)" in body and "Merges 2 summaries:" in body
+    for source in top.sources:
+        assert f'href="?history=1#summary-{source.id}"' in body
+        assert f"messages #{source.first_seq}–#{source.last_seq}" in body
+    history = member_client.get(f"{url}?history=1").content.decode()
+    for source in top.sources:
+        assert f'id="summary-{source.id}"' in history
+    assert history.count(f'href="?history=1#summary-{top.id}"') == 2  # each source links up

@@ -196,24 +196,48 @@ def evidence_present(prompt: str, evidence_texts: Sequence[str], quote: str = ""
     return [quoted or (bool(t) and present(t)) for t in evidence_texts]
 
 
+def span_covered(
+    found: Sequence[bool],
+    seqs: Sequence[int | None],
+    ranges: Iterable[tuple[int, int]],
+) -> list[bool]:
+    """For each evidence message, whether the prompt covers it: verbatim (``found``, from
+    :func:`evidence_present`) or inside the ``first_seq..last_seq`` of a summary the prompt
+    shows (``ranges``); ``seqs`` are the messages' seq numbers (``None``: not stored)."""
+    spans = list(ranges)
+    return [
+        hit or (seq is not None and any(a <= seq <= b for a, b in spans))
+        for hit, seq in zip(found, seqs, strict=True)
+    ]
+
+
 @dataclass(slots=True)
 class Tally:
+    """Questions of a category, with all / any of their evidence in the prompt and, when
+    spans are tallied (:func:`span_covered`), all of it covered verbatim or by a summary."""
+
     questions: int = 0
     all_found: int = 0
     any_found: int = 0
+    spans: int | None = None
 
-    def add(self, found: Sequence[bool]) -> None:
+    def add(self, found: Sequence[bool], covered: Sequence[bool] | None = None) -> None:
         self.questions += 1
         self.all_found += int(all(found))
         self.any_found += int(any(found))
+        if covered is not None:
+            self.spans = (self.spans or 0) + int(all(covered))
 
     def as_dict(self) -> dict[str, float | int]:
         n = self.questions or 1
-        return {
+        out: dict[str, float | int] = {
             "questions": self.questions,
             "all_evidence_percent": round(100.0 * self.all_found / n, 2),
             "any_evidence_percent": round(100.0 * self.any_found / n, 2),
         }
+        if self.spans is not None:
+            out["span_covered_percent"] = round(100.0 * self.spans / n, 2)
+        return out
 
 
 #: Tokens kept for the reply in the evaluation policy; the prompt budget excludes them.
@@ -226,6 +250,16 @@ EVAL_SYSTEM_PROMPT = (
 
 #: The evaluation policy gives the standing instructions at most 1/this of the budget.
 INSTRUCTIONS_SHARE = 16
+#: With rolling summaries in hybrid, they take 1/this of the budget from retrieval's share
+#: (measured on BEAM dev at 32,000: an eighth cost 1.43 points of core recall, a sixteenth 0.95,
+#: and three summaries of 512 tokens fit it; docs/cost.md).
+SUMMARIES_SHARE = 16
+#: The evaluation policy's summaries: at most this many in a prompt, this long at most, and
+#: these tokens kept for each one's frame when they must be shorter to fit their share.
+EVAL_SUMMARIES_SHOWN = 3
+EVAL_SUMMARY_TOKENS = 512
+SUMMARY_FRAME_SLACK = 32
+MIN_SUMMARY_TOKENS = 64
 
 
 def eval_policy_fields(
@@ -238,6 +272,7 @@ def eval_policy_fields(
     retrieval_max_items: int = 200,
     instructions: bool = True,
     reply_excerpt_tokens: int = DEFAULT_REPLY_EXCERPT_TOKENS,
+    summaries: bool = False,
 ) -> dict[str, Any]:
     """The evaluation policy's settings, named as on both ``ContextPolicy`` and
     ``PackingPolicy``.
@@ -249,11 +284,21 @@ def eval_policy_fields(
     everything (rolling summary would also hold summaries, none exist in scratch data). With
     ``instructions``, the user's standing instructions and preferences take at most a
     sixteenth of the budget (:data:`INSTRUCTIONS_SHARE`), taken from retrieval's share in
-    hybrid.
+    hybrid. With ``summaries`` (the run builds rolling summaries), hybrid gives them a sixteenth
+    of the budget (:data:`SUMMARIES_SHARE`), taken from retrieval's share, and only the
+    messages kept for sure stay unsummarised (``raw_history_limit``); each summary is at most
+    the policy's default length, shorter when the most the prompt shows would not fit the share
+    whole (:data:`SUMMARY_FRAME_SLACK` tokens each for its frame).
     """
     needs = strategy_for(strategy).needs
     retrieves = needs.retrieval
     kept = budget // INSTRUCTIONS_SHARE if instructions else 0
+    if needs.summaries and retrieves:
+        summaries_budget = budget // SUMMARIES_SHARE if summaries else 0
+    else:
+        # Summaries take a quarter where they stand in for retrieval.
+        summaries_budget = budget // 4 if needs.summaries else 0
+    recent_kept = recent if retrieves else 20
     return {
         "strategy": strategy,
         "max_context_tokens": budget + EVAL_RESERVED_RESPONSE,
@@ -261,24 +306,33 @@ def eval_policy_fields(
         "system_budget": system_budget,
         "instructions_budget": kept,
         "facts_budget": 0,
-        # Summaries take a quarter where they stand in for retrieval.
-        "summaries_budget": budget // 4 if needs.summaries and not retrieves else 0,
+        "summaries_budget": summaries_budget,
         "retrieval_budget": (
-            max(0, budget - system_budget - history_reserve - kept) if retrieves else 0
+            max(0, budget - system_budget - history_reserve - kept - summaries_budget)
+            if retrieves
+            else 0
         ),
-        "min_recent_messages": recent if retrieves else 20,
+        "min_recent_messages": recent_kept,
         "recent_message_cap": 500,
-        "raw_history_limit": 500,
-        "max_summaries_in_context": 3,
+        "raw_history_limit": max(1, recent_kept) if summaries else 500,
+        "max_summaries_in_context": EVAL_SUMMARIES_SHOWN,
         "retrieval_max_items": retrieval_max_items if retrieves else 0,
         "retrieval_neighbors": 0,
         "reply_excerpt_tokens": reply_excerpt_tokens,
+        **({"summary_max_tokens": summary_tokens(summaries_budget)} if summaries else {}),
     }
+
+
+def summary_tokens(share: int) -> int:
+    """The longest summary when ``share`` tokens hold the summaries a prompt shows."""
+    fitting = share // EVAL_SUMMARIES_SHOWN - SUMMARY_FRAME_SLACK
+    return max(MIN_SUMMARY_TOKENS, min(EVAL_SUMMARY_TOKENS, fitting))
 
 
 def eval_packing_policy(strategy: str, budget: int, **kwargs: Any) -> PackingPolicy:
     """:func:`eval_policy_fields` as the pure core's policy (exact counter, no margin)."""
     fields = eval_policy_fields(strategy, budget, **kwargs)
+    fields.pop("summary_max_tokens", None)  # the summarizer's, not the packing's
     return PackingPolicy(
         context_window=max(200_000, fields["max_context_tokens"]), max_facts=0, **fields
     )

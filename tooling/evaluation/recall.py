@@ -11,8 +11,16 @@ assembled as the new message after the last session by the assembly service
 (:func:`~chats.assembly.service.assemble_context`) with the production retriever. Hybrid
 searches by meaning too when the embeddings are installed (``EvalOptions.dense``, the policy's
 ``retrieval_dense``): every loaded turn is embedded first, through the same service as the
-background jobs (:func:`~chats.retrieval.dense.embed_conversation`). Questions are never
-stored, and everything the run creates is rolled back at the end.
+background jobs (:func:`~chats.retrieval.dense.embed_conversation`). With
+``EvalOptions.summaries`` every loaded conversation gets its rolling summaries first, through
+the service the background job runs (:func:`~summaries.services.summary_refresh`, with the
+policy's summarizer: the offline extractive one here, deterministic), until none is pending;
+the policy gives them a share of the budget (:func:`~tooling.evaluation.locomo.eval_policy_fields`).
+BEAM's results add, per ability, ``span_covered_percent``: the questions whose every evidence
+message is in the prompt verbatim or inside the range of a summary the prompt shows (its
+current summaries, and older ones retrieval brought), which is what a question about the whole
+conversation (summarisation) can ask of a bounded prompt. Questions are never stored, and
+everything the run creates is rolled back at the end.
 """
 
 from __future__ import annotations
@@ -35,12 +43,14 @@ from chatplatform.models import ContextPolicy, ModelProfile, Tenant
 from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.services import membership_add, tenant_create
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.assembly.service import Retriever, assemble_context
+from chats.assembly.service import Retriever, TurnContext, assemble_context
 from chats.retrieval import embeddings
 from chats.retrieval.dense import DenseRetrieval, dense_enabled, dense_status, embed_conversation
-from chats.retrieval.retriever import RetrievalSettings, retrieve_ranked
+from chats.retrieval.retriever import SUMMARY_ID_PREFIX, RetrievalSettings, retrieve_ranked
 from chats.services import conversation_create, message_create
 from memory.services import instructions_capture
+from summaries.models import Summary
+from summaries.services import summary_refresh
 from tooling.evaluation import beam, datasets, locomo
 
 STRATEGIES = strategy_names(lambda s: s.in_recall_eval)
@@ -72,6 +82,9 @@ class EvalOptions:
     warm: bool = False
     #: Hybrid: the policy's ``turn_retrieval_percent`` (``None``: the field's default).
     turn_retrieval_percent: int | None = None
+    #: Build every loaded conversation's rolling summaries before the questions, and give
+    #: them their share of the budget.
+    summaries: bool = False
 
 
 @dataclass
@@ -80,6 +93,7 @@ class _Loaded:
     conversation: Conversation
     policy: ContextPolicy
     text_of: dict[str, str]
+    seq_of: dict[str, int]
     asked_at: datetime
     #: Who asks the questions: the conversation's first speaker (BEAM's user), whose own
     #: memories a turn of theirs holds.
@@ -122,7 +136,8 @@ def _run(
     tallies = {c: locomo.Tally() for c in groups}
     prompt_tokens: list[int] = []
     history_tokens: list[int] = []
-    embed_ms = 0.0
+    embed_ms = summary_ms = 0.0
+    summaries_built = 0
     for index, sample in enumerate(samples):
         loaded = _load(tenant, policy, sample, index)
         if progress:
@@ -133,6 +148,13 @@ def _run(
             embed_ms += (time.perf_counter() - started) * 1000
             if progress:
                 progress(f"{sample.sample_id}: {embedded} turns embedded")
+        if options.summaries:
+            started = time.perf_counter()
+            built = summarise_all(loaded.conversation)
+            summary_ms += (time.perf_counter() - started) * 1000
+            summaries_built += built
+            if progress:
+                progress(f"{sample.sample_id}: {built} summaries written")
         retriever = _retriever(options)
         state = loaded.conversation
         if options.warm:
@@ -160,7 +182,12 @@ def _run(
                 conversation_is_fresh=options.warm,
             )
             text = locomo.prompt_text(turn.prompt.system, turn.prompt.messages)
-            tallies[question.category].add(locomo.evidence_present(text, evidence, question.quote))
+            found = locomo.evidence_present(text, evidence, question.quote)
+            covered = None
+            if kind == datasets.BEAM:
+                seqs = [loaded.seq_of.get(e) for e in question.evidence if e in loaded.text_of]
+                covered = locomo.span_covered(found, seqs, shown_summary_ranges(turn, tenant.pk))
+            tallies[question.category].add(found, covered)
             prompt_tokens.append(turn.prompt.prompt_tokens)
             history_tokens.append(turn.hypothetical_tokens)
             if dump is not None:
@@ -186,7 +213,39 @@ def _run(
         if dense_status(policy) == DenseRetrieval.ON
         else "",
         "embedding_ms": round(embed_ms, 1),
+        "summaries": options.summaries,
+        "summaries_written": summaries_built,
+        "summary_ms": round(summary_ms, 1),
     }
+
+
+def summarise_all(conversation: Conversation) -> int:
+    """Write a loaded conversation's rolling summaries (and their merges) through the
+    background job's service, run after run until nothing is pending; how many it wrote."""
+    written = 0
+    while True:
+        result = summary_refresh(conversation.tenant_id, conversation.pk)
+        written += len(result.created) + len(result.merged)
+        if not result.more:
+            return written
+
+
+def shown_summary_ranges(turn: TurnContext, tenant_id: int) -> list[tuple[int, int]]:
+    """The ``first_seq..last_seq`` of every summary an assembled turn's prompt shows: those
+    of its summaries section, and older ones retrieval brought (ids ``summary:<pk>``)."""
+    shown = set(turn.prompt.summary_ids)
+    ranges = [(s.first_seq, s.last_seq) for s in turn.summaries if s.id in shown]
+    recalled = [
+        int(str(i.id).removeprefix(SUMMARY_ID_PREFIX))
+        for i in turn.prompt.included
+        if i.kind == "retrieved" and str(i.id).startswith(SUMMARY_ID_PREFIX)
+    ]
+    if recalled:
+        with tenant_scope(tenant_id):
+            ranges += list(
+                Summary.objects.filter(pk__in=recalled).values_list("first_seq", "last_seq")
+            )
+    return ranges
 
 
 #: How long before the question the turn that started the warm window came.
@@ -303,6 +362,7 @@ def _policy(tenant: Tenant, options: EvalOptions) -> ContextPolicy:
         retrieval_max_items=options.retrieval.max_items,
         instructions=options.instructions,
         reply_excerpt_tokens=options.reply_excerpt_tokens,
+        summaries=options.summaries,
     )
     return scratch_policy(
         tenant,
@@ -411,6 +471,7 @@ def turn_message(
 def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: int) -> _Loaded:
     conversation, users, first = sample_conversation(tenant, policy, sample, index)
     text_of: dict[str, str] = {}
+    seq_of: dict[str, int] = {}
     last = datetime(2000, 1, 1, tzinfo=UTC)
     for session in sample.sessions:
         when = session.when.replace(tzinfo=UTC)
@@ -421,9 +482,10 @@ def _load(tenant: Tenant, policy: ContextPolicy, sample: locomo.Sample, index: i
             message = turn_message(conversation, turn, users, first)
             seqs.append(message.seq)
             text_of[turn.dia_id] = turn.text
+            seq_of[turn.dia_id] = message.seq
         with tenant_scope(tenant):
             Message.objects.filter(conversation=conversation, seq__in=seqs).update(created_at=when)
         last = max(last, when)
     with tenant_scope(tenant):
         conversation = Conversation.objects.select_related("policy").get(pk=conversation.pk)
-    return _Loaded(sample, conversation, policy, text_of, last + timedelta(days=1), first)
+    return _Loaded(sample, conversation, policy, text_of, seq_of, last + timedelta(days=1), first)

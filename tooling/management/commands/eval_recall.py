@@ -61,6 +61,13 @@ class Command(BaseCommand):
             default=None,
             help="Hybrid: the policy's turn retrieval share (default: the field's default).",
         )
+        parser.add_argument(
+            "--summaries",
+            action="store_true",
+            help="Write each conversation's rolling summaries first (the background job's "
+            "service, offline summarizer) and give them a share of the budget (hybrid: a "
+            "sixteenth, from retrieval's). BEAM results always report span_covered_percent.",
+        )
         parser.add_argument("--json", action="store_true", help="Print the result as JSON only.")
         parser.add_argument("--dump", help="Write one JSON line per question with its prompt.")
         parser.add_argument(
@@ -85,6 +92,7 @@ class Command(BaseCommand):
             reply_excerpt_tokens=options["reply_excerpt_tokens"],
             warm=options["warm"],
             turn_retrieval_percent=options["turn_retrieval_percent"],
+            summaries=options["summaries"],
         )
         progress = None if options["json"] else (lambda m: self.stderr.write(m))
         cache = None if options["no_vector_cache"] else Path(options["vector_cache"])
