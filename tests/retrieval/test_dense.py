@@ -576,7 +576,7 @@ def test_the_question_is_embedded_off_the_callers_thread(
     future = question_soon(QUESTION)
     assert future is not None
     ahead = dense_scores(current, QUESTION, before_seq=None, top_k=5, question=future)
-    assert ahead == inline and story.seq in ahead
+    assert ahead is not None and ahead == inline and story.seq in ahead
     assert threads[0] == threading.current_thread().name
     assert threads[1].startswith("question-embedding")
     items = _retrieve(fresh(conversation), dense=True)
