@@ -34,6 +34,8 @@ otherwise retrieval is full-text only and the turn's breakdown says so (:func:`d
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -300,8 +302,22 @@ def stored_vectors(
 
 #: Embeds questions off the calling thread, so the caller's full-text query runs meanwhile
 #: (the model's forward pass and PostgreSQL each keep a core; :func:`embeddings.embed` runs one
-#: pass at a time per process anyway). It never touches the database.
-_question_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="question-embedding")
+#: pass at a time per process anyway). It never touches the database. One per process: a
+#: forked child does not inherit the parent's thread, so it starts its own.
+_question_pool: tuple[int, ThreadPoolExecutor] | None = None
+_question_pool_lock = threading.Lock()
+
+
+def _question_executor() -> ThreadPoolExecutor:
+    global _question_pool
+    pid = os.getpid()
+    with _question_pool_lock:
+        if _question_pool is None or _question_pool[0] != pid:
+            _question_pool = (
+                pid,
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="question-embedding"),
+            )
+        return _question_pool[1]
 
 
 def embed_question(text: str) -> np.ndarray | None:
@@ -322,7 +338,7 @@ def question_soon(text: str) -> Future[np.ndarray | None] | None:
     if not embeddings.available():
         return None
     try:
-        return _question_pool.submit(embed_question, text)
+        return _question_executor().submit(embed_question, text)
     except RuntimeError:  # the interpreter is shutting down: embed on the caller's thread
         return None
 

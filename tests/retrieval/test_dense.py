@@ -595,3 +595,21 @@ def test_a_question_that_fails_to_embed_leaves_retrieval_lexical(monkeypatch):
     assert future is not None and future.result() is None
     monkeypatch.setattr(embeddings, "available", lambda: False)
     assert question_soon(QUESTION) is None
+
+
+def test_a_forked_process_embeds_questions_on_a_thread_of_its_own(monkeypatch):
+    # A child forked after the parent embedded a question has the parent's executor but not
+    # its thread: work given to it would never run. Each process starts its own.
+    from chats.retrieval import dense
+
+    monkeypatch.setattr(embeddings, "available", lambda: True)
+    monkeypatch.setattr(
+        embeddings, "embed", lambda texts: np.ones((len(texts), embeddings.DIMENSIONS))
+    )
+    parent = dense._question_executor()
+    assert dense._question_executor() is parent
+    monkeypatch.setattr(dense.os, "getpid", lambda: -1)
+    child = dense._question_executor()
+    assert child is not parent
+    future = question_soon("a question")
+    assert future is not None and future.result(timeout=10) is not None
