@@ -15,8 +15,10 @@ otherwise retrieval is full-text only and the turn's breakdown says so (:func:`d
   ``chats.tasks.backfill_message_embeddings`` sweeps dense-enabled conversations in bounded
   batches (:func:`backfill_batch`) for what the per-reply runs missed (history from before
   the policy was enabled, a lost task, an index left behind).
-* **Reading** (the reply path): :func:`dense_scores` embeds the new message (~10 ms), then
-  searches every embedded message of the conversation older than ``before_seq``: a
+* **Reading** (the reply path): :func:`question_soon` starts embedding the new message
+  (~10 ms) on a thread of its own while the retriever runs its full-text query; then
+  :func:`dense_scores` searches every embedded message of the conversation older than
+  ``before_seq``: a
   conversation of at most :data:`~chats.retrieval.vector_index.EXACT_LIMIT` messages (or
   without an index yet, or where ``usearch`` is missing) by reading its newest
   :data:`WINDOW` vectors in one indexed range query (``embedding_unique_seq``) and one matrix
@@ -32,7 +34,10 @@ otherwise retrieval is full-text only and the turn's breakdown says so (:func:`d
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -295,6 +300,49 @@ def stored_vectors(
     return seqs, embeddings.from_bytes([vector for _, vector in fetched])
 
 
+#: Embeds questions off the calling thread, so the caller's full-text query runs meanwhile
+#: (the model's forward pass and PostgreSQL each keep a core; :func:`embeddings.embed` runs one
+#: pass at a time per process anyway). It never touches the database. One per process: a
+#: forked child does not inherit the parent's thread, so it starts its own.
+_question_pool: tuple[int, ThreadPoolExecutor] | None = None
+_question_pool_lock = threading.Lock()
+
+
+def _question_executor() -> ThreadPoolExecutor:
+    global _question_pool
+    pid = os.getpid()
+    with _question_pool_lock:
+        if _question_pool is None or _question_pool[0] != pid:
+            _question_pool = (
+                pid,
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="question-embedding"),
+            )
+        return _question_pool[1]
+
+
+def embed_question(text: str) -> np.ndarray | None:
+    """The unit vector of ``text``; ``None`` when the embeddings are unavailable or the model
+    failed (logged: a broken model must not fail the turn)."""
+    try:
+        return embeddings.embed([text])[0]
+    except embeddings.EmbeddingsUnavailable:
+        return None
+    except Exception:
+        logger.exception("embedding the question failed; retrieval stays lexical")
+        return None
+
+
+def question_soon(text: str) -> Future[np.ndarray | None] | None:
+    """Start :func:`embed_question` of ``text`` on the embedding thread and return its future
+    (pass it to :func:`dense_scores`); ``None`` when the embeddings are unavailable."""
+    if not embeddings.available():
+        return None
+    try:
+        return _question_executor().submit(embed_question, text)
+    except RuntimeError:  # the interpreter is shutting down: embed on the caller's thread
+        return None
+
+
 def dense_scores(
     conversation: Conversation,
     text: str,
@@ -302,22 +350,20 @@ def dense_scores(
     before_seq: int | None,
     top_k: int,
     window: int = WINDOW,
+    question: Future[np.ndarray | None] | None = None,
 ) -> dict[int, float] | None:
     """The ``top_k`` messages (seq → cosine) most similar in meaning to ``text`` among all
     the conversation's embedded ones older than ``before_seq``; ``None`` when embeddings are
-    unavailable (the caller stays lexical). One embedding, then: a conversation of at most
+    unavailable (the caller stays lexical). One embedding (``question``: the future of
+    :func:`question_soon` for ``text``, started earlier), then: a conversation of at most
     ``window`` messages, or where the ``usearch`` package is missing, or whose index is not
     built yet, one query for its newest ``window`` vectors scored exactly; otherwise its index
     (:func:`vector_index.index_nearest`: two queries, plus one every few seconds to check
     the index's version)."""
     if top_k <= 0 or not embeddings.available():
         return None
-    try:
-        query = embeddings.embed([text])[0]
-    except embeddings.EmbeddingsUnavailable:
-        return None
-    except Exception:  # a broken model must not fail the turn
-        logger.exception("embedding the question failed; retrieval stays lexical")
+    query = question.result() if question is not None else embed_question(text)
+    if query is None:
         return None
     if (
         conversation.message_count > min(window, vector_index.EXACT_LIMIT)

@@ -37,7 +37,10 @@ from dataclasses import dataclass, field
 #: FOLD_FROM, FOLD_TO)``; migration 0002 holds a copy and a test checks they are equal).
 FOLD_FROM = "àáâãäåāăąçćĉċčďđèéêëēĕėęěĝğġģĥħìíîïĩīĭįıĵķĺļľłñńņňòóôõöøōŏőŕŗřśŝşšţťùúûüũūŭůűųýÿŷźżžё"
 FOLD_TO = "aaaaaaaaacccccddeeeeeeeeegggghhiiiiiiiiijkllllnnnnooooooooorrrssssttuuuuuuuuuuyyyzzzе"
-_FOLD = str.maketrans(FOLD_FROM, FOLD_TO)
+_FOLD = dict(zip(FOLD_FROM, FOLD_TO, strict=True))
+#: The characters :func:`fold` rewrites: found by one scan, replaced one by one (most text
+#: has none or a few; ``str.translate`` looks every character up instead).
+_FOLDED_CHAR = re.compile(f"[{FOLD_FROM}]")
 
 #: Characters indexed one by one (Han, Kana, Hangul): the PostgreSQL column puts spaces around
 #: each; the query matches them as bigram phrases.
@@ -51,6 +54,9 @@ CJK_RANGES = (
 _CJK_CLASS = "".join(f"{a}-{b}" for a, b in CJK_RANGES)
 _CJK = re.compile(f"[{_CJK_CLASS}]")
 _WORD = re.compile(r"[^\W_]+")
+#: One word of :func:`words_of`: a Han/Kana/Hangul letter alone, or a run of other letters
+#: and digits (what splitting each ``_WORD`` at its CJK characters gives, in one scan).
+_TOKEN = re.compile(f"(?=[^\\W_])(?:[{_CJK_CLASS}]|[^\\W_{_CJK_CLASS}]+)")
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[a-z]")
@@ -140,7 +146,14 @@ _STOP_WORDS_RAW: dict[str, str] = {
 
 def fold(text: str) -> str:
     """NFC, ``lower()`` and accent folding: the normal form both sides are compared in."""
-    return unicodedata.normalize("NFC", text).lower().translate(_FOLD)
+    if text.isascii():  # NFC and the fold table change no ASCII character
+        return text.lower()
+    lowered = unicodedata.normalize("NFC", text).lower()
+    return _FOLDED_CHAR.sub(_fold_char, lowered)
+
+
+def _fold_char(match: re.Match[str]) -> str:
+    return _FOLD[match.group()]
 
 
 STOP_WORDS: dict[str, frozenset[str]] = {
@@ -236,14 +249,12 @@ def term_fts5(term: Term) -> str:
 
 def words_of(text: str) -> list[str]:
     """Folded words of ``text`` (letters and digits; CJK runs split into characters)."""
-    out: list[str] = []
-    for word in _WORD.findall(fold(text)):
-        if not _CJK.search(word):
-            out.append(word)
-            continue
-        for part in _split_cjk_runs(word):
-            out.extend(part if _CJK.match(part) else [part])
-    return out
+    return _TOKEN.findall(fold(text))
+
+
+def folded_words(folded: str) -> list[str]:
+    """:func:`words_of` of text already :func:`fold`-ed."""
+    return _TOKEN.findall(folded)
 
 
 def detect_stop_languages(words: Iterable[str]) -> tuple[str, ...]:

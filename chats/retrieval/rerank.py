@@ -32,13 +32,14 @@ effect on LoCoMo, see ``tooling/evaluation/retrieval.md``.)
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from chatplatform.core.context.types import MessageItem, RetrievedItem
 
-from .query import SearchQuery, Term, fold, words_of
+from .query import SearchQuery, Term, fold, folded_words
 
 NEAR_EXTENSION = 3
 #: Dense retrieval (measured on LoCoMo dev, ``tooling/evaluation/retrieval.md``): the top
@@ -115,32 +116,52 @@ def speaker_terms(
     return authors, found
 
 
-def _tf(term: Term, tokens: Sequence[str], text: str) -> float:
-    if term.bigram:
-        return float(text.count(term.text))
-    tf = 0.0
-    for token in tokens:
-        if term.matches(token):
-            tf += 1.0 if len(token) - len(term.text) <= NEAR_EXTENSION else 0.5
-    return tf
+def _tfs(terms: Sequence[Term], counts: Mapping[str, int], compact: str) -> list[float]:
+    """Term frequencies of one document: ``counts`` of its folded words, ``compact`` its
+    folded text without spaces (for bigram terms). A word that extends a prefix term by more
+    than :data:`NEAR_EXTENSION` characters counts half."""
+    row: list[float] = []
+    for term in terms:
+        text = term.text
+        if term.bigram:
+            row.append(float(compact.count(text)))
+        elif not term.prefix:
+            row.append(float(counts.get(text, 0)))
+        else:
+            longest = len(text) + NEAR_EXTENSION
+            tf = 0.0
+            for token, count in counts.items():
+                if token.startswith(text):
+                    tf += count if len(token) <= longest else 0.5 * count
+            row.append(tf)
+    return row
 
 
 def bm25_scores(
     terms: Sequence[Term], docs: Sequence[str], *, total_docs: int, k1: float, b: float
 ) -> list[tuple[float, int]]:
-    """``(score, matched term count)`` of each document for the OR of ``terms``."""
+    """``(score, matched term count)`` of each document for the OR of ``terms``.
+
+    Each document is folded and split into words once; a term is compared with each distinct
+    word once (the counts are whole and half occurrences, so the sums are exact whatever the
+    order)."""
     if not docs or not terms:
         return [(0.0, 0)] * len(docs)
-    folded = [fold(d).replace(" ", "") for d in docs]
-    tokens = [words_of(d) for d in docs]
-    tfs = [[_tf(t, tokens[i], folded[i]) for t in terms] for i in range(len(docs))]
+    bigrams = any(t.bigram for t in terms)
+    lengths: list[int] = []
+    tfs: list[list[float]] = []
+    for doc in docs:
+        folded = fold(doc)
+        words = folded_words(folded)
+        lengths.append(len(words))
+        tfs.append(_tfs(terms, Counter(words), folded.replace(" ", "") if bigrams else ""))
     n = max(total_docs, len(docs))
     df = [sum(1 for row in tfs if row[j] > 0) for j in range(len(terms))]
     idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
-    avgdl = sum(len(t) for t in tokens) / len(tokens) or 1.0
+    avgdl = sum(lengths) / len(lengths) or 1.0
     out: list[tuple[float, int]] = []
     for i, row in enumerate(tfs):
-        norm = k1 * (1.0 - b + b * len(tokens[i]) / avgdl)
+        norm = k1 * (1.0 - b + b * lengths[i] / avgdl)
         score = sum(
             idf[j] * terms[j].weight * tf * (k1 + 1.0) / (tf + norm)
             for j, tf in enumerate(row)

@@ -28,7 +28,7 @@ from summaries.models import Summary
 from summaries.selectors import current_summaries
 
 from .dense import WINDOW as DENSE_WINDOW
-from .dense import dense_enabled, dense_scores
+from .dense import dense_enabled, dense_scores, question_soon
 from .query import SearchQuery, build_query
 from .rerank import (
     DENSE_TOP_K,
@@ -202,6 +202,8 @@ def retrieve_messages(
     query = query if query is not None else build_query(text)
     if query.is_empty or settings.max_items <= 0:
         return []
+    # The question's embedding is computed while the full-text query runs.
+    question = question_soon(text) if settings.dense and settings.dense_top_k > 0 else None
     hits = search_messages(
         tenant_id=conversation.tenant_id,
         conversation_id=conversation.pk,
@@ -218,6 +220,7 @@ def retrieve_messages(
                 before_seq=before_seq,
                 top_k=settings.dense_top_k,
                 window=settings.dense_window,
+                question=question,
             )
             or {}
         )

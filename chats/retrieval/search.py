@@ -89,6 +89,12 @@ def _seq_clause(before_seq: int | None, column: str, params: list[Any]) -> str:
 def _postgres_sql(
     tenant_id: int, conversation_id: int, query: SearchQuery, limit: int, before_seq: int | None
 ) -> tuple[str, list[Any]]:
+    """The newest :data:`PG_SCAN_LIMIT` matches of the OR of the terms, each scored by the
+    IDF (counted among them) of the terms it contains, the best ``limit`` returned.
+
+    The matches are sorted by seq as narrow rows (their addresses), then only the newest are
+    read again to test each term once (``h<i>``); ``m`` and ``d`` are materialised, so no plan
+    (a generic one included: statements are prepared) recounts ``d`` per row."""
     terms = query.terms
     params: list[Any] = [term_tsquery(t) for t in terms]
     params.append(query.tsquery())
@@ -98,32 +104,38 @@ def _postgres_sql(
     params += [conversation_id, tenant_id]
     params.append(limit)
     qcols = ", ".join(f"to_tsquery('simple', %s) AS q{i}" for i in range(len(terms)))
-    dcols = ", ".join(f"count(*) FILTER (WHERE m.v @@ q.q{i}) AS d{i}" for i in range(len(terms)))
+    hcols = ", ".join(f"m.search_vector @@ q.q{i} AS h{i}" for i in range(len(terms)))
+    dcols = ", ".join(f"count(*) FILTER (WHERE m.h{i}) AS d{i}" for i in range(len(terms)))
     score = " + ".join(
-        f"CASE WHEN m.v @@ q.q{i} THEN {_weight(t)} * "
+        f"CASE WHEN m.h{i} THEN {_weight(t)} * "
         f"ln(1.0 + (d.n - d.d{i} + 0.5) / (d.d{i} + 0.5)) ELSE 0 END"
         for i, t in enumerate(terms)
     )
     sql = f"""
         WITH q AS (SELECT {qcols}, to_tsquery('simple', %s) AS qall),
-        m AS (
-            SELECT m.id, m.seq, m.search_vector AS v
+        newest AS (
+            SELECT m.ctid AS address
             FROM chats_message m, q
             WHERE m.tenant_id = %s AND m.conversation_id = %s{seq_clause}
               AND m.search_vector @@ q.qall
             ORDER BY m.seq DESC
             LIMIT %s
         ),
-        d AS (
+        m AS MATERIALIZED (
+            SELECT m.id, m.seq, {hcols}
+            FROM chats_message m, q
+            WHERE m.ctid = ANY(ARRAY(SELECT address FROM newest))
+        ),
+        d AS MATERIALIZED (
             SELECT {dcols}, GREATEST(
                 count(*),
                 (SELECT c.message_count FROM chats_conversation c
                  WHERE c.id = %s AND c.tenant_id = %s)
             )::float8 AS n
-            FROM m, q
+            FROM m
         )
         SELECT m.id, m.seq, ({score}) AS score
-        FROM m, q, d
+        FROM m, d
         ORDER BY score DESC, m.seq DESC
         LIMIT %s
     """  # noqa: S608 - only generated column names and numbers are interpolated

@@ -6,6 +6,8 @@ loads once per test process, on first use."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from django.db import connection
@@ -19,10 +21,12 @@ from chats.assembly import assemble_turn
 from chats.assembly.records import breakdown
 from chats.retrieval import RetrievalSettings, embeddings, retrieve_messages
 from chats.retrieval.dense import (
+    dense_scores,
     dense_status,
     embed_conversation,
     embed_messages,
     missing_messages,
+    question_soon,
     stored_vectors,
 )
 from chats.retrieval.query import build_query
@@ -550,3 +554,62 @@ def test_presets_hybrid_stays_lexical_and_hybrid_plus_meaning_is_offered(presets
     assert not hybrid.retrieval_dense and dense_status(hybrid) == "off"
     assert plus.retrieval_dense and plus.strategy == "hybrid"
     assert plus.retrieval_max_items == hybrid.retrieval_max_items
+
+
+@needs_model
+def test_the_question_is_embedded_off_the_callers_thread(
+    story, conversation, tenant_a, monkeypatch
+):
+    # The retriever starts the question's embedding before its full-text query and reads it
+    # after: the forward pass runs on the embedding thread, and what it finds is the same.
+    embed_conversation(tenant_a.pk, conversation.pk, check_policy=False)
+    threads = []
+    embed = embeddings.embed
+
+    def recording(texts):
+        threads.append(threading.current_thread().name)
+        return embed(texts)
+
+    monkeypatch.setattr(embeddings, "embed", recording)
+    current = fresh(conversation)
+    inline = dense_scores(current, QUESTION, before_seq=None, top_k=5)
+    future = question_soon(QUESTION)
+    assert future is not None
+    ahead = dense_scores(current, QUESTION, before_seq=None, top_k=5, question=future)
+    assert ahead is not None and ahead == inline and story.seq in ahead
+    assert threads[0] == threading.current_thread().name
+    assert threads[1].startswith("question-embedding")
+    items = _retrieve(fresh(conversation), dense=True)
+    assert items[0].message.id == story.pk
+    assert threads[2].startswith("question-embedding")
+
+
+def test_a_question_that_fails_to_embed_leaves_retrieval_lexical(monkeypatch):
+    monkeypatch.setattr(embeddings, "available", lambda: True)
+
+    def broken(texts):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(embeddings, "embed", broken)
+    future = question_soon(QUESTION)
+    assert future is not None and future.result() is None
+    monkeypatch.setattr(embeddings, "available", lambda: False)
+    assert question_soon(QUESTION) is None
+
+
+def test_a_forked_process_embeds_questions_on_a_thread_of_its_own(monkeypatch):
+    # A child forked after the parent embedded a question has the parent's executor but not
+    # its thread: work given to it would never run. Each process starts its own.
+    from chats.retrieval import dense
+
+    monkeypatch.setattr(embeddings, "available", lambda: True)
+    monkeypatch.setattr(
+        embeddings, "embed", lambda texts: np.ones((len(texts), embeddings.DIMENSIONS))
+    )
+    parent = dense._question_executor()
+    assert dense._question_executor() is parent
+    monkeypatch.setattr(dense.os, "getpid", lambda: -1)
+    child = dense._question_executor()
+    assert child is not parent
+    future = question_soon("a question")
+    assert future is not None and future.result(timeout=10) is not None

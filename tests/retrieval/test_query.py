@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import re
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +16,7 @@ from chats.retrieval.query import (
     build_query,
     detect_stop_languages,
     fold,
+    folded_words,
     stem,
     words_of,
 )
@@ -129,3 +132,46 @@ def test_fold_table_matches_the_migration_copy():
 def test_without_drops_names_and_their_stems():
     q = build_query("What did Caroline paint?")
     assert texts(q.without(["Caroline"])) == ["paint"]
+
+
+_REFERENCE_FOLD = str.maketrans(FOLD_FROM, FOLD_TO)
+_PLAIN_WORD = re.compile(r"[^\W_]+")
+_CJK_CHAR = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _reference_fold(text: str) -> str:
+    return unicodedata.normalize("NFC", text).lower().translate(_REFERENCE_FOLD)
+
+
+def _reference_words(text: str) -> list[str]:
+    """Runs of letters and digits, each Han/Kana/Hangul character a word of its own."""
+    out: list[str] = []
+    for word in _PLAIN_WORD.findall(_reference_fold(text)):
+        run = ""
+        for char in word:
+            if _CJK_CHAR.match(char):
+                out += [run] if run else []
+                out.append(char)
+                run = ""
+            else:
+                run += char
+        out += [run] if run else []
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            list("aZé_ -.\n1ÀÉЁёж中文カタ・゛゠한국٣ıİẞß\u0301") + list(FOLD_FROM)
+        ),
+        max_size=30,
+    )
+    | st.text(max_size=30)
+)
+def test_fold_and_words_match_their_plain_definitions(text):
+    # The fast paths (ASCII, one scan for the folded characters, one tokenising expression)
+    # give what folding every character and splitting every word give.
+    assert fold(text) == _reference_fold(text)
+    assert words_of(text) == _reference_words(text)
+    assert folded_words(fold(text)) == words_of(text)

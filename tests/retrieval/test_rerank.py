@@ -210,3 +210,60 @@ def test_the_other_half_of_an_exchange_inherits_the_whole_score():
     scores = {s.candidate.seq: s.score for s in ranked}
     assert scores[2] == pytest.approx(scores[3])
     assert scores[4] == pytest.approx(scores[3] * config.neighbor_next)
+
+
+def _reference_bm25(terms, docs, *, total_docs, k1, b):
+    """BM25 as defined: every word of every document compared with every term."""
+    import math
+
+    from chats.retrieval.query import fold, words_of
+    from chats.retrieval.rerank import NEAR_EXTENSION
+
+    def tf(term, words, compact):
+        if term.bigram:
+            return float(compact.count(term.text))
+        return sum(
+            1.0 if len(w) - len(term.text) <= NEAR_EXTENSION else 0.5
+            for w in words
+            if term.matches(w)
+        )
+
+    words = [words_of(d) for d in docs]
+    tfs = [
+        [tf(t, w, fold(d).replace(" ", "")) for t in terms]
+        for w, d in zip(words, docs, strict=True)
+    ]
+    n = max(total_docs, len(docs))
+    df = [sum(1 for row in tfs if row[j] > 0) for j in range(len(terms))]
+    idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
+    avgdl = sum(len(w) for w in words) / len(words) or 1.0
+    out = []
+    for row, w in zip(tfs, words, strict=True):
+        norm = k1 * (1.0 - b + b * len(w) / avgdl)
+        value = sum(
+            idf[j] * terms[j].weight * f * (k1 + 1.0) / (f + norm)
+            for j, f in enumerate(row)
+            if f > 0
+        )
+        out.append((value, sum(1 for f in row if f > 0)))
+    return out
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What did we decide about the release and the budget?",
+        "When did Caroline paint the sunrise with her kids?",
+        "我们需要完成测试 Рухнула релиза",
+    ],
+)
+def test_bm25_scores_equal_the_per_word_definition(question):
+    # Scoring folds and splits each document once and compares a term with each distinct
+    # word once: the scores are exactly those of comparing it with every word.
+    from tooling.benchmarks.scratch_data import message_texts
+
+    docs = [*message_texts(pool=120), "paint painted paintings painterly", "", "中文测试我们"]
+    terms = build_query(question).terms
+    fast = bm25_scores(terms, docs, total_docs=1000, k1=1.2, b=0.4)
+    assert fast == _reference_bm25(terms, docs, total_docs=1000, k1=1.2, b=0.4)
+    assert any(matched for _, matched in fast)

@@ -176,3 +176,35 @@ def test_sqlite_index_triggers_survive_all_migrations(db):
         )
         names = {row[0] for row in cursor.fetchall()}
     assert {"chats_message_fts_ai", "chats_message_fts_ad", "chats_message_fts_au"} <= names
+
+
+@pytest.mark.postgres
+def test_postgres_search_counts_the_matches_once(conversation, member_a):
+    # The kept matches and their per-term counts are materialised CTEs: each is computed
+    # once, whatever plan (generic ones included: statements are prepared) joins them.
+    from chats.retrieval.search import _postgres_sql
+
+    add(conversation, member_a, *FILLER, "The garden needs water", "Water the plants")
+    sql, params = _postgres_sql(
+        conversation.tenant_id, conversation.pk, build_query("garden water"), 10, None
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "CTE m" in plan and "CTE d" in plan
+    hits = search(conversation, "garden water")
+    assert len(hits) == 2 and hits[0].score > hits[1].score > 0
+
+
+def test_sqlite_reads_messages_by_seq_through_an_index(db):
+    """SQLite has no covering unique constraint (``message_unique_seq`` on PostgreSQL): its
+    own index serves reads by seq, and survives all migrations (a table remake drops it)."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN QUERY PLAN SELECT id, content FROM chats_message "
+            "WHERE tenant_id = 1 AND conversation_id = 2 AND seq IN (3, 4, 5)"
+        )
+        plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+    assert "message_seq_sqlite_idx (tenant_id=? AND conversation_id=? AND seq=?)" in plan

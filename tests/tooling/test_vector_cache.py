@@ -34,3 +34,21 @@ def test_a_second_run_reads_the_vectors_the_first_computed(tmp_path, monkeypatch
     with cached_vectors(None):
         embeddings.embed(["alpha"])
     assert computed[-1] == "alpha"  # no cache: embedded anew
+
+
+def test_the_cache_answers_on_the_question_embedding_thread(tmp_path, monkeypatch):
+    # The retriever embeds the question on a thread of its own: the cache must answer there
+    # too (a SQLite connection is bound to the thread that opened it unless told otherwise).
+    from chats.retrieval.dense import question_soon
+
+    def fake_embed(texts):
+        return np.ones((len(texts), embeddings.DIMENSIONS), dtype=np.float32)
+
+    monkeypatch.setattr(embeddings, "embed", fake_embed)
+    monkeypatch.setattr(embeddings, "available", lambda: True)
+    with cached_vectors(tmp_path / "vectors.sqlite3"):
+        first = embeddings.embed(["what about the dog?"])
+        future = question_soon("what about the dog?")
+        assert future is not None
+        vector = future.result()
+    assert vector is not None and np.array_equal(vector, first[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,17 +34,25 @@ def _key(text: str) -> str:
 
 
 class VectorCache:
-    """Vectors by text in a SQLite file (float32, the model's dimensions)."""
+    """Vectors by text in a SQLite file (float32, the model's dimensions). Usable from any
+    thread, one call at a time (the retriever embeds questions on a thread of its own)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path)
+        self.db = sqlite3.connect(path, check_same_thread=False)
         self.db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, v BLOB)")
+        self._lock = threading.Lock()
 
     def embed(
         self, compute: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str]
     ) -> np.ndarray:
         """``compute(texts)``'s result, computing only what the file does not hold."""
+        with self._lock:
+            return self._embed(compute, texts)
+
+    def _embed(
+        self, compute: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str]
+    ) -> np.ndarray:
         keys = [_key(t) for t in texts]
         found: dict[str, bytes] = {}
         for start in range(0, len(keys), 500):
