@@ -28,7 +28,7 @@ def backwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("chatplatform", "0022_message_vector_index"),
+        ("chatplatform", "0024_summary_session_gap"),
     ]
 
     operations = [
