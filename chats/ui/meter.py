@@ -164,11 +164,7 @@ def split_of_window(
         "free_percent": _percent(free, window),
         "reserve_percent": _percent(reserve, window),
         "excluded": _excluded(excluded),
-        "truncated": [
-            {"kind": t[0], "id": t[1], "original_tokens": t[2], "kept_tokens": t[3]}
-            for t in truncated
-            if isinstance(t, list | tuple) and len(t) >= 4
-        ],
+        "truncated": _truncated(truncated),
         "prompt_tokens": prompt_tokens,
         "hypothetical_tokens": hypothetical,
         "saved_tokens": saved,
@@ -178,6 +174,27 @@ def split_of_window(
 
 def _percent(part: int, whole: int) -> float:
     return round(100.0 * part / whole, 1) if whole else 0.0
+
+
+def _truncated(rows: Any) -> list[dict[str, Any]]:
+    """What was cut to fit, one entry per item; the recalled replies shown as their head
+    (``excerpt``) as one entry with their number, however many there are."""
+    out: list[dict[str, Any]] = []
+    replies = {"kind": "", "id": None, "original_tokens": 0, "kept_tokens": 0}
+    count = 0
+    for t in rows if isinstance(rows, list) else []:
+        if not isinstance(t, list | tuple) or len(t) < 4:
+            continue
+        if t[0] == "excerpt":
+            count += 1
+            replies["original_tokens"] += t[2]
+            replies["kept_tokens"] += t[3]
+            continue
+        out.append({"kind": t[0], "id": t[1], "original_tokens": t[2], "kept_tokens": t[3]})
+    if count:
+        replies["kind"] = f"{count} recalled {'reply' if count == 1 else 'replies'}"
+        out.append(replies)
+    return out
 
 
 def _excluded(rows: Any) -> list[dict[str, Any]]:

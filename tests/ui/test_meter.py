@@ -67,15 +67,21 @@ def test_excluded_items_are_grouped_by_reason(conversation_a, member_a):
         ["summary", 7, 12, "outside_window"],
         ["fact", 3, 5, "cap"],
     ]
-    record.sections["truncated"] = [["message", 4, 900, 300]]
+    record.sections["truncated"] = [
+        ["excerpt", 8, 870, 100],
+        ["message", 4, 900, 300],
+        ["excerpt", 10, 930, 99],
+    ]
     meter = meter_payload(record)
     by_reason = {g["reason"]: g for g in meter["excluded"]}
     assert by_reason["over_budget"]["count"] == 2 and by_reason["over_budget"]["tokens"] == 30
     assert by_reason["over_budget"]["label"] == "did not fit the budget"
     assert by_reason["outside_window"]["kinds"] == {"summary": 1}
     assert meter["excluded"][0]["reason"] == "over_budget"  # most frequent first
+    # the recalled replies shown as their head make one line, however many there are
     assert meter["truncated"] == [
-        {"kind": "message", "id": 4, "original_tokens": 900, "kept_tokens": 300}
+        {"kind": "message", "id": 4, "original_tokens": 900, "kept_tokens": 300},
+        {"kind": "2 recalled replies", "id": None, "original_tokens": 1800, "kept_tokens": 199},
     ]
 
 
