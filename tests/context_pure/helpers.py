@@ -121,6 +121,7 @@ def policies(draw: st.DrawFn, strategy: str | None = None) -> PackingPolicy:
         max_facts=draw(st.integers(0, 12)),
         retrieval_max_items=draw(st.integers(0, 5)),
         retrieval_neighbors=draw(st.integers(0, 2)),
+        reply_excerpt_tokens=draw(st.sampled_from([0, 5, 30, 100])),
         per_message_overhead=draw(st.sampled_from([None, None, 4, 7])),
         model_name="test-model",
         history_trim_percent=draw(st.sampled_from([100, 100, 60, 25])),
@@ -210,7 +211,9 @@ def inputs_for(draw: st.DrawFn, history: list[MessageItem]) -> AssemblyInputs:
         for _ in range(draw(st.integers(0, 5))):
             k = draw(st.integers(0, n - 1))
             near = tuple(history[max(0, k - 2) : k] + history[k + 1 : k + 3])
-            retrieved.append(RetrievedItem(history[k], draw(st.floats(0, 1)), near))
+            retrieved.append(
+                RetrievedItem(history[k], draw(st.floats(0, 1)), near, excerpt=draw(st.booleans()))
+            )
     facts = [
         FactItem(id=i, text=t, kind=draw(st.sampled_from(MEMORY_KIND_NAMES)))
         for i, t in enumerate(
@@ -284,6 +287,10 @@ def check_invariants(p: PackingPolicy, inputs: AssemblyInputs, r: AssembledPromp
         assert max(skipped) < min(hist)
     got = [by_id[i.id].seq for i in r.included if i.kind == "retrieved"]
     assert got == sorted(got) and not set(got) & set(hist)
+    # a recalled reply shown as its head: a reply, shown, and within the policy's head
+    for cut in (t for t in r.truncated if t.kind == "excerpt"):
+        assert by_id[cut.id].role == "assistant" and cut.id in {i.id for i in r.included}
+        assert cut.kept_tokens <= p.reply_excerpt_tokens < cut.original_tokens
     # tool call and result are never separated
     inside = {by_id[i.id].id for i in r.included if i.kind in ("message", "retrieved")}
     groups: dict[str, set[object]] = {}
