@@ -343,6 +343,23 @@ def question_soon(text: str) -> Future[np.ndarray | None] | None:
         return None
 
 
+#: How long a turn waits for its question's embedding (normally ~10 ms; the model loading on
+#: a cold process takes a few seconds) before it goes on with words only.
+QUESTION_WAIT_SECONDS = 30.0
+
+
+def _awaited(question: Future[np.ndarray | None]) -> np.ndarray | None:
+    """The embedding ``question`` will hold, or ``None`` (retrieval stays lexical) when it is
+    not there within :data:`QUESTION_WAIT_SECONDS`."""
+    try:
+        return question.result(timeout=QUESTION_WAIT_SECONDS)
+    except TimeoutError:
+        logger.warning(
+            "the question's embedding took over %ss; retrieval stays lexical", QUESTION_WAIT_SECONDS
+        )
+        return None
+
+
 def dense_scores(
     conversation: Conversation,
     text: str,
@@ -362,7 +379,7 @@ def dense_scores(
     the index's version)."""
     if top_k <= 0 or not embeddings.available():
         return None
-    query = question.result() if question is not None else embed_question(text)
+    query = _awaited(question) if question is not None else embed_question(text)
     if query is None:
         return None
     if (

@@ -613,3 +613,17 @@ def test_a_forked_process_embeds_questions_on_a_thread_of_its_own(monkeypatch):
     assert child is not parent
     future = question_soon("a question")
     assert future is not None and future.result(timeout=10) is not None
+
+
+def test_a_question_embedding_that_never_comes_leaves_retrieval_lexical(monkeypatch):
+    from concurrent.futures import Future
+
+    from chats.retrieval import dense
+
+    monkeypatch.setattr(embeddings, "available", lambda: True)
+    monkeypatch.setattr(dense, "QUESTION_WAIT_SECONDS", 0.05)
+    stuck: Future = Future()  # never resolved, as a wedged model would leave it
+    assert dense._awaited(stuck) is None
+    done: Future = Future()
+    done.set_result(np.ones(embeddings.DIMENSIONS))
+    assert dense._awaited(done) is not None
