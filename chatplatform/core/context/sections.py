@@ -378,6 +378,11 @@ class Retrieval:
         return [Included("retrieved", m.id, costs[m.id]) for m, _ in ordered]
 
 
+#: The share of the retrieval room replies found by their own words may fill whole (best
+#: first); lower-ranked replies go as their head. Measured on long conversations
+#: (``docs/cost.md``: core recall flat between 0.3 and 0.5, lower from 0.6): people's own
+#: words, six times shorter than replies, are most of what is asked about.
+WHOLE_REPLIES_SHARE = 0.5
 #: Charged for a stamp whose count is unknown (never the case for picked entries).
 STAMP_TOKENS_FALLBACK = 16
 #: Per line, on top of the parts' separate counts: tokenizing the joined line can differ
@@ -439,11 +444,15 @@ def pick_retrieved(
     *,
     shown_count: bool = False,
     excerpt_tokens: int = 0,
+    whole_replies: float | None = None,
 ) -> Retrieval:
     """Hits by descending score (at most ``max_items``), deduplicated against ``skip_ids``
     and each other; then, while the cap allows, up to ``neighbors`` turns on each side.
     A hit marked ``excerpt`` that is a long reply, and any long reply among the neighbours,
-    goes as its first ``excerpt_tokens`` tokens (0: whole).
+    goes as its first ``excerpt_tokens`` tokens (0: whole). With ``whole_replies`` (a share
+    of ``cap``), replies found by their own words go whole, best first, until whole replies
+    fill that share; lower-ranked ones go as their head too, so the rest of the room holds
+    more of the conversation (a reply runs several times the length of a person's message).
 
     ``shown_count``: a hit the prompt already shows (in ``skip_ids``) still takes its line's
     tokens from the cap, so the block holds only what the best ``cap`` tokens of hits lack
@@ -456,6 +465,8 @@ def pick_retrieved(
     )
     ranked = sorted(items, key=lambda it: -it.score)
     plans: list[list[list[MessageItem]]] = []
+    whole_room = None if whole_replies is None else int(cap * whole_replies)
+    whole_used = 0
     for it in ranked:
         hit = it.message
         if hit.id in skip_ids or hit.id in out.entries:
@@ -468,9 +479,15 @@ def pick_retrieved(
             continue
         steps = _steps(it, neighbors, excluded)
         limit = excerpt_tokens if it.excerpt else 0
+        whole = 0
+        if not limit and whole_room is not None and hit.role == "assistant" and steps:
+            whole = meter.stored("message", hit.id, hit.content, hit.tokens, hit.counted_by)
+            if whole_used + whole > whole_room:
+                limit, whole = excerpt_tokens, 0
         if not steps or not _add(out, steps[0], meter, bot_name, skip_ids, limit):
             excluded.append(Excluded("retrieved", hit.id, hit.tokens, "over_budget"))
             continue
+        whole_used += whole
         plans.append(steps[1:])
     for steps in plans:
         for step in steps:

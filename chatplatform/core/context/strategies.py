@@ -25,7 +25,7 @@ from typing import ClassVar, Protocol
 
 from .budget import section_cap
 from .draft import Draft
-from .sections import Picked, Retrieval, pick_retrieved, pick_summaries
+from .sections import WHOLE_REPLIES_SHARE, Picked, Retrieval, pick_retrieved, pick_summaries
 from .truncate import MIN_CUT_TOKENS
 from .types import (
     STRATEGY_NAMES,
@@ -314,6 +314,7 @@ def _pick(
         excluded,
         shown_count=shown_count,
         excerpt_tokens=policy.reply_excerpt_tokens,
+        whole_replies=WHOLE_REPLIES_SHARE if policy.reply_excerpt_tokens else None,
     )
 
 
