@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from chatplatform.models.conversations import Message, MessageRole
 from chatplatform.tenancy.scoping import tenant_scope
@@ -222,4 +223,5 @@ def test_a_delta_ahead_of_a_gap_is_kept_until_the_gap_is_filled(page, tenant_a, 
         }"""
     )
     body = page.locator('li[data-message-id="999001"] .msg-body')
-    assert body.inner_text() == "one two three four"
+    # The text is rendered on an animation frame when the page is busy: wait for it.
+    expect(body).to_have_text("one two three four")

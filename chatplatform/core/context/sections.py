@@ -380,9 +380,9 @@ class Retrieval:
 
 #: The share of the retrieval room replies found by their own words may fill whole (best
 #: first); lower-ranked replies go as their head. Measured on long conversations
-#: (``docs/cost.md``: core recall flat between 0.3 and 0.5, lower from 0.6): people's own
-#: words, six times shorter than replies, are most of what is asked about.
-WHOLE_REPLIES_SHARE = 0.5
+#: (``docs/cost.md``): people's own words, six times shorter than replies, are most of what
+#: is asked about, but questions about the assistant's own advice want its replies whole.
+WHOLE_REPLIES_SHARE = 0.65
 #: Charged for a stamp whose count is unknown (never the case for picked entries).
 STAMP_TOKENS_FALLBACK = 16
 #: Per line, on top of the parts' separate counts: tokenizing the joined line can differ
