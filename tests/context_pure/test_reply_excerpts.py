@@ -15,6 +15,7 @@ from chatplatform.core.context import (
     RetrievedItem,
     assemble,
 )
+from chatplatform.core.context.sections import WHOLE_REPLIES_SHARE
 from chatplatform.core.context.truncate import MARKER
 
 from .helpers import COUNTER, check_invariants
@@ -110,10 +111,10 @@ def test_a_kept_window_shows_its_excerpts_as_its_first_turn_did() -> None:
     assert kept.recalled_excerpt_ids == (6,)
 
 
-def test_replies_found_by_their_words_go_whole_until_they_fill_half_the_room() -> None:
+def test_replies_found_by_their_words_go_whole_until_they_fill_their_share() -> None:
     # Ten long replies, each a find of its own words, best first: whole ones take at most
-    # half the retrieval room, the lower-ranked go as their head, and the room they leave
-    # holds people's messages.
+    # their share of the retrieval room, the lower-ranked go as their head, and the room
+    # they leave holds people's messages.
     replies = [RetrievedItem(m, 10.0 - i, excerpt=False) for i, m in enumerate(CHAT[1:21:2])]
     people = [RetrievedItem(m, 0.5) for m in CHAT[0:20:2]]
     policy = replace(POLICY, retrieval_budget=6_000)
@@ -122,7 +123,7 @@ def test_replies_found_by_their_words_go_whole_until_they_fill_half_the_room() -
     whole = [i for i in result.recalled_ids if i % 2 == 0 and i not in cut]
     assert len(whole) >= 2 and whole == [2, 4, 6, 8, 10][: len(whole)]  # the best-ranked
     tokens = {i.id: i.tokens for i in result.included}
-    assert sum(tokens[i] for i in whole) <= 6_000 // 2
+    assert sum(tokens[i] for i in whole) <= 6_000 * WHOLE_REPLIES_SHARE
     assert cut and all(i % 2 == 0 for i in cut) and min(cut) > max(whole)
     assert all(m.id in result.recalled_ids for m in CHAT[0:20:2])
     off = assembled([*replies, *people], replace(policy, reply_excerpt_tokens=0))
