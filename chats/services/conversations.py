@@ -80,7 +80,8 @@ def conversation_window_advance(
     seq, the retrieved messages it holds and which of them as excerpts, and when), so the
     next turn, in any process, continues it while the provider caches it."""
     recalled = list(recalled_ids)
-    excerpts = [i for i in excerpt_ids if i in set(recalled)]
+    shown = set(recalled)
+    excerpts = [i for i in excerpt_ids if i in shown]
     with tenant_scope(conversation.tenant_id):
         Conversation.objects.filter(pk=conversation.pk, tenant_id=conversation.tenant_id).update(
             window_start_seq=start_seq,
