@@ -12,10 +12,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import Q
+
 from chatplatform.core.memory.kinds import MEMORY_KINDS
 from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.tenancy.scoping import tenant_scope
-from memory.models import UserFact
+from memory.models import FactEnd, UserFact
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -127,6 +129,50 @@ def messages_with_memories(tenant: Any, message_ids: list[int], kinds: list[str]
     with tenant_scope(_id(tenant)):
         found = UserFact.objects.filter(source_message_id__in=message_ids, kind__in=kinds)
         return set(found.values_list("source_message_id", flat=True))
+
+
+#: How many times :func:`replaced_statements` follows a chain of values on from the messages
+#: it was given (a value replaced twice reaches its latest in two steps).
+STATEMENT_STEPS = 3
+
+
+def replaced_statements(
+    tenant: Any, conversation: Any, message_ids: list[int]
+) -> list[tuple[int, int]]:
+    """``(older, newer)`` message id pairs of ``conversation`` where a fact said in the older
+    message was replaced by a value said in the newer one, for the chains of values that
+    touch ``message_ids`` (followed :data:`STATEMENT_STEPS` steps): how retrieval brings the
+    latest statement of a fact (and the earlier ones it changed) next to a message it found.
+    One query on the facts' source index per step, usually one in all (most messages gave
+    no fact); both messages of a pair are the conversation's own, so a pair shows nothing
+    its reader could not already read."""
+    tenant_id, conversation_id = _id(tenant), _id(conversation)
+    pairs: set[tuple[int, int]] = set()
+    seen: set[int] = set()
+    wanted = set(message_ids)
+    with tenant_scope(tenant_id):
+        for _ in range(STATEMENT_STEPS):
+            if not wanted:
+                break
+            seen |= wanted
+            replaced = UserFact.objects.filter(
+                kind__in=kinds_sent_in("facts"),
+                ended_reason=FactEnd.REPLACED,
+                source_message__conversation_id=conversation_id,
+                superseded_by__source_message__conversation_id=conversation_id,
+            ).filter(
+                Q(source_message_id__in=wanted) | Q(superseded_by__source_message_id__in=wanted)
+            )
+            found = {
+                (a, b)
+                for a, b in replaced.values_list(
+                    "source_message_id", "superseded_by__source_message_id"
+                )
+                if a != b
+            }
+            pairs |= found
+            wanted = {i for pair in found for i in pair} - seen
+    return sorted(pairs)
 
 
 def conversation_is_shared(tenant: Any, conversation: Any) -> bool:

@@ -24,6 +24,11 @@ candidates identically on both backends:
   sentence embedding join the candidates, and the two rankings are fused by rank
   (:func:`fuse_rrf`, the default) or by score (:func:`fuse_dense`: a share of the best lexical
   score in proportion to the cosine) (``chats.retrieval.dense``).
+* **statements of a fact** (before the neighbours): when a fact saved from one message was
+  replaced by a value said in a later one, a hit on either brings the other
+  (:func:`follow_statements`): the latest value ranks with (and, on a tie, before) the
+  earlier one that matched the question, and the earlier one comes with a share, so a prompt
+  short of room keeps the current value and one with room shows both sides of the change.
 
 (A "when" question favouring turns with time expressions was measured and removed: no
 effect on LoCoMo, see ``tooling/evaluation/retrieval.md``.)
@@ -81,6 +86,13 @@ class RerankConfig:
     #: How the words' and the meaning's rankings meet: ``"rrf"`` (:func:`fuse_rrf`, by rank)
     #: or ``"score"`` (:func:`fuse_dense`, by score).
     fusion: Literal["rrf", "score"] = "rrf"
+    #: A statement of a fact and the one that replaced it (a fact saved from the first
+    #: message was replaced by a value said in the second): the newer inherits this share of
+    #: the older's score when that is more than its own (1.0: it ranks with the older, and a
+    #: tie goes to the newer message, so the latest value is the one kept when room is
+    #: short), the older this share of the newer's (both sides of the change).
+    newer_statement: float = 1.0
+    older_statement: float = 0.6
     #: Reciprocal-rank fusion's constant: a list's item at rank ``r`` (from 1) adds
     #: ``1 / (rrf_k + r)``.
     rrf_k: int = 60
@@ -250,13 +262,16 @@ def rank_candidates(
     fetch: Callable[[set[int]], Sequence[Candidate]],
     dense: Mapping[int, float] | None = None,
     dense_weight: float = DENSE_WEIGHT,
+    statements: Callable[[list[Candidate]], Sequence[tuple[Candidate, Candidate]]] | None = None,
 ) -> list[Scored]:
     """The whole re-ranking of one retrieval, best first: :func:`score` the search's
     ``candidates``, :func:`fuse_dense` the ``dense`` top hits (seq → cosine; their rows must
-    be among ``candidates``), ``fetch`` the turns around the best ``neighbor_hits`` of them
-    (one call, with the wanted seqs; it returns those that exist and may be retrieved), and
-    :func:`propagate` to them. The retriever fetches from the database; the offline
-    harness (``tooling/evaluation/locomo_offline.py``) from memory."""
+    be among ``candidates``), :func:`follow_statements` from the best ``neighbor_hits`` to
+    the statements that replaced theirs or that theirs replaced (``statements``: one call
+    with those hits, it returns ``(older, newer)`` pairs), ``fetch`` the turns around the
+    best ``neighbor_hits`` (one call, with the wanted seqs; it returns those that exist and
+    may be retrieved), and :func:`propagate` to them. The retriever fetches from the
+    database; the offline harness (``tooling/evaluation/locomo_offline.py``) from memory."""
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
     if dense:
         authors = speaker_terms(query, names)[0]
@@ -264,10 +279,46 @@ def rank_candidates(
             fuse_rrf(scored, dense, named=authors, config=config)
         else:
             fuse_dense(scored, dense, weight=dense_weight, named=authors, config=config)
+    if statements is not None:
+        best = ranked(scored)[:neighbor_hits]
+        pairs = statements([s.candidate for s in best if s.score > 0])
+        if pairs:
+            follow_statements(scored, pairs, config)
     near = neighbor_seqs(scored, hits=neighbor_hits, depth=config.neighbor_depth)
     neighbors = fetch(near) if near else []
     propagate(scored, neighbors, config, speaker_terms(query, names)[0])
     return ranked(scored)
+
+
+def follow_statements(
+    scored: dict[int, Scored],
+    pairs: Sequence[tuple[Candidate, Candidate]],
+    config: RerankConfig,
+) -> None:
+    """A fact's statements rank together, the latest first: for each ``(older, newer)``
+    pair (the newer message replaced a value the older one said), the newer gets
+    ``newer_statement`` of the older's score and the older ``older_statement`` of the
+    newer's, when that is more than their own. Pairs go oldest first for the newer side and
+    newest first for the older, so a value replaced twice passes its score to the latest
+    and the latest to every earlier one."""
+    forward = sorted(pairs, key=lambda pair: (pair[1].seq, pair[0].seq))
+    for older, newer in forward:
+        _inherit(scored, newer, scored.get(older.seq), config.newer_statement)
+    for older, newer in reversed(forward):
+        _inherit(scored, older, scored.get(newer.seq), config.older_statement)
+
+
+def _inherit(scored: dict[int, Scored], to: Candidate, source: Scored | None, share: float) -> None:
+    if source is None or source.score <= 0 or share <= 0:
+        return
+    # Not marked ``via``: a statement is shown whole, never cut to its head as a reply
+    # found through its exchange may be.
+    inherited = source.score * share
+    current = scored.get(to.seq)
+    if current is None:
+        scored[to.seq] = Scored(to, inherited)
+    elif current.score < inherited:
+        current.score, current.via = inherited, None
 
 
 def fuse_dense(

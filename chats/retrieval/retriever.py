@@ -1,9 +1,11 @@
 """Older messages and summaries relevant to a new message, as ``RetrievedItem`` candidates
 for the assembly.
 
-:func:`retrieve_messages` runs at most three bounded queries, whatever the conversation's
+:func:`retrieve_messages` runs a few bounded queries, whatever the conversation's
 length: the indexed search (:func:`~chats.retrieval.search.search_messages`), one fetch of the
-candidates' rows, and one fetch of the turns around the best candidates; a fourth, the
+candidates' rows, one look-up of the facts the best candidates stated that were replaced (or
+that replaced theirs; ``memory.selectors.replaced_statements``), and one fetch of the turns
+around the best candidates; another, the
 conversation's newest stored vectors, when the policy searches by meaning too
 (:mod:`chats.retrieval.dense`). Ranking happens in
 :mod:`chats.retrieval.rerank` (pure). :func:`retrieve_summaries` adds the summaries the
@@ -24,6 +26,7 @@ from chatplatform.core.context.types import MessageItem, RetrievedItem
 from chatplatform.models import ContextPolicy
 from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
 from chatplatform.tenancy.scoping import tenant_scope
+from memory.selectors import replaced_statements
 from summaries.models import Summary
 from summaries.selectors import current_summaries
 
@@ -182,6 +185,24 @@ def _fetch(conversation: Conversation, seqs: Iterable[int]) -> list[dict[str, An
         )
 
 
+def _fetch_ids(
+    conversation: Conversation, ids: Iterable[int], *, before_seq: int | None
+) -> list[dict[str, Any]]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return []
+    with tenant_scope(conversation.tenant_id):
+        rows = Message.objects.filter(
+            tenant_id=conversation.tenant_id,
+            conversation_id=conversation.pk,
+            pk__in=wanted,
+            role__in=RETRIEVABLE_ROLES,
+        ).exclude(status__in=SKIPPED_STATUSES)
+        if before_seq is not None:
+            rows = rows.filter(seq__lt=before_seq)
+        return list(rows.values(*_FIELDS))
+
+
 def retrieve_messages(
     conversation: Conversation,
     text: str,
@@ -195,8 +216,10 @@ def retrieve_messages(
     ``text``, best first, at most ``settings.max_items``; each item carries the fetched
     turns around it as ``neighbors``. Empty when ``text`` has nothing searchable.
 
-    Three bounded queries (the search, the candidates' rows, their neighbours), plus one
-    (the stored vectors) with ``settings.dense`` when the embeddings are available."""
+    Four bounded queries (the search, the candidates' rows, the statements that replaced
+    the best ones' facts or that theirs replaced, their neighbours; a fifth for those
+    statements' rows when some are not candidates), plus one (the stored vectors) with
+    ``settings.dense`` when the embeddings are available."""
     settings = settings or RetrievalSettings()
     config = settings.rerank
     query = query if query is not None else build_query(text)
@@ -237,6 +260,22 @@ def retrieve_messages(
         rows.update((r["seq"], r) for r in fetched)
         return [_candidate(r) for r in fetched]
 
+    def fetch_statements(hits: list[Candidate]) -> list[tuple[Candidate, Candidate]]:
+        pairs = replaced_statements(
+            conversation.tenant_id, conversation.pk, [int(c.id) for c in hits]
+        )
+        if not pairs:
+            return []
+        known = {r["id"]: r for r in rows.values()}
+        missing = {i for pair in pairs for i in pair} - known.keys()
+        for row in _fetch_ids(conversation, missing, before_seq=before_seq):
+            rows[row["seq"]] = known[row["id"]] = row
+        return [
+            (_candidate(known[a]), _candidate(known[b]))
+            for a, b in pairs
+            if a in known and b in known
+        ]
+
     order = rank_candidates(
         query,
         [_candidate(r) for r in rows.values()],
@@ -247,6 +286,7 @@ def retrieve_messages(
         fetch=fetch_neighbors,
         dense={seq: cosine for seq, cosine in near.items() if seq in rows},
         dense_weight=settings.dense_weight,
+        statements=fetch_statements,
     )
     items = {seq: _item(r, bot_name) for seq, r in rows.items()}
     return to_retrieved(order, items, neighbors=config.neighbor_depth, max_items=settings.max_items)

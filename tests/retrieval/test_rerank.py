@@ -9,9 +9,12 @@ from chats.retrieval.query import build_query
 from chats.retrieval.rerank import (
     Candidate,
     RerankConfig,
+    Scored,
     bm25_scores,
+    follow_statements,
     neighbor_seqs,
     rank_candidates,
+    ranked,
     rerank,
     score,
     to_retrieved,
@@ -267,3 +270,53 @@ def test_bm25_scores_equal_the_per_word_definition(question):
     fast = bm25_scores(terms, docs, total_docs=1000, k1=1.2, b=0.4)
     assert fast == _reference_bm25(terms, docs, total_docs=1000, k1=1.2, b=0.4)
     assert any(matched for _, matched in fast)
+
+
+def test_a_replaced_value_passes_its_score_to_the_latest_and_back():
+    one, two, three, other = cands("900 ms", "400 ms", "250 ms", "unrelated")
+    scored = {1: Scored(one, 6.0), 4: Scored(other, 5.0)}
+    follow_statements(scored, [(two, three), (one, two)], RerankConfig())
+    # Oldest pair first: the value said first reaches the latest through the middle one;
+    # ties go to the newer message, so the current value ranks first.
+    order = [s.candidate.seq for s in ranked(scored)]
+    assert order == [3, 2, 1, 4]
+    assert all(s.via is None for s in scored.values())
+
+
+def test_a_hit_on_the_latest_value_brings_the_earlier_with_a_share():
+    one, two = cands("900 ms", "250 ms")
+    scored = {2: Scored(two, 10.0)}
+    follow_statements(scored, [(one, two)], RerankConfig(older_statement=0.6))
+    assert scored[1].score == pytest.approx(6.0)
+    assert scored[2].score == 10.0
+
+
+def test_a_statement_keeps_its_own_better_score():
+    one, two = cands("900 ms", "250 ms")
+    scored = {1: Scored(one, 3.0), 2: Scored(two, 8.0, via=99)}
+    follow_statements(scored, [(one, two)], RerankConfig(older_statement=0.25))
+    assert scored[1].score == 3.0  # 0.25 x 8 = 2 is less than its own
+    assert scored[2].score == 8.0 and scored[2].via == 99  # untouched
+
+
+def test_rank_candidates_asks_for_statements_of_the_best_hits_once():
+    texts = ["the dashboard takes 900 ms", "small talk", "it is down to 250 ms now"]
+    candidates = cands(*texts)
+    asked = []
+
+    def statements(hits):
+        asked.append([c.seq for c in hits])
+        return [(candidates[0], candidates[2])]
+
+    order = rank_candidates(
+        build_query("How slow is the dashboard?"),
+        candidates[:2],
+        total_docs=3,
+        names={},
+        config=NO_NEIGHBORS,
+        neighbor_hits=5,
+        fetch=lambda seqs: [],
+        statements=statements,
+    )
+    assert asked == [[1]]
+    assert [s.candidate.seq for s in order][:2] == [3, 1]

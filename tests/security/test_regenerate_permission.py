@@ -8,6 +8,7 @@ changes. The author and a tenant admin still can."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -121,6 +122,23 @@ async def test_another_member_cannot_regenerate_through_the_socket(tenant_a, gro
     refused = await ws.receive_json_from(timeout=10)
     assert refused["type"] == "error" and refused["action"] == "regenerate"
     assert refused["code"] == "forbidden"
-    assert await ws.receive_nothing(timeout=0.5)
+    # The first reply's own late events (its title, its end) may still arrive on the group;
+    # what must not come is a regeneration.
+    assert await regeneration_events(ws, seconds=0.5) == []
     assert await database_sync_to_async(reply_state)(tenant_a, reply_id) == before
     await ws.disconnect()
+
+
+async def regeneration_events(ws: WebsocketCommunicator, *, seconds: float) -> list[dict[str, Any]]:
+    """The event a regeneration sends first (the old reply superseded) among those the
+    socket receives within ``seconds``."""
+    found: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while (left := deadline - loop.time()) > 0:
+        if await ws.receive_nothing(timeout=left):
+            break
+        event = await ws.receive_json_from(timeout=1)
+        if event.get("type") == "reply_superseded":
+            found.append(event)
+    return found
