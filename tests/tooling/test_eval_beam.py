@@ -172,3 +172,34 @@ def test_the_users_standing_instruction_is_kept_as_on_intake(tmp_path):
     )
     left_out = json.loads(out.getvalue())
     assert left_out["abilities"]["instruction_following"]["all_evidence_percent"] == 0.0
+
+
+def test_a_knowledge_update_reports_whether_its_newest_value_is_in_the_prompt(tmp_path):
+    raw = conversation()
+    raw["chat"][1]["turns"].append(
+        [
+            {"role": "user", "id": 84, "content": "My API answers in 250 ms since the cache."},
+            {"role": "assistant", "id": 85, "content": "Noted, 250 ms now."},
+        ]
+    )
+    raw["probing_questions"]["knowledge_update"] = [
+        {
+            "question": "How fast is my API?",
+            "source_chat_ids": {"original_info": [2], "updated_info": [84]},
+        }
+    ]
+    path = tmp_path / "beam.json"
+    path.write_text(json.dumps([raw]), encoding="utf-8")
+    (sample,) = datasets.load_samples(str(path))[1]
+    update = next(q for q in sample.questions if q.category == "knowledge_update")
+    assert update.evidence == ("2", "84") and update.latest == ("84",)
+    assert all(not q.latest for q in sample.questions if q is not update)
+
+    # The window holds the newest value only: the update's all-evidence misses, its latest
+    # does not; other abilities report no such figure.
+    window = run_eval(
+        str(path), EvalOptions(strategy="sliding_window", budget=1200, instructions=False)
+    )["abilities"]
+    assert window["knowledge_update"]["all_evidence_percent"] == 0.0
+    assert window["knowledge_update"]["latest_evidence_percent"] == 100.0
+    assert "latest_evidence_percent" not in window["information_extraction"]

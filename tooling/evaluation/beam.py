@@ -13,7 +13,9 @@ are lists) and ``conversation_references`` entries ``"chat_id: N"``; a question 
 not scored. For instruction and preference following the evidence is where the user stated
 the instruction or preference: it counts as present in the prompt as that message or as the
 sentence the question quotes (``instruction_being_tested``, ``preference_being_tested``), in
-the user's own words either way.
+the user's own words either way. A knowledge update also names the message with the newest
+value (``updated_info``): ``latest_evidence_percent`` counts the questions whose newest value is
+in the prompt, what a memory that prefers the latest statement must keep when room is short.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ _QUOTED = {
     "instruction_following": "instruction_being_tested",
     "preference_following": "preference_being_tested",
 }
+#: The key of ``source_chat_ids`` naming the messages that state a changed value's newest form.
+UPDATED = "updated_info"
 _CHAT_ID = re.compile(r"chat_id\s*:\s*(\d+)", re.IGNORECASE)
 _ANCHOR = re.compile(r"([A-Za-z]+)[-\s]+(\d{1,2})[-\s,]+(\d{4})")
 #: A batch without a date follows the previous one by this much.
@@ -126,6 +130,21 @@ def evidence_ids(question: Mapping[str, Any]) -> list[str]:
     return ids
 
 
+def latest_ids(question: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ids of the messages stating a changed value's newest form: a knowledge update's
+    ``source_chat_ids["updated_info"]`` (empty for other questions)."""
+    source = question.get("source_chat_ids")
+    if not isinstance(source, Mapping):
+        return ()
+    value = source.get(UPDATED)
+    values = value if isinstance(value, list) else [value]
+    return tuple(
+        str(int(v))
+        for v in values
+        if isinstance(v, int) or (isinstance(v, str) and v.strip().isdigit())
+    )
+
+
 def parse_sample(raw: Mapping[str, Any]) -> Sample:
     sessions: list[Session] = []
     previous: datetime | None = None
@@ -142,5 +161,7 @@ def parse_sample(raw: Mapping[str, Any]) -> Sample:
             if "question" not in q:
                 continue
             quoted = str(q.get(_QUOTED.get(ability, ""), "") or "")
-            questions.append(Question(str(q["question"]), ability, tuple(evidence_ids(q)), quoted))
+            questions.append(
+                Question(str(q["question"]), ability, tuple(evidence_ids(q)), quoted, latest_ids(q))
+            )
     return Sample(str(raw.get("sample_id", "")), (USER,), tuple(sessions), tuple(questions))

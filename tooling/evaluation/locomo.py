@@ -66,12 +66,21 @@ class Session:
 class Question:
     """A question, its category (LoCoMo's number, or BEAM's ability), the ids of its
     evidence messages and, for BEAM's instruction and preference questions, the sentence
-    the question quotes (present in the prompt, it stands for the evidence)."""
+    the question quotes (present in the prompt, it stands for the evidence); ``latest``:
+    for a question on a value that changed, the ids among ``evidence`` that state its
+    newest value (BEAM's knowledge updates)."""
 
     question: str
     category: int | str
     evidence: tuple[str, ...]
     quote: str = ""
+    latest: tuple[str, ...] = ()
+
+    def latest_found(self, present: Mapping[str, bool]) -> bool | None:
+        """Whether every message stating the newest value is in the prompt (``present``:
+        evidence id → found); ``None`` for a question without one."""
+        wanted = [present[e] for e in self.latest if e in present]
+        return all(wanted) if wanted else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,13 +229,24 @@ class Tally:
     all_found: int = 0
     any_found: int = 0
     spans: int | None = None
+    #: Questions on a changed value, and those whose newest statement is in the prompt.
+    latest_questions: int = 0
+    latest_found: int = 0
 
-    def add(self, found: Sequence[bool], covered: Sequence[bool] | None = None) -> None:
+    def add(
+        self,
+        found: Sequence[bool],
+        covered: Sequence[bool] | None = None,
+        latest: bool | None = None,
+    ) -> None:
         self.questions += 1
         self.all_found += int(all(found))
         self.any_found += int(any(found))
         if covered is not None:
             self.spans = (self.spans or 0) + int(all(covered))
+        if latest is not None:
+            self.latest_questions += 1
+            self.latest_found += int(latest)
 
     def as_dict(self) -> dict[str, float | int]:
         n = self.questions or 1
@@ -237,6 +257,10 @@ class Tally:
         }
         if self.spans is not None:
             out["span_covered_percent"] = round(100.0 * self.spans / n, 2)
+        if self.latest_questions:
+            out["latest_evidence_percent"] = round(
+                100.0 * self.latest_found / self.latest_questions, 2
+            )
         return out
 
 

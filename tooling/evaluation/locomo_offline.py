@@ -204,7 +204,8 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             )
             text = locomo.prompt_text(out.system, out.messages)
             found = locomo.evidence_present(text, evidence, q.quote)
-            tallies[q.category].add(found)
+            present = dict(zip((e for e in q.evidence if e in text_of), found, strict=True))
+            tallies[q.category].add(found, latest=q.latest_found(present))
             prompt_tokens.append(out.prompt_tokens)
             if dump is not None:
                 ev = [e for e in q.evidence if e in text_of]

@@ -187,7 +187,10 @@ def _run(
             if kind == datasets.BEAM:
                 seqs = [loaded.seq_of.get(e) for e in question.evidence if e in loaded.text_of]
                 covered = locomo.span_covered(found, seqs, shown_summary_ranges(turn, tenant.pk))
-            tallies[question.category].add(found, covered)
+            present = dict(
+                zip((e for e in question.evidence if e in loaded.text_of), found, strict=True)
+            )
+            tallies[question.category].add(found, covered, question.latest_found(present))
             prompt_tokens.append(turn.prompt.prompt_tokens)
             history_tokens.append(turn.hypothetical_tokens)
             if dump is not None:
