@@ -128,3 +128,12 @@ def test_replies_found_by_their_words_go_whole_until_they_fill_their_share() -> 
     assert all(m.id in result.recalled_ids for m in CHAT[0:20:2])
     off = assembled([*replies, *people], replace(policy, reply_excerpt_tokens=0))
     assert not off.truncated and not all(m.id in off.recalled_ids for m in CHAT[0:20:2])
+
+
+def test_an_uncounted_reply_is_reported_for_its_count_once() -> None:
+    # Found by its own words, it is counted to see whether it fits the whole replies' room,
+    # then again for its line: the recount queue hears of it once.
+    reply = CHAT[5]._replace(tokens=None, counted_by=None)
+    result = assembled([RetrievedItem(reply, 2.0)])
+    assert "w6x299" in result.system
+    assert [(r.kind, r.id) for r in result.recounted].count(("message", 6)) == 1

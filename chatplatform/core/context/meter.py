@@ -123,6 +123,7 @@ class Meter:
         self.counter = counter
         self.overhead = overhead
         self.recounted: list[Included] = []
+        self._recounted: set[tuple[str, ItemId]] = set()
         self._small: dict[str, int] = {}
         self._memo = count_memo(counter)
 
@@ -153,9 +154,12 @@ class Meter:
     def stored(
         self, kind: str, item_id: ItemId, text: str, tokens: int | None, counted_by: str | None
     ) -> int:
-        """The item's stored count if this counter made it, else a fresh (recorded) count."""
+        """The item's stored count if this counter made it, else a fresh count, recorded
+        once per item however often the packing asks for it."""
         if tokens is not None and tokens >= 0 and counted_by in (None, self.counter.name):
             return tokens
         n = self.text(text)
-        self.recounted.append(Included(kind, item_id, n))
+        if (kind, item_id) not in self._recounted:
+            self._recounted.add((kind, item_id))
+            self.recounted.append(Included(kind, item_id, n))
         return n
