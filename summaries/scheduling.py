@@ -11,9 +11,9 @@ from chatplatform.locks import in_cooldown, lock_key
 from chatplatform.models.conversations import Conversation
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
-from summaries.services.common import load_conversation
 from summaries.services.continuation import needs_continuation_summary
 from summaries.services.rolling import failure_key, rolling_state, uses_summaries
+from summaries.services.storage import load_conversation
 from summaries.tasks import refresh_rolling_summary, summarize_for_continuation
 
 

@@ -1,6 +1,5 @@
 """Writes of the summaries app. Tasks, the reply pipeline and the admin call these."""
 
-from .common import Result
 from .compaction import ProviderCompaction, compaction_store
 from .continuation import (
     continuation_summary_ensure,
@@ -13,6 +12,7 @@ from .rolling import (
     rolling_state,
     summary_refresh,
 )
+from .storage import Result
 
 __all__ = [
     "DueBatch",

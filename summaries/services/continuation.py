@@ -16,8 +16,8 @@ from summaries.selectors import latest_summary_seq, rolling_coverage
 from summaries.summarizer import Summarizer
 from summaries.summarizer.engine import summarizer_for
 
-from .common import Result, load_conversation
 from .rolling import LOCK_SECONDS, advance_rolling, merge_rolling
+from .storage import Result, load_conversation
 
 #: Chunks are larger than rolling ones: the history is finished, fewer calls are better.
 CHUNK_MESSAGES = 200

@@ -35,8 +35,8 @@ from summaries.models import Summary, SummaryKind
 from summaries.summarizer import Summarizer, SummaryFailed
 from summaries.summarizer.engine import summarizer_for
 
-from .common import Result, counter_for, create_summary, fetch_messages, load_conversation
-from .common import lock_conversation as _lock
+from .storage import Result, counter_for, create_summary, fetch_messages, load_conversation
+from .storage import lock_conversation as _lock
 
 logger = logging.getLogger(__name__)
 

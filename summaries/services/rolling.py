@@ -50,7 +50,7 @@ from summaries.summarizer import (
 )
 from summaries.summarizer.engine import summarizer_for
 
-from .common import (
+from .storage import (
     Result,
     counter_for,
     create_summary,

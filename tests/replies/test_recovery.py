@@ -26,7 +26,7 @@ from chats.replies.turns import reply_content_flush
 from chats.services import conversation_create
 from chats.services.messages import message_create
 from chats.tasks import mark_stale_replies
-from summaries.services.common import fetch_messages
+from summaries.services.storage import fetch_messages
 from tests.durability.helpers import SdkProviders, conversation_rows, rows_async, wait_for_rows
 from tests.durability.test_idempotency import api_client, model_calls, post
 from tests.fakes import behaviours as b

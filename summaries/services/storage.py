@@ -1,4 +1,5 @@
-"""What the summary services share: loading (scoped), bounded message fetches, storing."""
+"""Where the summary services load a conversation (scoped), fetch its messages (bounded)
+and store a summary."""
 
 from __future__ import annotations
 
