@@ -168,36 +168,25 @@ def recalled_items(
     return [items[i] for i in wanted if i in items]
 
 
-def _fetch(conversation: Conversation, seqs: Iterable[int]) -> list[dict[str, Any]]:
-    wanted = sorted(set(seqs))
-    if not wanted:
-        return []
-    with tenant_scope(conversation.tenant_id):
-        return list(
-            Message.objects.filter(
-                tenant_id=conversation.tenant_id,
-                conversation_id=conversation.pk,
-                seq__in=wanted,
-                role__in=RETRIEVABLE_ROLES,
-            )
-            .exclude(status__in=SKIPPED_STATUSES)
-            .values(*_FIELDS)
-        )
-
-
-def _fetch_ids(
-    conversation: Conversation, ids: Iterable[int], *, before_seq: int | None
+def _fetch(
+    conversation: Conversation,
+    *,
+    seqs: Iterable[int] = (),
+    ids: Iterable[int] = (),
+    before_seq: int | None = None,
 ) -> list[dict[str, Any]]:
-    wanted = sorted(set(ids))
-    if not wanted:
+    """The retrievable rows of ``conversation`` with these ``seqs`` or these ``ids`` (one
+    query; none for neither), older than ``before_seq`` when given."""
+    by_seq, by_id = sorted(set(seqs)), sorted(set(ids))
+    if not by_seq and not by_id:
         return []
     with tenant_scope(conversation.tenant_id):
         rows = Message.objects.filter(
             tenant_id=conversation.tenant_id,
             conversation_id=conversation.pk,
-            pk__in=wanted,
             role__in=RETRIEVABLE_ROLES,
         ).exclude(status__in=SKIPPED_STATUSES)
+        rows = rows.filter(seq__in=by_seq) if by_seq else rows.filter(pk__in=by_id)
         if before_seq is not None:
             rows = rows.filter(seq__lt=before_seq)
         return list(rows.values(*_FIELDS))
@@ -249,14 +238,14 @@ def retrieve_messages(
         )
     if not hits and not near:
         return []
-    rows = {r["seq"]: r for r in _fetch(conversation, {h.seq for h in hits} | near.keys())}
+    rows = {r["seq"]: r for r in _fetch(conversation, seqs={h.seq for h in hits} | near.keys())}
     names = {r["author_id"]: _names(r) for r in rows.values() if r["author_id"] is not None}
     total = max(conversation.message_count, conversation.last_seq, len(rows))
 
     def fetch_neighbors(seqs: set[int]) -> list[Candidate]:
         if before_seq is not None:
             seqs = {seq for seq in seqs if seq < before_seq}
-        fetched = _fetch(conversation, seqs)
+        fetched = _fetch(conversation, seqs=seqs)
         rows.update((r["seq"], r) for r in fetched)
         return [_candidate(r) for r in fetched]
 
@@ -268,7 +257,7 @@ def retrieve_messages(
             return []
         known = {r["id"]: r for r in rows.values()}
         missing = {i for pair in pairs for i in pair} - known.keys()
-        for row in _fetch_ids(conversation, missing, before_seq=before_seq):
+        for row in _fetch(conversation, ids=missing, before_seq=before_seq):
             rows[row["seq"]] = known[row["id"]] = row
         return [
             (_candidate(known[a]), _candidate(known[b]))

@@ -41,6 +41,15 @@ def ids(items):
     return [i.message.id for i in items]
 
 
+def found(conversation, question, *, max_items=4, before_seq=None):
+    """The ids retrieval returns for ``question``, best first."""
+    settings = RetrievalSettings(max_items=max_items, neighbor_hits=5)
+    items = retrieve_messages(
+        fresh(conversation), question, before_seq=before_seq, settings=settings
+    )
+    return ids(items)
+
+
 def test_the_newer_statement_comes_with_the_older_and_before_it(conversation, member_a, tenant_a):
     first, second = story(conversation, member_a, tenant_a)
     items = retrieve_messages(
@@ -61,26 +70,14 @@ def test_without_the_fact_the_newer_statement_is_not_found(conversation, member_
     filler(conversation, member_a, 15)
     (second,) = add(conversation, member_a, SECOND)
     filler(conversation, member_a, 15)
-    found = ids(
-        retrieve_messages(
-            fresh(conversation),
-            "How slow is the dashboard endpoint?",
-            settings=RetrievalSettings(max_items=4, neighbor_hits=5),
-        )
-    )
-    assert first.pk in found and second.pk not in found
+    order = found(conversation, "How slow is the dashboard endpoint?")
+    assert first.pk in order and second.pk not in order
 
 
 def test_the_older_statement_comes_with_the_newer(conversation, member_a, tenant_a):
     first, second = story(conversation, member_a, tenant_a)
-    found = ids(
-        retrieve_messages(
-            fresh(conversation),
-            "What did the caching tweaks give?",
-            settings=RetrievalSettings(max_items=4, neighbor_hits=5),
-        )
-    )
-    assert found.index(second.pk) < found.index(first.pk)
+    order = found(conversation, "What did the caching tweaks give?")
+    assert order.index(second.pk) < order.index(first.pk)
 
 
 def test_a_chain_of_values_reaches_its_latest(conversation, member_a, tenant_a):
@@ -89,15 +86,9 @@ def test_a_chain_of_values_reaches_its_latest(conversation, member_a, tenant_a):
         (first.pk, second.pk),
         (second.pk, third.pk),
     ]
-    found = ids(
-        retrieve_messages(
-            fresh(conversation),
-            "How slow is the dashboard endpoint?",
-            settings=RetrievalSettings(max_items=6, neighbor_hits=5),
-        )
-    )
-    assert found.index(third.pk) < found.index(first.pk)
-    assert second.pk in found
+    order = found(conversation, "How slow is the dashboard endpoint?", max_items=6)
+    assert order.index(third.pk) < order.index(first.pk)
+    assert second.pk in order
 
 
 def test_a_value_said_in_another_conversation_is_not_brought(conversation, member_a, tenant_a):
@@ -113,12 +104,5 @@ def test_a_value_said_in_another_conversation_is_not_brought(conversation, membe
 
 def test_a_statement_after_the_turn_is_not_brought(conversation, member_a, tenant_a):
     first, second = story(conversation, member_a, tenant_a)
-    found = ids(
-        retrieve_messages(
-            fresh(conversation),
-            "How slow is the dashboard endpoint?",
-            before_seq=second.seq,
-            settings=RetrievalSettings(max_items=4, neighbor_hits=5),
-        )
-    )
-    assert first.pk in found and second.pk not in found
+    order = found(conversation, "How slow is the dashboard endpoint?", before_seq=second.seq)
+    assert first.pk in order and second.pk not in order
