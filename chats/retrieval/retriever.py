@@ -210,6 +210,7 @@ def retrieve_messages(
         query=query,
         limit=settings.candidates,
         before_seq=before_seq,
+        conversation_size=max(conversation.message_count, conversation.last_seq),
     )
     near: dict[int, float] = {}
     if settings.dense:
