@@ -2,8 +2,10 @@
 for the assembly.
 
 :func:`retrieve_messages` runs at most three bounded queries, whatever the conversation's
-length: the indexed search (:func:`~chats.retrieval.search.search_messages`), one fetch of the
-candidates' rows, and one fetch of the turns around the best candidates; a fourth, the
+length: the indexed search (:func:`~chats.retrieval.search.search_messages`; on PostgreSQL a
+conversation longer than its scan first samples its newest messages to prune the common
+terms), one fetch of the candidates' rows, and one fetch of the turns around the best
+candidates; a fourth, the
 conversation's newest stored vectors, when the policy searches by meaning too
 (:mod:`chats.retrieval.dense`). Ranking happens in
 :mod:`chats.retrieval.rerank` (pure). :func:`retrieve_summaries` adds the summaries the
@@ -196,7 +198,9 @@ def retrieve_messages(
     turns around it as ``neighbors``. Empty when ``text`` has nothing searchable.
 
     Three bounded queries (the search, the candidates' rows, their neighbours), plus one
-    (the stored vectors) with ``settings.dense`` when the embeddings are available."""
+    (the stored vectors) with ``settings.dense`` when the embeddings are available; the
+    candidates' rows are then read in two (the full-text hits' while the question is being
+    embedded, then those found by meaning only) when the search ends first."""
     settings = settings or RetrievalSettings()
     config = settings.rerank
     query = query if query is not None else build_query(text)
@@ -212,6 +216,13 @@ def retrieve_messages(
         before_seq=before_seq,
         conversation_size=max(conversation.message_count, conversation.last_seq),
     )
+    wanted = {h.seq for h in hits}
+    rows: dict[int, dict[str, Any]] = {}
+    fetched: set[int] = set()
+    if question is not None and not question.done():
+        # The hits' rows are read while the question is still being embedded.
+        rows = {r["seq"]: r for r in _fetch(conversation, wanted)}
+        fetched = wanted
     near: dict[int, float] = {}
     if settings.dense:
         near = (
@@ -227,7 +238,7 @@ def retrieve_messages(
         )
     if not hits and not near:
         return []
-    rows = {r["seq"]: r for r in _fetch(conversation, {h.seq for h in hits} | near.keys())}
+    rows.update((r["seq"], r) for r in _fetch(conversation, (wanted | near.keys()) - fetched))
     names = {r["author_id"]: _names(r) for r in rows.values() if r["author_id"] is not None}
     total = max(conversation.message_count, conversation.last_seq, len(rows))
 
