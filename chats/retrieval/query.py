@@ -21,6 +21,10 @@ database (IDF-weighted term presence on PostgreSQL, ``bm25()`` on SQLite) and th
   :data:`MIN_STEM` characters) and the stem is searched as a prefix (``paint:*`` /
   ``"paint"*``), which finds ``paints``, ``painted``, ``painting``.
 
+In a long conversation the terms found in a large share of its messages are matched only
+among its newest ones (:func:`whole_history_terms`, document-frequency pruning: the rule the
+PostgreSQL search and the offline evaluation share).
+
 The rendered queries contain only letters and digits inside quotes plus the operators this
 module writes, so no user text can produce a syntax error or an injection in either dialect.
 """

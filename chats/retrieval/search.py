@@ -7,7 +7,12 @@ The index lives in migration ``chats.0002_message_search``:
   configuration over ``lower()``ed, accent-folded text with CJK characters spaced apart), and a
   GIN index on ``(tenant_id, conversation_id, search_vector)`` (btree_gin) or on the vector
   alone when the extension cannot be created. Ranking: the sum of the IDF of the query terms a
-  message contains, IDF counted over the conversation's matches (``ts_rank`` has no IDF).
+  message contains, IDF counted over the conversation's matches (``ts_rank`` has no IDF). The
+  newest :data:`PG_SCAN_LIMIT` matches are ranked; in a longer conversation the terms common
+  in its newest :data:`PG_SAMPLE_WINDOW` messages are matched only there, the rarer ones
+  everywhere (document-frequency pruning, the rule in
+  :func:`~chats.retrieval.query.whole_history_terms`): the common words' matches are most of
+  what the scan reads, and they would push a rare word's old matches out of it.
 * SQLite: ``chats_message_fts``, a contentless FTS5 table (``unicode61 remove_diacritics 2``)
   kept in sync by triggers, with a ``scope`` column holding ``t<tenant>c<conversation>`` so a
   search intersects the conversation's posting list instead of filtering every tenant's

@@ -266,9 +266,13 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 dump.write(json.dumps(line, ensure_ascii=False) + "\n")
     if dump is not None:
         dump.close()
-    core = [tallies[a].as_dict()["all_evidence_percent"] for a in beam.CORE_ABILITIES]
+    core = [
+        tallies[a].as_dict()["all_evidence_percent"]
+        for a in beam.CORE_ABILITIES
+        if kind == datasets.BEAM
+    ]
     return {
-        **({"core_percent": round(sum(core) / len(core), 2)} if kind == datasets.BEAM else {}),
+        **({"core_percent": round(sum(core) / len(core), 2)} if core else {}),
         "strategy": args.strategy,
         "budget": args.budget,
         "categories": {str(c): t.as_dict() for c, t in tallies.items() if t.questions},
