@@ -228,7 +228,8 @@ def small_scan(monkeypatch):
     monkeypatch.setattr(search_module, "PG_SAMPLE_WINDOW", 10)
 
 
-def test_a_rare_word_is_found_beyond_the_common_words_matches(conversation, member_a, small_scan):
+@pytest.mark.usefixtures("small_scan")
+def test_a_rare_word_is_found_beyond_the_common_words_matches(conversation, member_a):
     # Common words match 60 messages, three times the scan: without pruning them the scan
     # keeps the newest 20 matches and the old fact with the rare word is never ranked.
     (fact,) = add(conversation, member_a, "The pelican ate the release notes in Lisbon.")
@@ -240,7 +241,8 @@ def test_a_rare_word_is_found_beyond_the_common_words_matches(conversation, memb
 
 
 @pytest.mark.postgres
-def test_postgres_prunes_only_the_common_terms(conversation, member_a, small_scan):
+@pytest.mark.usefixtures("small_scan")
+def test_postgres_prunes_only_the_common_terms(conversation, member_a):
     from chats.retrieval.search import _postgres_sample
 
     add(conversation, member_a, "The pelican ate the release notes in Lisbon.")
@@ -258,9 +260,8 @@ def test_postgres_prunes_only_the_common_terms(conversation, member_a, small_sca
 
 
 @pytest.mark.postgres
-def test_postgres_pruned_search_ranks_the_newest_common_matches_as_before(
-    conversation, member_a, small_scan
-):
+@pytest.mark.usefixtures("small_scan")
+def test_postgres_pruned_search_ranks_the_newest_common_matches_as_before(conversation, member_a):
     # When the sampled window holds enough matches, the pruned search returns what the full
     # scan returned: the same messages, in the same order.
     from chats.retrieval.search import _postgres_sample, _postgres_sql
