@@ -9,9 +9,10 @@ best ``--candidates`` by BM25), then the production re-ranking
 can be measured in seconds. ``manage.py eval_recall`` runs the real pipeline (FTS index,
 ORM); its figures match on the dev set.
 
-    .venv/bin/python tooling/evaluation/locomo_offline.py --dataset FILE.json --budget 4000
+    .venv/bin/python -m tooling.evaluation.locomo_offline --dataset FILE.json --budget 4000
         [--set k=v ...]
         [--dump FILE.jsonl]   # per question: evidence found, rank of each evidence turn
+        [--scan-limit N --sample-window M [--no-prune]]  # the PostgreSQL scan, scaled
         [--no-dense]          # full-text only (default: with retrieval by meaning when the
                               # embeddings requirements are installed, as eval_recall)
 
