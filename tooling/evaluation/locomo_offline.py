@@ -9,7 +9,7 @@ best ``--candidates`` by BM25), then the production re-ranking
 can be measured in seconds. ``manage.py eval_recall`` runs the real pipeline (FTS index,
 ORM); its figures match on the dev set.
 
-    .venv/bin/python -m tooling.evaluation.locomo_offline --dataset FILE.json --budget 4000
+    .venv/bin/python tooling/evaluation/locomo_offline.py --dataset FILE.json --budget 4000
         [--set k=v ...]
         [--dump FILE.jsonl]   # per question: evidence found, rank of each evidence turn
         [--scan-limit N --sample-window M [--no-prune]]  # the PostgreSQL scan, scaled
@@ -37,6 +37,10 @@ from pathlib import Path
 import django
 import numpy as np
 
+# Started by path, Python puts this directory first, where ``datasets.py`` would shadow the
+# package of that name the embeddings' libraries import.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 # The retrieval package loads the models (no database is opened).
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
