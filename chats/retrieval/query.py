@@ -21,6 +21,10 @@ database (IDF-weighted term presence on PostgreSQL, ``bm25()`` on SQLite) and th
   :data:`MIN_STEM` characters) and the stem is searched as a prefix (``paint:*`` /
   ``"paint"*``), which finds ``paints``, ``painted``, ``painting``.
 
+In a long conversation the terms found in a large share of its messages are matched only
+among its newest ones (:func:`whole_history_terms`, document-frequency pruning: the rule the
+PostgreSQL search and the offline evaluation share).
+
 The rendered queries contain only letters and digits inside quotes plus the operators this
 module writes, so no user text can produce a syntax error or an injection in either dialect.
 """
@@ -30,7 +34,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 #: Accent folding shared with the PostgreSQL generated column (``translate(lower(content),
@@ -328,3 +332,45 @@ def _cjk_terms(part: str, languages: Iterable[str]) -> list[Term]:
     if len(part) == 1:
         return [Term(part)]
     return [Term(part[i : i + 2], bigram=True) for i in range(len(part) - 1)]
+
+
+def estimated_matches(hits: int, *, sampled: int, total: int) -> float:
+    """A term's matches in a conversation of ``total`` messages, estimated from its
+    ``hits`` among the newest ``sampled`` (exact when the sample is the whole
+    conversation)."""
+    if sampled <= 0:
+        return 0.0
+    return hits * max(total, sampled) / sampled
+
+
+def whole_history_terms(
+    hits: Sequence[int], *, sampled: int, total: int, scan_limit: int
+) -> frozenset[int]:
+    """Which terms (their indexes) a search matches over the whole conversation, the others
+    only among its newest ``sampled`` messages: document-frequency pruning.
+
+    A search reads every match of its terms to keep the newest ``scan_limit``, and a word
+    found in a large share of a long conversation (``decide``, ``release``) makes most of
+    the matches while BM25 gives it little weight; a rare word's old matches are what the
+    newest ``scan_limit`` would cut. So terms are taken rarest first (their matches
+    estimated from ``hits``, their matches among the newest ``sampled`` messages) while the
+    estimated matches of the taken ones stay within ``scan_limit``; the rest are matched
+    only among the sampled messages, where the newest of their matches are. Every term is
+    kept (nothing pruned) when all of them fit, when the conversation holds no more than
+    ``scan_limit`` messages (the scan keeps all its matches), and when even the rarest term
+    alone does not fit (every term is common: the search reads them all, as without
+    pruning)."""
+    if max(total, sampled) <= scan_limit:
+        return frozenset(range(len(hits)))
+    indexes = sorted(range(len(hits)), key=lambda i: (hits[i], i))
+    estimates = [estimated_matches(n, sampled=sampled, total=total) for n in hits]
+    kept: set[int] = set()
+    taken = 0.0
+    for i in indexes:
+        if taken + estimates[i] > scan_limit:
+            break
+        kept.add(i)
+        taken += estimates[i]
+    if not kept:
+        return frozenset(range(len(hits)))
+    return frozenset(kept)

@@ -2,10 +2,11 @@
 for the assembly.
 
 :func:`retrieve_messages` runs a few bounded queries, whatever the conversation's
-length: the indexed search (:func:`~chats.retrieval.search.search_messages`), one fetch of the
-candidates' rows, one look-up of the facts the best candidates stated that were replaced (or
-that replaced theirs; ``memory.selectors.replaced_statements``), and one fetch of the turns
-around the best candidates; another, the
+length: the indexed search (:func:`~chats.retrieval.search.search_messages`; on PostgreSQL a
+conversation longer than its scan first samples its newest messages to prune the common
+terms), one fetch of the candidates' rows, one look-up of the facts the best candidates
+stated that were replaced (or that replaced theirs; ``memory.selectors.replaced_statements``),
+and one fetch of the turns around the best candidates; another, the
 conversation's newest stored vectors, when the policy searches by meaning too
 (:mod:`chats.retrieval.dense`). Ranking happens in
 :mod:`chats.retrieval.rerank` (pure). :func:`retrieve_summaries` adds the summaries the
@@ -206,9 +207,11 @@ def retrieve_messages(
     turns around it as ``neighbors``. Empty when ``text`` has nothing searchable.
 
     Four bounded queries (the search, the candidates' rows, the statements that replaced
-    the best ones' facts or that theirs replaced, their neighbours; a fifth for those
+    the best ones' facts or that theirs replaced, their neighbours; another for those
     statements' rows when some are not candidates), plus one (the stored vectors) with
-    ``settings.dense`` when the embeddings are available."""
+    ``settings.dense`` when the embeddings are available; the candidates' rows are then read
+    in two (the full-text hits' while the question is being embedded, then those found by
+    meaning only) when the search ends first."""
     settings = settings or RetrievalSettings()
     config = settings.rerank
     query = query if query is not None else build_query(text)
@@ -222,7 +225,15 @@ def retrieve_messages(
         query=query,
         limit=settings.candidates,
         before_seq=before_seq,
+        conversation_size=max(conversation.message_count, conversation.last_seq),
     )
+    wanted = {h.seq for h in hits}
+    rows: dict[int, dict[str, Any]] = {}
+    fetched: set[int] = set()
+    if question is not None and not question.done():
+        # The hits' rows are read while the question is still being embedded.
+        rows = {r["seq"]: r for r in _fetch(conversation, seqs=wanted)}
+        fetched = wanted
     near: dict[int, float] = {}
     if settings.dense:
         near = (
@@ -238,7 +249,7 @@ def retrieve_messages(
         )
     if not hits and not near:
         return []
-    rows = {r["seq"]: r for r in _fetch(conversation, seqs={h.seq for h in hits} | near.keys())}
+    rows.update((r["seq"], r) for r in _fetch(conversation, seqs=(wanted | near.keys()) - fetched))
     names = {r["author_id"]: _names(r) for r in rows.values() if r["author_id"] is not None}
     total = max(conversation.message_count, conversation.last_seq, len(rows))
 

@@ -7,7 +7,12 @@ The index lives in migration ``chats.0002_message_search``:
   configuration over ``lower()``ed, accent-folded text with CJK characters spaced apart), and a
   GIN index on ``(tenant_id, conversation_id, search_vector)`` (btree_gin) or on the vector
   alone when the extension cannot be created. Ranking: the sum of the IDF of the query terms a
-  message contains, IDF counted over the conversation's matches (``ts_rank`` has no IDF).
+  message contains, IDF counted over the conversation's matches (``ts_rank`` has no IDF). The
+  newest :data:`PG_SCAN_LIMIT` matches are ranked; in a longer conversation the terms common
+  in its newest :data:`PG_SAMPLE_WINDOW` messages are matched only there, the rarer ones
+  everywhere (document-frequency pruning, the rule in
+  :func:`~chats.retrieval.query.whole_history_terms`): the common words' matches are most of
+  what the scan reads, and they would push a rare word's old matches out of it.
 * SQLite: ``chats_message_fts``, a contentless FTS5 table (``unicode61 remove_diacritics 2``)
   kept in sync by triggers, with a ``scope`` column holding ``t<tenant>c<conversation>`` so a
   search intersects the conversation's posting list instead of filtering every tenant's
@@ -30,11 +35,15 @@ from typing import Any, NamedTuple
 
 from django.db import connections
 
-from .query import SearchQuery, Term, term_tsquery
+from .query import SearchQuery, Term, estimated_matches, term_tsquery, whole_history_terms
 
 #: Most hits one search returns, and most matches PostgreSQL ranks (newest first).
 MAX_LIMIT = 1000
 PG_SCAN_LIMIT = 5000
+#: Newest messages whose matches estimate each term's share of a conversation longer than
+#: :data:`PG_SCAN_LIMIT`; the terms found too often there are matched only among them
+#: (:func:`~chats.retrieval.query.whole_history_terms`).
+PG_SAMPLE_WINDOW = 2000
 #: Newest messages the SQLite CJK fallback looks at.
 SQLITE_SCAN_WINDOW = 5000
 
@@ -55,17 +64,25 @@ def search_messages(
     query: SearchQuery,
     limit: int,
     before_seq: int | None = None,
+    conversation_size: int | None = None,
     using: str = "default",
 ) -> list[Hit]:
     """The best ``limit`` messages of the conversation matching ``query`` (OR of its terms),
     best first; only messages with ``seq < before_seq`` when given. One query; an empty query
-    or a zero limit runs none."""
+    or a zero limit runs none. On PostgreSQL a conversation longer than
+    :data:`PG_SCAN_LIMIT` messages (``conversation_size``, when the caller knows it) takes one
+    more, bounded query first: its terms' matches among the newest
+    :data:`PG_SAMPLE_WINDOW` messages, which decide the terms matched over the whole
+    conversation (:func:`_postgres_sample`)."""
     limit = max(0, min(int(limit), MAX_LIMIT))
     if query.is_empty or limit == 0:
         return []
     connection = connections[using]
     if connection.vendor == "postgresql":
-        sql, params = _postgres_sql(tenant_id, conversation_id, query, limit, before_seq)
+        sample = None
+        if conversation_size is None or conversation_size > PG_SCAN_LIMIT:
+            sample = _postgres_sample(connection, tenant_id, conversation_id, query, before_seq)
+        sql, params = _postgres_sql(tenant_id, conversation_id, query, limit, before_seq, sample)
     elif connection.vendor == "sqlite":
         if any(t.bigram for t in query.terms):
             sql, params = _sqlite_scan_sql(tenant_id, conversation_id, query, limit, before_seq)
@@ -86,41 +103,137 @@ def _seq_clause(before_seq: int | None, column: str, params: list[Any]) -> str:
     return f" AND {column} < %s"
 
 
+class Sample(NamedTuple):
+    """Each term's matches (``hits``, in the query's order) among the newest ``sampled``
+    messages of a conversation of ``total``."""
+
+    sampled: int
+    total: int
+    hits: tuple[int, ...]
+
+    def pruned(self) -> frozenset[int]:
+        """The terms matched only among the sampled messages (none when all fit)."""
+        kept = whole_history_terms(
+            self.hits, sampled=self.sampled, total=self.total, scan_limit=PG_SCAN_LIMIT
+        )
+        return frozenset(range(len(self.hits))) - kept
+
+
+def _postgres_sample(
+    connection: Any,
+    tenant_id: int,
+    conversation_id: int,
+    query: SearchQuery,
+    before_seq: int | None,
+) -> Sample | None:
+    """Each term's matches among the conversation's newest :data:`PG_SAMPLE_WINDOW` messages
+    (one walk of the ``(tenant, conversation, seq)`` index); ``None`` when the conversation
+    holds no more than :data:`PG_SCAN_LIMIT` messages (nothing to prune)."""
+    terms = query.terms
+    params: list[Any] = [term_tsquery(t) for t in terms]
+    params += [conversation_id, tenant_id, tenant_id, conversation_id]
+    seq_clause = _seq_clause(before_seq, "seq", params)
+    params.append(PG_SAMPLE_WINDOW)
+    qcols = ", ".join(f"to_tsquery('simple', %s) AS q{i}" for i in range(len(terms)))
+    hcols = ", ".join(f"count(*) FILTER (WHERE w.v @@ q.q{i})" for i in range(len(terms)))
+    sql = f"""
+        WITH q AS MATERIALIZED (SELECT {qcols})
+        SELECT (SELECT c.message_count FROM chats_conversation c
+                WHERE c.id = %s AND c.tenant_id = %s),
+               count(*), {hcols}
+        FROM (
+            SELECT search_vector AS v FROM chats_message
+            WHERE tenant_id = %s AND conversation_id = %s{seq_clause}
+            ORDER BY seq DESC
+            LIMIT %s
+        ) w, q
+    """  # noqa: S608 - only generated column names are interpolated
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    total, sampled = int(row[0] or 0), int(row[1])
+    if max(total, sampled) <= PG_SCAN_LIMIT:
+        return None
+    return Sample(sampled, total, tuple(int(n) for n in row[2:]))
+
+
 def _postgres_sql(
-    tenant_id: int, conversation_id: int, query: SearchQuery, limit: int, before_seq: int | None
+    tenant_id: int,
+    conversation_id: int,
+    query: SearchQuery,
+    limit: int,
+    before_seq: int | None,
+    sample: Sample | None = None,
 ) -> tuple[str, list[Any]]:
     """The newest :data:`PG_SCAN_LIMIT` matches of the OR of the terms, each scored by the
     IDF (counted among them) of the terms it contains, the best ``limit`` returned.
+
+    With a ``sample`` whose common terms are pruned (:meth:`Sample.pruned`), the matches are
+    those of the other terms over the whole conversation and of every term among the
+    sampled messages, and a pruned term's count is at least its estimated matches (its IDF
+    stays that of a common word).
 
     The matches are sorted by seq as narrow rows (their addresses), then only the newest are
     read again to test each term once (``h<i>``); ``m`` and ``d`` are materialised, so no plan
     (a generic one included: statements are prepared) recounts ``d`` per row."""
     terms = query.terms
+    pruned = sample.pruned() if sample is not None else frozenset()
     params: list[Any] = [term_tsquery(t) for t in terms]
     params.append(query.tsquery())
+    if pruned:
+        params.append(" | ".join(term_tsquery(t) for i, t in enumerate(terms) if i not in pruned))
     params += [tenant_id, conversation_id]
     seq_clause = _seq_clause(before_seq, "m.seq", params)
     params.append(PG_SCAN_LIMIT)
+    window = ""
+    if pruned:
+        params += [tenant_id, conversation_id]
+        window_clause = _seq_clause(before_seq, "seq", params)
+        params.append(PG_SAMPLE_WINDOW)
+        window = f"""
+            UNION
+            SELECT w.address FROM (
+                SELECT ctid AS address, search_vector FROM chats_message
+                WHERE tenant_id = %s AND conversation_id = %s{window_clause}
+                ORDER BY seq DESC
+                LIMIT %s
+            ) w, q
+            WHERE w.search_vector @@ q.qall"""  # noqa: S608 - a fixed clause
+    floors: list[str] = []
+    for i in range(len(terms)):
+        if i in pruned:
+            assert sample is not None
+            estimate = estimated_matches(sample.hits[i], sampled=sample.sampled, total=sample.total)
+            floors.append(f"GREATEST(count(*) FILTER (WHERE m.h{i}), %s) AS d{i}")
+            params.append(round(estimate))
+        else:
+            floors.append(f"count(*) FILTER (WHERE m.h{i}) AS d{i}")
     params += [conversation_id, tenant_id]
     params.append(limit)
     qcols = ", ".join(f"to_tsquery('simple', %s) AS q{i}" for i in range(len(terms)))
+    if pruned:
+        qcols += ", to_tsquery('simple', %s) AS qall, to_tsquery('simple', %s) AS qkept"
+        matched = "q.qkept"
+    else:
+        qcols += ", to_tsquery('simple', %s) AS qall"
+        matched = "q.qall"
     hcols = ", ".join(f"m.search_vector @@ q.q{i} AS h{i}" for i in range(len(terms)))
-    dcols = ", ".join(f"count(*) FILTER (WHERE m.h{i}) AS d{i}" for i in range(len(terms)))
+    dcols = ", ".join(floors)
     score = " + ".join(
         f"CASE WHEN m.h{i} THEN {_weight(t)} * "
         f"ln(1.0 + (d.n - d.d{i} + 0.5) / (d.d{i} + 0.5)) ELSE 0 END"
         for i, t in enumerate(terms)
     )
     sql = f"""
-        WITH q AS (SELECT {qcols}, to_tsquery('simple', %s) AS qall),
-        newest AS (
+        WITH q AS (SELECT {qcols}),
+        newest AS ((
             SELECT m.ctid AS address
             FROM chats_message m, q
             WHERE m.tenant_id = %s AND m.conversation_id = %s{seq_clause}
-              AND m.search_vector @@ q.qall
+              AND m.search_vector @@ {matched}
             ORDER BY m.seq DESC
             LIMIT %s
-        ),
+        ){window}),
         m AS MATERIALIZED (
             SELECT m.id, m.seq, {hcols}
             FROM chats_message m, q

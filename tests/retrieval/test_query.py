@@ -15,9 +15,11 @@ from chats.retrieval.query import (
     FOLD_TO,
     build_query,
     detect_stop_languages,
+    estimated_matches,
     fold,
     folded_words,
     stem,
+    whole_history_terms,
     words_of,
 )
 
@@ -175,3 +177,28 @@ def test_fold_and_words_match_their_plain_definitions(text):
     assert fold(text) == _reference_fold(text)
     assert words_of(text) == _reference_words(text)
     assert folded_words(fold(text)) == words_of(text)
+
+
+def test_common_terms_are_pruned_rarest_first():
+    # 100,000 messages, 2,000 sampled: 390 sampled hits estimate 19,500 matches.
+    def kept(*hits):
+        return whole_history_terms(hits, sampled=2000, total=100_000, scan_limit=5000)
+
+    # decide and release are common, budget never sampled: only budget is matched everywhere
+    assert kept(390, 390, 0) == {2}
+    # rarest first while the estimated matches (500, 2,000, 3,000, 25,000) fit 5,000
+    assert kept(10, 40, 60, 500) == {0, 1}
+    assert kept(60, 10, 500, 40) == {1, 3}
+    # all fit: nothing pruned; every term common: nothing pruned either (no term is rarer)
+    assert kept(10, 20, 30) == {0, 1, 2}
+    assert kept(300, 390) == {0, 1}
+    assert kept() == frozenset()
+
+
+def test_a_sample_of_the_whole_conversation_counts_exactly():
+    assert estimated_matches(7, sampled=300, total=300) == 7
+    assert estimated_matches(7, sampled=300, total=120) == 7
+    assert estimated_matches(7, sampled=2000, total=100_000) == 350
+    assert estimated_matches(7, sampled=0, total=100) == 0
+    # a conversation no longer than the scan is never pruned (the scan keeps every match)
+    assert whole_history_terms([300, 300], sampled=300, total=300, scan_limit=400) == {0, 1}

@@ -24,13 +24,14 @@ FILLER = [
 ]
 
 
-def search(conversation, text, limit=10, before_seq=None):
+def search(conversation, text, limit=10, before_seq=None, size=None):
     return search_messages(
         tenant_id=conversation.tenant_id,
         conversation_id=conversation.pk,
         query=build_query(text),
         limit=limit,
         before_seq=before_seq,
+        conversation_size=size,
     )
 
 
@@ -131,13 +132,17 @@ def test_hostile_or_empty_queries_never_fail(conversation, member_a, text):
 
 
 def test_one_query_per_search_none_for_empty(conversation, member_a, django_assert_num_queries):
+    # A caller that knows the conversation is short (the retriever passes its size) skips
+    # the sample of the newest messages a long one takes on PostgreSQL.
     add(conversation, member_a, *FILLER)
     with django_assert_num_queries(1):
-        search(conversation, "coffee weather Lisbon", limit=50)
+        search(conversation, "coffee weather Lisbon", limit=50, size=len(FILLER))
     with django_assert_num_queries(1):
-        search(conversation, "苹果 coffee", limit=50)
+        search(conversation, "苹果 coffee", limit=50, size=len(FILLER))
     with django_assert_num_queries(0):
         search(conversation, "the and of")
+    with django_assert_num_queries(2 if connection.vendor == "postgresql" else 1):
+        search(conversation, "coffee weather Lisbon", limit=50)
 
 
 def test_index_follows_edits_and_deletes(conversation, member_a):
@@ -208,3 +213,71 @@ def test_sqlite_reads_messages_by_seq_through_an_index(db):
         )
         plan = " ".join(str(row[-1]) for row in cursor.fetchall())
     assert "message_seq_sqlite_idx (tenant_id=? AND conversation_id=? AND seq=?)" in plan
+
+
+COMMON = "We decided the release date again"
+
+
+@pytest.fixture
+def small_scan(monkeypatch):
+    """The PostgreSQL search's bounds scaled down, so a conversation of a few dozen messages
+    is as long for it as one of 100,000 (scan 5,000, sample 2,000)."""
+    from chats.retrieval import search as search_module
+
+    monkeypatch.setattr(search_module, "PG_SCAN_LIMIT", 20)
+    monkeypatch.setattr(search_module, "PG_SAMPLE_WINDOW", 10)
+
+
+@pytest.mark.usefixtures("small_scan")
+def test_a_rare_word_is_found_beyond_the_common_words_matches(conversation, member_a):
+    # Common words match 60 messages, three times the scan: without pruning them the scan
+    # keeps the newest 20 matches and the old fact with the rare word is never ranked.
+    (fact,) = add(conversation, member_a, "The pelican ate the release notes in Lisbon.")
+    common = add(conversation, member_a, *[f"{COMMON} ({i})." for i in range(60)])
+    hits = search(conversation, "What did we decide about the pelican and the release?")
+    assert hits[0].message_id == fact.pk
+    # the newest messages with the common words are still found
+    assert common[-1].pk in {h.message_id for h in hits}
+
+
+@pytest.mark.postgres
+@pytest.mark.usefixtures("small_scan")
+def test_postgres_prunes_only_the_common_terms(conversation, member_a):
+    from chats.retrieval.search import _postgres_sample
+
+    add(conversation, member_a, "The pelican ate the release notes in Lisbon.")
+    add(conversation, member_a, *[f"{COMMON} ({i})." for i in range(60)])
+    query = build_query("What did we decide about the pelican and the release?")
+    assert [t.text for t in query.terms] == ["decid", "pelican", "releas"]
+    sample = _postgres_sample(connection, conversation.tenant_id, conversation.pk, query, None)
+    assert sample is not None and sample.sampled == 10 and sample.total == 61
+    assert sample.hits == (10, 0, 10)
+    assert sample.pruned() == {0, 2}
+    # a conversation no longer than the scan is not sampled
+    short = conversation_create(tenant=conversation.tenant, created_by=member_a)
+    add(short, member_a, *[f"{COMMON} ({i})." for i in range(20)])
+    assert _postgres_sample(connection, short.tenant_id, short.pk, query, None) is None
+
+
+@pytest.mark.postgres
+@pytest.mark.usefixtures("small_scan")
+def test_postgres_pruned_search_ranks_the_newest_common_matches_as_before(conversation, member_a):
+    # When the sampled window holds enough matches, the pruned search returns what the full
+    # scan returned: the same messages, in the same order.
+    from chats.retrieval.search import _postgres_sample, _postgres_sql
+
+    add(conversation, member_a, *FILLER * 5)
+    add(conversation, member_a, *[f"{COMMON} ({i})." for i in range(60)])
+    query = build_query("What did we decide about the release and the budget?")
+    sample = _postgres_sample(connection, conversation.tenant_id, conversation.pk, query, None)
+    assert sample is not None and sample.pruned() == {0, 1}
+
+    def ids(sample):
+        sql, params = _postgres_sql(conversation.tenant_id, conversation.pk, query, 5, None, sample)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [row[0] for row in cursor.fetchall()]
+
+    assert ids(sample) == ids(None)
+    hits = search(conversation, "What did we decide about the release and the budget?", 5)
+    assert [h.message_id for h in hits] == ids(None)

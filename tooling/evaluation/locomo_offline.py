@@ -1,7 +1,9 @@
 """Offline recall harness (LoCoMo or BEAM files): the retrieval pipeline and the pure
 assembly, no database.
 
-The database's candidate search is emulated in Python (every turn matching an OR term,
+The database's candidate search is emulated in Python (the newest ``--scan-limit`` turns
+matching an OR term, the terms common in a long conversation pruned as the PostgreSQL search
+prunes them (:func:`chats.retrieval.query.whole_history_terms`, ``--no-prune`` to compare),
 best ``--candidates`` by BM25), then the production re-ranking
 (:func:`chats.retrieval.rerank.rank_candidates`) and packing run unchanged, so ranking ideas
 can be measured in seconds. ``manage.py eval_recall`` runs the real pipeline (FTS index,
@@ -10,6 +12,7 @@ ORM); its figures match on the dev set.
     .venv/bin/python tooling/evaluation/locomo_offline.py --dataset FILE.json --budget 4000
         [--set k=v ...]
         [--dump FILE.jsonl]   # per question: evidence found, rank of each evidence turn
+        [--scan-limit N --sample-window M [--no-prune]]  # the PostgreSQL scan, scaled
         [--no-dense]          # full-text only (default: with retrieval by meaning when the
                               # embeddings requirements are installed, as eval_recall)
 
@@ -34,6 +37,10 @@ from pathlib import Path
 import django
 import numpy as np
 
+# Started by path, Python puts this directory first, where ``datasets.py`` would shadow the
+# package of that name the embeddings' libraries import.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 # The retrieval package loads the models (no database is opened).
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -45,7 +52,7 @@ from chatplatform.core.context.strategies import strategy_for
 from chatplatform.core.context.types import DEFAULT_REPLY_EXCERPT_TOKENS
 from chatplatform.core.tokens import get_counter
 from chats.retrieval import embeddings
-from chats.retrieval.query import build_query, words_of
+from chats.retrieval.query import Term, build_query, whole_history_terms, words_of
 from chats.retrieval.rerank import (
     DENSE_TOP_K,
     DENSE_WEIGHT,
@@ -55,6 +62,7 @@ from chats.retrieval.rerank import (
     rank_candidates,
     to_retrieved,
 )
+from chats.retrieval.search import PG_SAMPLE_WINDOW, PG_SCAN_LIMIT
 from tooling.evaluation import beam, datasets, locomo
 from tooling.evaluation.vector_cache import cached_vectors, default_path
 
@@ -66,6 +74,41 @@ def _config(overrides: Sequence[str]) -> RerankConfig:
     if unknown:
         raise SystemExit(f"unknown RerankConfig field(s): {unknown}")
     return replace(config, **{k: type(getattr(config, k))(v) for k, v in pairs.items()})
+
+
+def scanned(
+    items: Sequence[MessageItem],
+    terms: Sequence[Term],
+    tokens: dict[int, set[str]],
+    *,
+    scan_limit: int,
+    window: int,
+    prune: bool = True,
+) -> list[MessageItem]:
+    """The turns the PostgreSQL search ranks (``search._postgres_sql``), in seq order: the
+    newest ``scan_limit`` matching any term; in a conversation longer than ``scan_limit``
+    (with ``prune``), those matching the terms :func:`whole_history_terms` keeps, and every
+    match among the newest ``window`` turns."""
+
+    def hit(m: MessageItem, among: Sequence[Term]) -> bool:
+        return any(t.matches(w) for t in among for w in tokens[m.seq])
+
+    newest = list(reversed(items))
+    whole = list(terms)
+    sample: list[MessageItem] = []
+    if prune and len(items) > scan_limit:
+        sample = newest[:window]
+        hits = [sum(1 for m in sample if hit(m, [t])) for t in terms]
+        kept = whole_history_terms(
+            hits, sampled=len(sample), total=len(items), scan_limit=scan_limit
+        )
+        if len(kept) < len(terms):
+            whole = [t for i, t in enumerate(terms) if i in kept]
+        else:
+            sample = []
+    found = {m.seq: m for m in [m for m in newest if hit(m, whole)][:scan_limit]}
+    found.update((m.seq, m) for m in sample if hit(m, terms))
+    return [found[n] for n in sorted(found)]
 
 
 def run(args: argparse.Namespace) -> dict[str, object]:
@@ -151,9 +194,14 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             if retrieves:
                 query = build_query(q.question)
                 plain = [t for t in query.terms if not t.bigram]
-                matching = [
-                    m for m in items if any(t.matches(w) for t in plain for w in tokens[m.seq])
-                ]
+                matching = scanned(
+                    items,
+                    plain,
+                    tokens,
+                    scan_limit=args.scan_limit,
+                    window=args.sample_window,
+                    prune=args.prune,
+                )
                 if len(matching) > args.candidates:  # the database's own top by BM25
                     db = bm25_scores(
                         query.terms,
@@ -224,9 +272,13 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                 dump.write(json.dumps(line, ensure_ascii=False) + "\n")
     if dump is not None:
         dump.close()
-    core = [tallies[a].as_dict()["all_evidence_percent"] for a in beam.CORE_ABILITIES]
+    core = [
+        tallies[a].as_dict()["all_evidence_percent"]
+        for a in beam.CORE_ABILITIES
+        if kind == datasets.BEAM
+    ]
     return {
-        **({"core_percent": round(sum(core) / len(core), 2)} if kind == datasets.BEAM else {}),
+        **({"core_percent": round(sum(core) / len(core), 2)} if core else {}),
         "strategy": args.strategy,
         "budget": args.budget,
         "categories": {str(c): t.as_dict() for c, t in tallies.items() if t.questions},
@@ -243,6 +295,11 @@ def main() -> None:
     parser.add_argument("--recent", type=int, default=4)
     parser.add_argument("--candidates", type=int, default=300)
     parser.add_argument("--neighbor-hits", type=int, default=40)
+    # The PostgreSQL search's bounds (chats.retrieval.search); smaller ones emulate a
+    # conversation far longer than the dataset's.
+    parser.add_argument("--scan-limit", type=int, default=PG_SCAN_LIMIT)
+    parser.add_argument("--sample-window", type=int, default=PG_SAMPLE_WINDOW)
+    parser.add_argument("--no-prune", dest="prune", action="store_false")
     parser.add_argument("--reserve", type=int, default=400)
     parser.add_argument("--set", action="append", default=[])
     parser.add_argument("--reply-excerpt-tokens", type=int, default=DEFAULT_REPLY_EXCERPT_TOKENS)
