@@ -140,8 +140,10 @@ def test_the_send_rate_is_429_with_retry_after(live_url, key_a, tenant_a):
 def test_a_provider_failure_is_502_and_the_message_stays(live_url, key_a, tenant_a):
     class Refusing(OfflineProvider):
         async def stream(self, request):  # type: ignore[override]
+            nothing: tuple[Any, ...] = ()
+            for event in nothing:  # an async generator that yields nothing
+                yield event
             raise InvalidRequest("The provider refused the request.")
-            yield  # an async generator
 
     runner.provider_factory_set(lambda prepared: Refusing())
     with pytest.raises(openai.InternalServerError) as caught:
