@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from rest_framework import status
 from rest_framework.exceptions import Throttled
 
+from chatplatform.models.conversations import Status
 from chats.api.bridge import run_async
 from chats.api.compat.outcomes import Outcome, outcome_of
 from chats.api.compat.threads import Thread, thread_record
@@ -63,7 +64,7 @@ def answer(request: HttpRequest, principal: ApiPrincipal, thread: Thread) -> Out
     thread_record(thread, principal.user, sent.message.seq)
     reply = reply_after_send(request, sent)
     outcome = outcome_of(thread.conversation, sent.message.pk)
-    if reply is None or reply.status == "streaming":
+    if reply is None or reply.status == Status.STREAMING:
         raise ApiError(
             status.HTTP_504_GATEWAY_TIMEOUT,
             "reply_timeout",

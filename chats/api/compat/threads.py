@@ -30,6 +30,7 @@ from chatplatform.models.conversations import Conversation, Status
 from chats.api.compat.transcript import ASSISTANT, USER, Turn, hash_chain, known_turns, merged
 from chats.api.errors import ApiError
 from chats.api.principal import ApiPrincipal
+from chats.api.serializers.messages import MAX_CLIENT_ID
 from chats.selectors import conversation_for_member, fingerprint_candidates, messages_after
 from chats.services import conversation_create
 from chats.services.transcripts import client_system_set, fingerprint_save, transcript_import
@@ -79,6 +80,8 @@ def thread_for(
         )
         if conversation is None:
             raise NotFound("No such conversation.")
+        if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_CLIENT_ID:
+            raise invalid(f"Idempotency-Key must be 1 to {MAX_CLIENT_ID} characters.", "header")
         client_system_set(conversation, system)
         return Thread(conversation, turns[-1][1], idempotency_key)
     chain = hash_chain(turns)

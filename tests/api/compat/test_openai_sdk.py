@@ -235,3 +235,27 @@ def test_messages_sent_through_the_sdk_show_in_the_rest_api(live_url, key_a, key
     assert mine.json()["results"][0]["content"] == "Visible everywhere"
     theirs = httpx.get(url, headers={"Authorization": f"Bearer {key_b}"}, timeout=10)
     assert theirs.status_code == 404
+
+
+def test_a_named_send_again_with_its_idempotency_key_is_stored_once(
+    live_url, key_a, tenant_a, member_a
+):
+    from chats.services import conversation_create
+
+    conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="retry")
+    sdk = client(live_url, key_a)
+    headers = {"X-Conversation-Id": str(conversation.pk), "Idempotency-Key": "send-1"}
+    first = sdk.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Once"}], extra_headers=headers
+    )
+    again = sdk.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Once"}], extra_headers=headers
+    )
+    assert again.choices[0].message.content == first.choices[0].message.content
+    assert len(stored(tenant_a, conversation.pk)) == 2
+    with pytest.raises(openai.BadRequestError):
+        sdk.chat.completions.create(
+            model="m",
+            messages=[{"role": "user", "content": "Twice"}],
+            extra_headers={**headers, "Idempotency-Key": "k" * 65},
+        )
