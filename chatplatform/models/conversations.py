@@ -397,7 +397,7 @@ class ConversationFingerprint(TenantOwnedModel):
     stored message. A request whose messages start with the same chain continues the
     conversation; what follows ``through_seq`` is compared message by message."""
 
-    conversation = models.OneToOneField(Conversation, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     first_hash = models.CharField(max_length=64)
     fingerprint = models.CharField(max_length=64)
@@ -406,6 +406,11 @@ class ConversationFingerprint(TenantOwnedModel):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "conversation"], name="fingerprint_one_per_conversation"
+            ),
+        ]
         indexes = [
             models.Index(
                 fields=["tenant", "user", "first_hash", "-updated_at"],

@@ -141,6 +141,6 @@ class CompatView(TenantAPIView):
 def compat_not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Any path under a protocol's prefix that names no endpoint: 404 in its shape."""
     protocol = protocol_for_path(request.path)
-    message = f"No endpoint at {request.path}."
+    message = "No endpoint at this address."
     body = protocol.error_body(404, message, "not_found") if protocol else {"error": message}
     return JsonResponse(body, status=status.HTTP_404_NOT_FOUND)

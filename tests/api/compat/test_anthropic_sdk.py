@@ -51,7 +51,7 @@ def test_a_streamed_message_has_the_apis_event_sequence(live_url, key_a, tenant_
         events = list(stream)
         final = stream.get_final_message()
     names = [e.type for e in events]
-    assert names[:3] == ["message_start", "content_block_start", "ping"]
+    assert names[:2] == ["message_start", "content_block_start"]  # (the SDK drops pings)
     raw_names = [n for n in names if n not in ("text",)]
     assert raw_names[-3:] == ["content_block_stop", "message_delta", "message_stop"]
     assert names.count("content_block_delta") >= 2
