@@ -120,6 +120,8 @@ _.charset
 _.accepted_media_type
 _.renderer_context
 _.get_renderers
+_.get_authenticators  # the SDK-compatible API: its protocol's key, its error shape
+_.get_exception_handler
 _.get_page_size
 _.get_rate
 _.authenticate_header

@@ -12,6 +12,7 @@ from django.db.models import Count
 from chatplatform.models import Membership
 from chatplatform.models.conversations import (
     Conversation,
+    ConversationFingerprint,
     Message,
     MessageRevision,
     Participant,
@@ -164,3 +165,31 @@ def message_by_client_id(conversation: Conversation, author: Any, client_id: str
             author_id=getattr(author, "pk", None),
             client_id=client_id,
         ).first()
+
+
+#: How many conversations starting with the same message are compared with a resent history.
+FINGERPRINT_CANDIDATES = 20
+
+
+def fingerprint_candidates(
+    tenant_id: int, user: Any, first_hash: str
+) -> list[ConversationFingerprint]:
+    """Where ``user``'s conversations that began with the message hashed ``first_hash`` stand
+    (the SDK-compatible API), most recently continued first; one indexed read."""
+    with tenant_scope(tenant_id):
+        return list(
+            ConversationFingerprint.objects.select_related("conversation")
+            .filter(user=user, first_hash=first_hash, conversation__archived_at__isnull=True)
+            .order_by("-updated_at")[:FINGERPRINT_CANDIDATES]
+        )
+
+
+def messages_after(conversation: Conversation, seq: int, limit: int) -> list[Message]:
+    """At most ``limit`` messages of ``conversation`` after ``seq``, oldest first (their
+    role, content and status only)."""
+    with tenant_scope(conversation.tenant_id):
+        return list(
+            Message.objects.filter(conversation_id=conversation.pk, seq__gt=seq)
+            .order_by("seq")
+            .only("id", "seq", "role", "content", "status")[:limit]
+        )

@@ -30,11 +30,13 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Any, Any, Any], Awaitable[None]]
 
 API_PREFIX = "/api/"
+#: The SDK-compatible API (``chats.api.compat``): the API's limit, errors in each SDK's shape.
+COMPAT_PREFIX = "/compat/"
 
 
 def body_limit(path: str) -> int:
     """The largest body, in bytes, accepted for a request to ``path``."""
-    if path.startswith(API_PREFIX):
+    if path.startswith((API_PREFIX, COMPAT_PREFIX)):
         return int(settings.API_MAX_BODY_BYTES)
     return int(settings.REQUEST_MAX_BODY_BYTES)
 
@@ -58,10 +60,16 @@ async def refuse(scope: Scope, send: Send, limit: int) -> None:
     text elsewhere."""
     # Imported here: the API's error module loads Django REST framework, whose settings import
     # the API's parsers, which need that module; at ASGI start-up the settings are not ready.
+    from chats.api.compat.protocols import protocol_for_path
     from chats.api.errors import error_body
 
     message = too_large_message(limit)
-    if scope.get("path", "").startswith(API_PREFIX):
+    path = scope.get("path", "")
+    protocol = protocol_for_path(path)
+    if protocol is not None:
+        body = json.dumps(protocol.error_body(413, message, "too_large")).encode()
+        content_type = b"application/json"
+    elif path.startswith(API_PREFIX):
         body = json.dumps(error_body("too_large", message)).encode()
         content_type = b"application/json"
     else:

@@ -72,6 +72,9 @@ class Conversation(TenantOwnedModel):
     #: The whole history's prompt tokens at that turn: what sending it all would have left in
     #: the provider's cache, for the comparison of each turn's bill.
     window_full_tokens = models.PositiveBigIntegerField(default=0, editable=False)
+    #: The system prompt an SDK client sent with its latest request (the SDK-compatible API):
+    #: framed as data after the platform's own system prompt, never in its place.
+    client_system = models.TextField(blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -385,3 +388,32 @@ class MessageVectorIndex(TenantOwnedModel):
 
     def __str__(self) -> str:
         return f"{self.model} index v{self.version} ({self.size} vectors)"
+
+
+class ConversationFingerprint(TenantOwnedModel):
+    """Where an SDK client's resent history continues a conversation (the SDK-compatible API):
+    the hash chain of the client's messages up to the last one stored (``fingerprint``, over
+    ``message_count`` messages, the first of which hashes to ``first_hash``) and the seq of that
+    stored message. A request whose messages start with the same chain continues the
+    conversation; what follows ``through_seq`` is compared message by message."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    first_hash = models.CharField(max_length=64)
+    fingerprint = models.CharField(max_length=64)
+    message_count = models.PositiveIntegerField()
+    through_seq = models.PositiveBigIntegerField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "conversation"], name="fingerprint_one_per_conversation"
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["tenant", "user", "first_hash", "-updated_at"],
+                name="fingerprint_first_idx",
+            ),
+        ]

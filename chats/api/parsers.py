@@ -13,14 +13,15 @@ from __future__ import annotations
 import codecs
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import JSONRenderer
 
-from chats.api.errors import RequestTooLarge
+if TYPE_CHECKING:
+    from chats.api.errors import RequestTooLarge
 
 
 def max_body_bytes() -> int:
@@ -28,6 +29,11 @@ def max_body_bytes() -> int:
 
 
 def too_large(limit: int) -> RequestTooLarge:
+    # Imported here: REST framework's views module reads its settings, which import this
+    # parser, when it is loaded; the errors module imports REST framework's views. A module
+    # that imports the errors first would otherwise find this one half loaded.
+    from chats.api.errors import RequestTooLarge
+
     return RequestTooLarge(f"The request body is larger than {limit:,} bytes.")
 
 

@@ -4,12 +4,18 @@ runner the send started, then read the stored reply; bounded by a timeout."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 from typing import Any
 
+from django.conf import settings
+from django.http import HttpRequest
+
 from chatplatform.models.conversations import Message, Status
+from chats.api.bridge import run_async
 from chats.api.selectors import reply_to
 from chats.replies.db import db
+from chats.replies.intake import Sent
 
 logger = logging.getLogger("chats.api")
 
@@ -47,3 +53,23 @@ async def wait_for_reply(
             return reply
         await asyncio.sleep(min(delay, remaining))
         delay = min(delay * 2, POLL_MAX)
+
+
+def reply_after_send(request: HttpRequest, sent: Sent) -> Message | None:
+    """The reply to the message ``sent`` stored, once final or after the wait a JSON request
+    is given (``API_REPLY_WAIT_SECONDS``), as it then is. A failed reply is final for readers,
+    but a send of its message again is a retry: it is waited for again."""
+    message = sent.message
+    tenant_id = message.tenant_id
+    reply = reply_to(tenant_id, message.pk)
+    if is_final(reply) and reply is not None and reply.status != Status.FAILED:
+        return reply
+    wait = float(settings.API_REPLY_WAIT_SECONDS)
+    try:
+        return run_async(
+            request,
+            lambda: wait_for_reply(sent.runner, tenant_id, message.pk, timeout=wait),
+            timeout=wait + 10,
+        )
+    except concurrent.futures.TimeoutError:
+        return reply_to(tenant_id, message.pk)

@@ -34,8 +34,11 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from channels.layers import get_channel_layer
+from django.conf import settings
+from django.http import HttpRequest
 
-from chatplatform.models.conversations import Status
+from chatplatform.models.conversations import Conversation, Status
+from chats.api.principal import ApiPrincipal
 from chats.api.renderers import sse_frame
 from chats.replies.coordination import coordination
 from chats.replies.db import db
@@ -58,7 +61,31 @@ MIN_RECHECK_SECONDS = 0.5
 ENDED = frozenset({Status.COMPLETE, Status.INCOMPLETE})
 
 
-async def reply_events(
+def stream_timing() -> dict[str, float]:
+    """The timing arguments of :func:`reply_items` from the settings."""
+    return {
+        "timeout": float(settings.API_STREAM_TIMEOUT_SECONDS),
+        "keepalive": float(settings.API_STREAM_KEEPALIVE_SECONDS),
+        "recheck": float(settings.WS_AUTH_RECHECK_SECONDS),
+    }
+
+
+def stream_grant(
+    request: HttpRequest, principal: ApiPrincipal, conversation: Conversation
+) -> SocketGrant:
+    """What opened ``request``'s event stream (its key, else its session): the stream ends
+    when that credential does."""
+    session = getattr(request, "session", None)
+    return SocketGrant(
+        tenant_id=conversation.tenant_id,
+        conversation_id=conversation.pk,
+        user_id=principal.user.pk,
+        key_id=principal.key.pk if principal.key is not None else None,
+        session_key=getattr(session, "session_key", None) if principal.key is None else None,
+    )
+
+
+async def reply_items(
     send: Callable[[], Awaitable[Sent]],
     *,
     tenant_id: int,
@@ -67,11 +94,12 @@ async def reply_events(
     keepalive: float,
     grant: SocketGrant,
     recheck: float,
-) -> AsyncGenerator[bytes, None]:
-    """The event stream of sending a message with ``send`` (the send service with the
-    request's arguments) and of its reply (see the module), for as long as ``grant`` (the
-    request's credential) holds, checked when told and every ``recheck`` seconds. The send's
-    errors are raised before the first event."""
+) -> AsyncGenerator[tuple[str, dict[str, Any]] | None, None]:
+    """The events of sending a message with ``send`` (the send service with the request's
+    arguments) and of its reply (see the module), as ``(event, data)``, None for a keepalive,
+    for as long as ``grant`` (the request's credential) holds, checked when told and every
+    ``recheck`` seconds. The send's errors are raised before the first event. Each protocol
+    frames them its own way (:func:`reply_events`; the SDK-compatible API's)."""
     layer = get_channel_layer()
     if layer is None:  # pragma: no cover - a channel layer is always configured
         raise RuntimeError("no channel layer is configured")
@@ -82,20 +110,20 @@ async def reply_events(
     try:
         sent = await send()
         message = sent.message
-        yield sse_frame("ack", sent.ack)
+        yield ("ack", sent.ack)
         reply_id: int | None = None
         last_seq = 0
         snapshot = sent.reply_state
         if snapshot is not None:
             reply_id = snapshot["message_id"]
-            yield sse_frame("reply_state", snapshot)
+            yield ("reply_state", snapshot)
             if snapshot["status"] in ENDED:
-                yield sse_frame("done", _done_from(snapshot))
+                yield ("done", _done_from(snapshot))
                 return
             if snapshot["status"] == Status.STREAMING and reply_id is not None:
                 for seq, text in await coordination().deltas_since(tenant_id, reply_id, 0) or []:
                     last_seq = seq
-                    yield sse_frame(
+                    yield (
                         "delta",
                         {"type": "delta", "message_id": reply_id, "seq": seq, "text": text},
                     )
@@ -107,24 +135,24 @@ async def reply_events(
             now = loop.time()
             remaining = deadline - now
             if remaining <= 0:
-                yield sse_frame("error", _timeout_event(reply_id))
+                yield ("error", _timeout_event(reply_id))
                 return
             if now >= next_check:
                 next_check = now + recheck
                 if (refusal := await _refusal(grant)) is not None:
-                    yield sse_frame("error", _ended_event(refusal, reply_id))
+                    yield ("error", _ended_event(refusal, reply_id))
                     return
             wait = min(remaining, keepalive, max(next_check - now, 0.0))
             try:
                 received = await asyncio.wait_for(layer.receive(channel), wait)
             except TimeoutError:
                 if loop.time() < next_check:
-                    yield KEEPALIVE
+                    yield None
                 continue
             if isinstance(received, dict) and received.get("type") == ACCESS_CHANGED:
                 next_check = loop.time() + recheck
                 if (refusal := await _refusal(grant, received)) is not None:
-                    yield sse_frame("error", _ended_event(refusal, reply_id))
+                    yield ("error", _ended_event(refusal, reply_id))
                     return
                 continue
             for event, _origin in received_events(received):
@@ -132,7 +160,7 @@ async def reply_events(
                 if kind == "reply" and event.get("answers") == message.pk:
                     reply_id = event.get("message_id")
                     last_seq = 0
-                    yield sse_frame("reply", event)
+                    yield ("reply", event)
                     continue
                 if reply_id is None or event.get("message_id") != reply_id:
                     continue
@@ -140,13 +168,25 @@ async def reply_events(
                     if int(event.get("seq") or 0) <= last_seq:
                         continue
                     last_seq = int(event["seq"])
-                    yield sse_frame("delta", event)
+                    yield ("delta", event)
                 elif kind in ("done", "error"):
-                    yield sse_frame(str(kind), event)
+                    yield (str(kind), event)
                     return
     finally:
         for group in groups:
             await layer.group_discard(group, channel)
+
+
+async def reply_events(
+    send: Callable[[], Awaitable[Sent]], **options: Any
+) -> AsyncGenerator[bytes, None]:
+    """:func:`reply_items` (``options`` are its arguments) as server-sent events."""
+    items = reply_items(send, **options)
+    try:
+        async for item in items:
+            yield KEEPALIVE if item is None else sse_frame(*item)
+    finally:
+        await items.aclose()
 
 
 async def _refusal(grant: SocketGrant, changed: dict[str, Any] | None = None) -> int | None:

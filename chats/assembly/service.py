@@ -277,6 +277,7 @@ def assemble_context(
         window_start_seq=window_start,
         recalled=recalled,
         recalled_excerpts=frozenset(conversation.window_excerpt_ids or ()),
+        client_system=conversation.client_system,
     )
     prompt = assemble(packing, inputs, counter)
     system_tokens = prompt.section("system")

@@ -162,6 +162,50 @@ HTTP_CASES: dict[str, list[Case]] = {
     "api:not-found": [
         Case(path=lambda t, own: f"/api/v1/conversations/{t['conversation']}/nothing/")
     ],
+    # --- the SDK-compatible API (keys only: B's session is refused) --------------------------
+    "compat-openai-chat": [
+        Case(
+            methods=("post",),
+            body={
+                "post": lambda t, own: {
+                    "model": "m",
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "metadata": {"conversation_id": str(t["conversation"])},
+                }
+            },
+        )
+    ],
+    "compat-openai-models": [Case()],
+    "compat/openai/v1/^.*$": [
+        Case(path=lambda t, own: f"/compat/openai/v1/conversations/{t['conversation']}")
+    ],
+    # (The Anthropic protocol names a conversation only in a header, which the matrix does not
+    # send; a send would start B's own, which this test's transaction cannot show a reply
+    # runner: the body is refused before anything is stored. The SDK tests send A's id.)
+    "compat-anthropic-messages": [
+        Case(
+            methods=("post",),
+            body={
+                "post": const(
+                    {
+                        "model": "m",
+                        "max_tokens": 16,
+                        "messages": [{"role": "assistant", "content": "x"}],
+                    }
+                )
+            },
+            note="named conversations: tests/api/compat/test_anthropic_sdk.py",
+        )
+    ],
+    "compat-anthropic-count-tokens": [
+        Case(
+            methods=("post",),
+            body={"post": const({"model": "m", "messages": [{"role": "user", "content": "x"}]})},
+        )
+    ],
+    "compat/anthropic/v1/^.*$": [
+        Case(path=lambda t, own: f"/compat/anthropic/v1/conversations/{t['conversation']}")
+    ],
     # --- the web UI ------------------------------------------------------------------------
     "chats_ui:tenant_switch": [
         Case(methods=("post",), body={"post": lambda t, own: {"tenant_id": t["tenant"]}})
@@ -306,7 +350,7 @@ class Route:
 
     @property
     def area(self) -> str:
-        if self.route.startswith("api/"):
+        if self.route.startswith(("api/", "compat/")):
             return "api"
         if self.route.startswith("admin/"):
             return "admin"

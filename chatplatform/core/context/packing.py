@@ -47,7 +47,7 @@ from chatplatform.core.memory.kinds import memory_kind_for
 
 from .budget import check_policy, plan_budget, section_cap, system_cap
 from .draft import Draft, fit
-from .formatting import USER_MEMORIES_POINTER
+from .formatting import BLOCK_SEPARATOR, USER_MEMORIES_POINTER, client_system_block
 from .history import History
 from .meter import Meter
 from .sections import SEPARATOR_TOKENS, pick_facts, pick_instructions
@@ -76,7 +76,8 @@ def _system_text(inputs: AssemblyInputs, has_facts: bool, meter: Meter) -> tuple
         s = inputs.system
         return s.text, meter.stored("system", "system", s.text, s.tokens, s.counted_by), ""
     if not inputs.system_template:
-        return "", 0, ""
+        client = client_system_block(inputs.client_system)
+        return client, meter.text(client) if client else 0, ""
     values = dict(inputs.variables)
     values["user_memories"] = USER_MEMORIES_POINTER if has_facts else "(none stored)"
     values.setdefault("botname", inputs.bot_name)
@@ -85,6 +86,8 @@ def _system_text(inputs: AssemblyInputs, has_facts: bool, meter: Meter) -> tuple
     text = render_template(
         inputs.system_template, {**values, **dict.fromkeys(per_turn, PER_TURN_POINTER)}
     )
+    if client := client_system_block(inputs.client_system):
+        text = f"{text}{BLOCK_SEPARATOR}{client}"
     return text, meter.text(text), block
 
 

@@ -224,6 +224,9 @@ class AssemblyInputs:
     recalled: Sequence[MessageItem] = ()
     #: The ids of ``recalled`` messages the window shows as excerpts.
     recalled_excerpts: frozenset[ItemId] = frozenset()
+    #: An SDK client's own system prompt (the SDK-compatible API): framed as data after the
+    #: platform's system prompt, within the system section's budget.
+    client_system: str = ""
 
 
 class Included(NamedTuple):

@@ -3,12 +3,10 @@ events (``Accept: text/event-stream``)."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from django.conf import settings
 from django.http import FileResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -23,14 +21,14 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from chatplatform.models.conversations import Conversation, Message, Status
+from chatplatform.models.conversations import Conversation, Message
 from chats.api import selectors
 from chats.api.bridge import run_async, stream_for
 from chats.api.drf_internals import django_request
 from chats.api.errors import ApiError
 from chats.api.pagination import MessageCursor
 from chats.api.renderers import EventStreamRenderer
-from chats.api.replies import is_final, wait_for_reply
+from chats.api.replies import is_final, reply_after_send
 from chats.api.schema import error_response
 from chats.api.serializers.messages import (
     MAX_CLIENT_ID,
@@ -40,7 +38,7 @@ from chats.api.serializers.messages import (
     MessageSerializer,
     ServerSentEventSerializer,
 )
-from chats.api.streaming import command_events, reply_events
+from chats.api.streaming import command_events, reply_events, stream_grant, stream_timing
 from chats.api.views.base import TenantAPIView, valid_id
 from chats.image_files import image_response
 from chats.replies import commands
@@ -202,7 +200,7 @@ class MessageListView(TenantAPIView):
                     tenant_id=conversation.tenant_id,
                     conversation_id=conversation.pk,
                     grant=self._grant(conversation),
-                    **self._stream_timing(),
+                    **stream_timing(),
                 )
                 return self._stream(events)
             sent = run_async(django_request(request), send, timeout=SEND_TIMEOUT_SECONDS)
@@ -241,19 +239,7 @@ class MessageListView(TenantAPIView):
 
     def _answer(self, sent: Sent) -> Response:
         message, created = sent.message, sent.created
-        tenant_id = message.tenant_id
-        reply = selectors.reply_to(tenant_id, message.pk)
-        # A failed reply is final for readers, but a send of its message again is a retry.
-        if not is_final(reply) or (reply is not None and reply.status == Status.FAILED):
-            wait = float(settings.API_REPLY_WAIT_SECONDS)
-            try:
-                reply = run_async(
-                    django_request(self.request),
-                    lambda: wait_for_reply(sent.runner, tenant_id, message.pk, timeout=wait),
-                    timeout=wait + 10,
-                )
-            except concurrent.futures.TimeoutError:
-                reply = selectors.reply_to(tenant_id, message.pk)
+        reply = reply_after_send(django_request(self.request), sent)
         code: int
         if not is_final(reply):
             code = status.HTTP_202_ACCEPTED
@@ -264,23 +250,7 @@ class MessageListView(TenantAPIView):
 
     def _grant(self, conversation: Conversation) -> SocketGrant:
         """What opened this request's event stream: it ends when that credential does."""
-        principal = self.principal
-        session = getattr(django_request(self.request), "session", None)
-        return SocketGrant(
-            tenant_id=conversation.tenant_id,
-            conversation_id=conversation.pk,
-            user_id=principal.user.pk,
-            key_id=principal.key.pk if principal.key is not None else None,
-            session_key=getattr(session, "session_key", None) if principal.key is None else None,
-        )
-
-    @staticmethod
-    def _stream_timing() -> dict[str, float]:
-        return {
-            "timeout": float(settings.API_STREAM_TIMEOUT_SECONDS),
-            "keepalive": float(settings.API_STREAM_KEEPALIVE_SECONDS),
-            "recheck": float(settings.WS_AUTH_RECHECK_SECONDS),
-        }
+        return stream_grant(django_request(self.request), self.principal, conversation)
 
     def _stream(self, events: AsyncGenerator[bytes, None]) -> StreamingHttpResponse:
         """The event stream's response; its first event (``ack``) is taken here, so that a

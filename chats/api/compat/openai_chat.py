@@ -1,0 +1,207 @@
+"""OpenAI Chat Completions on the wire: the request as the platform reads it, the response
+object and the stream's chunks exactly as the ``openai`` SDK parses them."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
+from typing import Any
+
+from chatplatform.models.conversations import Conversation, Status
+from chats.api.compat.outcomes import EXTENSION_FIELD, Outcome, outcome_of
+from chats.api.compat.threads import invalid
+from chats.api.compat.transcript import ASSISTANT, USER, Turn
+from chats.replies.db import db
+
+#: Roles whose text is the client's system prompt (framed after the platform's).
+SYSTEM_ROLES = frozenset({"system", "developer"})
+#: Fields the platform does not offer on this endpoint yet: refused, never silently dropped.
+UNSUPPORTED = ("tools", "functions", "tool_choice", "function_call", "audio", "prediction")
+DONE = b"data: [DONE]\n\n"
+KEEPALIVE = b": keepalive\n\n"
+
+
+@dataclass(frozen=True)
+class ChatCall:
+    """A Chat Completions request: the client's turns and system prompt, how to answer."""
+
+    turns: list[Turn]
+    system: str
+    stream: bool
+    include_usage: bool
+    conversation_id: Any
+
+
+def _text(content: Any, index: int) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if not isinstance(part, dict) or part.get("type") != "text":
+                raise invalid(
+                    f"messages[{index}]: only text content parts are supported.", "messages"
+                )
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise invalid(f"messages[{index}]: a text part needs its text.", "messages")
+            parts.append(text)
+        return "\n".join(parts)
+    raise invalid(f"messages[{index}].content must be a string or a list of text parts.")
+
+
+def chat_call(data: Any, named: str | None) -> ChatCall:
+    """The request body read (400 naming the parameter otherwise); ``named``: the
+    conversation header's value."""
+    if not isinstance(data, dict):
+        raise invalid("The body must be a JSON object.", "body")
+    if not isinstance(data.get("model"), str) or not data["model"]:
+        raise invalid("model is required (any of GET /models; the policy's is used).", "model")
+    for name in UNSUPPORTED:
+        if data.get(name):
+            raise invalid(f"{name} is not supported by this endpoint.", name)
+    if data.get("n") not in (None, 1):
+        raise invalid("Only n=1 is supported.", "n")
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise invalid("messages must be a non-empty list.")
+    turns: list[Turn] = []
+    system: list[str] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise invalid(f"messages[{index}] must be an object.")
+        role = message.get("role")
+        if message.get("tool_calls") or role in ("tool", "function"):
+            raise invalid(f"messages[{index}]: tool calls are not supported by this endpoint.")
+        text = _text(message.get("content"), index)
+        if role in SYSTEM_ROLES:
+            system.append(text)
+        elif role in (USER, ASSISTANT):
+            turns.append((str(role), text))
+        else:
+            raise invalid(f"messages[{index}].role must be system, user or assistant.")
+    stream = data.get("stream") or False
+    options = data.get("stream_options") or {}
+    metadata = data.get("metadata") or {}
+    if not isinstance(stream, bool) or not isinstance(options, dict):
+        raise invalid("stream must be a boolean and stream_options an object.", "stream")
+    if not isinstance(metadata, dict):
+        raise invalid("metadata must be an object.", "metadata")
+    return ChatCall(
+        turns=turns,
+        system="\n\n".join(s for s in system if s.strip()),
+        stream=stream,
+        include_usage=bool(options.get("include_usage")),
+        conversation_id=named if named is not None else metadata.get("conversation_id"),
+    )
+
+
+def completion_id(message_id: int) -> str:
+    return f"chatcmpl-{message_id}"
+
+
+def finish_reason(outcome: Outcome) -> str:
+    return "length" if outcome.cut_at_length else "stop"
+
+
+def usage(outcome: Outcome) -> dict[str, Any]:
+    tokens = outcome.tokens
+    return {
+        "prompt_tokens": tokens.prompt,
+        "completion_tokens": tokens.output,
+        "total_tokens": tokens.prompt + tokens.output,
+        "prompt_tokens_details": {"cached_tokens": tokens.cache_read},
+    }
+
+
+def completion(outcome: Outcome, model: str, created: int) -> dict[str, Any]:
+    """The ``chat.completion`` object of a final reply."""
+    reply = outcome.reply
+    return {
+        "id": completion_id(outcome.message_id),
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": reply.content if reply is not None else "",
+                    "refusal": None,
+                },
+                "finish_reason": finish_reason(outcome),
+                "logprobs": None,
+            }
+        ],
+        "usage": usage(outcome),
+        "system_fingerprint": None,
+        EXTENSION_FIELD: outcome.extension(),
+    }
+
+
+def _chunk(
+    message_id: int, model: str, created: int, delta: dict[str, Any], finish: str | None
+) -> dict[str, Any]:
+    return {
+        "id": completion_id(message_id),
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+    }
+
+
+def _data(value: Any) -> bytes:
+    return f"data: {json.dumps(value, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+async def completion_chunks(
+    ack: dict[str, Any],
+    items: AsyncGenerator[tuple[str, dict[str, Any]] | None, None],
+    *,
+    conversation: Conversation,
+    model: str,
+    include_usage: bool,
+    error_body: Any,
+) -> AsyncGenerator[bytes, None]:
+    """The reply's events (:func:`chats.api.streaming.reply_items`, after its ``ack``) as
+    ``chat.completion.chunk`` lines ending in ``data: [DONE]``: the role first, the text
+    deltas, the finish reason, then (``include_usage``) the usage. The last chunk carries the
+    extension field. A reply that fails ends with an ``error`` line (the SDK raises it);
+    ``error_body(status, message, code)`` shapes it."""
+    message_id = int(ack["message_id"])
+    created = int(time.time())
+    try:
+        yield _data(_chunk(message_id, model, created, {"role": "assistant", "content": ""}, None))
+        async for item in items:
+            if item is None:
+                yield KEEPALIVE
+                continue
+            name, event = item
+            if name == "reply_state" and event["status"] in (Status.COMPLETE, Status.INCOMPLETE):
+                text = event.get("content") or ""
+                if text:
+                    yield _data(_chunk(message_id, model, created, {"content": text}, None))
+            elif name == "delta":
+                yield _data(_chunk(message_id, model, created, {"content": event["text"]}, None))
+            elif name in ("done", "error"):
+                outcome = await db(outcome_of)(conversation, message_id)
+                if outcome.failed:
+                    text = str(event.get("message") or "The reply failed.")
+                    code = str(event.get("code") or "provider_error")
+                    yield _data(error_body(502, text, code))
+                    return
+                last = _chunk(message_id, model, created, {}, finish_reason(outcome))
+                if include_usage:
+                    yield _data(last)
+                    last = {**_chunk(message_id, model, created, {}, None), "choices": []}
+                    last["usage"] = usage(outcome)
+                last[EXTENSION_FIELD] = outcome.extension()
+                yield _data(last)
+                yield DONE
+                return
+    finally:
+        await items.aclose()

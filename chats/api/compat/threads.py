@@ -1,0 +1,150 @@
+"""Which conversation an SDK request continues, and what of its messages is new.
+
+- **Named** (the ``X-Conversation-Id`` header, or ``metadata.conversation_id``): a conversation
+  the key's user takes part in, in the key's tenant (else 404, alike for missing and another
+  tenant's). The client may send only its new message: the last user turn is new, anything
+  before it is the platform's already and is not stored again.
+- **Not named**: the client sends its whole history. The conversation it continues is the one
+  of the key's user whose recorded hash chain (:class:`ConversationFingerprint`) the history
+  starts with and whose messages stored since match the client's (one indexed read, then the
+  few messages after the record); only the turns after them are stored. A history no
+  conversation matches starts a new conversation with everything before its last turn.
+
+Either way the last user turn is sent through the platform's one send service, and the prompt
+is assembled from the stored conversation under the tenant's policy, whatever the client
+sent. A request sent again (same history) is not stored twice: the new message's client id
+is the chain value of the whole history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from rest_framework import status
+from rest_framework.exceptions import NotFound
+
+from chatplatform.models.conversations import Conversation, Status
+from chats.api.compat.transcript import ASSISTANT, USER, Turn, hash_chain, known_turns, merged
+from chats.api.errors import ApiError
+from chats.api.principal import ApiPrincipal
+from chats.api.serializers.messages import MAX_CLIENT_ID
+from chats.selectors import conversation_for_member, fingerprint_candidates, messages_after
+from chats.services import conversation_create
+from chats.services.transcripts import client_system_set, fingerprint_save, transcript_import
+
+#: A stored reply in these states is part of the history the client received.
+RECEIVED = frozenset({Status.COMPLETE, Status.INCOMPLETE})
+CLIENT_ID_PREFIX = "compat-"
+#: A history sent again unchanged within this time is the same request (an SDK's retry): it
+#: gets the stored message's reply. Later, it starts a conversation of its own.
+RESEND_WINDOW = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class Thread:
+    """The conversation a request continues and the message to send in it."""
+
+    conversation: Conversation
+    content: str
+    client_id: str | None
+    #: The client's chain ``(first hash, whole-history hash, turns)`` to record once the
+    #: message is stored (unnamed requests only).
+    chain: tuple[str, str, int] | None = None
+
+
+def invalid(message: str, param: str = "messages") -> ApiError:
+    return ApiError(status.HTTP_400_BAD_REQUEST, "invalid_request", message, {param: [message]})
+
+
+def thread_for(
+    principal: ApiPrincipal,
+    turns: list[Turn],
+    *,
+    system: str,
+    conversation_id: Any = None,
+    idempotency_key: str | None = None,
+) -> Thread:
+    """The conversation ``turns`` (the client's messages, system ones apart) continue, with
+    what of them is new stored; raises NotFound for a named conversation the caller may not
+    use, ApiError 400 for turns that cannot be a chat, MessageRejected for a turn the
+    conversation refuses (nothing stored)."""
+    turns = merged(turns)
+    if not turns or turns[-1][0] != USER:
+        raise invalid("The last message must be the user's.")
+    if conversation_id is not None:
+        conversation = conversation_for_member(
+            principal.user, conversation_id, tenant_id=principal.tenant_id
+        )
+        if conversation is None:
+            raise NotFound("No such conversation.")
+        if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_CLIENT_ID:
+            raise invalid(f"Idempotency-Key must be 1 to {MAX_CLIENT_ID} characters.", "header")
+        client_system_set(conversation, system)
+        return Thread(conversation, turns[-1][1], idempotency_key)
+    chain = hash_chain(turns)
+    conversation, known = _continued(principal, turns, chain)
+    with transaction.atomic():  # a turn refused leaves no new conversation behind
+        if conversation is None:
+            conversation = conversation_create(tenant=principal.tenant, created_by=principal.user)
+            known = 0
+        transcript_import(conversation, principal.user, turns[known:-1])
+        client_system_set(conversation, system)
+    return Thread(
+        conversation,
+        turns[-1][1],
+        CLIENT_ID_PREFIX + chain[-1][:48],
+        chain=(chain[0], chain[-1], len(turns)),
+    )
+
+
+def _continued(
+    principal: ApiPrincipal, turns: list[Turn], chain: list[str]
+) -> tuple[Conversation | None, int]:
+    """The conversation the client's history continues and how many of its turns it holds;
+    ``(None, 0)`` when none does."""
+    for record in fingerprint_candidates(principal.tenant_id, principal.user, chain[0]):
+        if record.message_count > len(turns) or chain[record.message_count - 1] != (
+            record.fingerprint
+        ):
+            continue
+        conversation = record.conversation
+        after = messages_after(
+            conversation, record.through_seq, len(turns) - record.message_count + 1
+        )
+        if any(m.status == Status.STREAMING for m in after):
+            continue  # a reply the client cannot have yet
+        stored = merged((m.role, m.content) for m in after if m.status in RECEIVED)
+        if any(role not in (USER, ASSISTANT) for role, _ in stored):
+            continue
+        known = known_turns(
+            turns,
+            chain,
+            count=record.message_count,
+            fingerprint=record.fingerprint,
+            stored_after=stored,
+            resend=timezone.now() - record.updated_at < RESEND_WINDOW,
+        )
+        if known is None:
+            continue
+        if conversation_for_member(principal.user, conversation.pk, tenant_id=principal.tenant_id):
+            return conversation, known
+    return None, 0
+
+
+def thread_record(thread: Thread, user: Any, stored_seq: int) -> None:
+    """Record where the client's history now stands (after its new message was stored as
+    ``stored_seq``), so that its next request, resent whole, continues this conversation."""
+    if thread.chain is None:
+        return
+    first, whole, count = thread.chain
+    fingerprint_save(
+        thread.conversation,
+        user,
+        first_hash=first,
+        fingerprint=whole,
+        message_count=count,
+        through_seq=stored_seq,
+    )
