@@ -70,18 +70,19 @@ def error_body(code: str, message: str, fields: dict[str, Any] | None = None) ->
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
 
-def _flatten(detail: Any) -> list[str]:
+def error_messages(detail: Any) -> list[str]:
+    """The messages of a REST framework error ``detail`` (a string, list or mapping), flat."""
     if isinstance(detail, dict):
-        return [m for value in detail.values() for m in _flatten(value)]
+        return [m for value in detail.values() for m in error_messages(value)]
     if isinstance(detail, (list, tuple)):
-        return [m for value in detail for m in _flatten(value)]
+        return [m for value in detail for m in error_messages(value)]
     return [str(detail)]
 
 
 def _field_errors(detail: Any) -> dict[str, list[str]]:
     if isinstance(detail, dict):
-        return {str(name): _flatten(value) for name, value in detail.items()}
-    return {"non_field_errors": _flatten(detail)}
+        return {str(name): error_messages(value) for name, value in detail.items()}
+    return {"non_field_errors": error_messages(detail)}
 
 
 def _code_of(exc: exceptions.APIException) -> str:
@@ -95,8 +96,14 @@ def _code_of(exc: exceptions.APIException) -> str:
     return str(exc.default_code)
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
-    """DRF's ``EXCEPTION_HANDLER``: every failure as the one error format."""
+def handled_exception(
+    exc: Exception, context: dict[str, Any], *, where: str
+) -> tuple[exceptions.APIException, Response] | None:
+    """What every API's exception handler does before it writes its error body: Django's
+    body limit as 413, an unreachable service as 503 with ``Retry-After``, REST framework's
+    statuses and headers, Django's 404 / 403 as REST framework's. ``None`` for an
+    unexpected error, logged (``where``: which API) with its transaction rolled back: the
+    caller answers 500."""
     if isinstance(exc, RequestDataTooBig):
         # Django's own body limit, should a body reach it: the request is too large, not a
         # server error.
@@ -106,12 +113,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         exc = ServiceUnavailable()
     response = drf_exception_handler(exc, context)
     if response is None:
-        logger.exception("unexpected error in the API", exc_info=exc)
+        logger.exception("unexpected error in %s", where, exc_info=exc)
         set_rollback()
-        return Response(
-            error_body("internal_error", "An unexpected error occurred."),
-            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
-        )
+        return None
     if not isinstance(exc, exceptions.APIException):
         # Django's Http404 / PermissionDenied, converted by DRF.
         exc = (
@@ -121,6 +125,18 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         )
     if isinstance(exc, ServiceUnavailable):
         response["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE_SECONDS)
+    return exc, response
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    """DRF's ``EXCEPTION_HANDLER``: every failure as the one error format."""
+    handled = handled_exception(exc, context, where="the API")
+    if handled is None:
+        return Response(
+            error_body("internal_error", "An unexpected error occurred."),
+            status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+        )
+    exc, response = handled
     if isinstance(exc, ApiError):
         response.data = error_body(exc.error_code, exc.message, exc.fields)
     elif isinstance(exc, exceptions.ValidationError):
@@ -128,7 +144,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         first = next((m for messages in fields.values() for m in messages), "Invalid input.")
         response.data = error_body("invalid", first, fields)
     else:
-        message = " ".join(_flatten(exc.detail)) or str(exc.default_detail)
+        message = " ".join(error_messages(exc.detail)) or str(exc.default_detail)
         response.data = error_body(_code_of(exc), message)
     return response
 

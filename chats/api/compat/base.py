@@ -4,32 +4,25 @@ REST API's throttles and body limit, and every error in the protocol's own shape
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
-from rest_framework.views import set_rollback
 
 from chatplatform.bruteforce import (
-    CACHE_UNAVAILABLE,
     ApiKeyLookupsThrottled,
     authenticate_api_key_limited,
     client_ip,
 )
 from chats.api.compat.protocols import CompatProtocol, protocol_for_path
 from chats.api.drf_internals import django_request
-from chats.api.errors import RETRY_AFTER_UNAVAILABLE_SECONDS, ApiError, ServiceUnavailable
+from chats.api.errors import ApiError, error_messages, handled_exception
 from chats.api.principal import ApiPrincipal, enter_request_scope
 from chats.api.views.base import TenantAPIView
-
-logger = logging.getLogger("chats.api")
 
 
 class CompatKeyAuthentication(BaseAuthentication):
@@ -62,14 +55,6 @@ class CompatKeyAuthentication(BaseAuthentication):
         return 'Bearer realm="compat"'
 
 
-def _flatten(detail: Any) -> list[str]:
-    if isinstance(detail, dict):
-        return [m for value in detail.values() for m in _flatten(value)]
-    if isinstance(detail, (list, tuple)):
-        return [m for value in detail for m in _flatten(value)]
-    return [str(detail)]
-
-
 def _param(exc: exceptions.APIException) -> str | None:
     fields = exc.fields if isinstance(exc, ApiError) else exc.detail
     if isinstance(fields, dict) and fields:
@@ -95,28 +80,14 @@ def compat_exception_handler(
     (``Retry-After``), the protocol's error body."""
 
     def handle(exc: Exception, context: dict[str, Any]) -> Response:
-        if isinstance(exc, RequestDataTooBig):
-            exc = ApiError(413, "too_large", "The request body is too large.")
-        if isinstance(exc, CACHE_UNAVAILABLE):
-            logger.warning("a service the API needs is unavailable: %s", exc)
-            exc = ServiceUnavailable()
-        response = drf_exception_handler(exc, context)
-        if response is None:
-            logger.exception("unexpected error in the SDK-compatible API", exc_info=exc)
-            set_rollback()
+        handled = handled_exception(exc, context, where="the SDK-compatible API")
+        if handled is None:
             return Response(
                 protocol.error_body(500, "An unexpected error occurred.", "internal_error"),
                 status=status.HTTP_500_INTERNAL_SERVER_ERROR,
             )
-        if not isinstance(exc, exceptions.APIException):
-            exc = (
-                exceptions.NotFound()
-                if response.status_code == status.HTTP_404_NOT_FOUND
-                else exceptions.PermissionDenied()
-            )
-        if isinstance(exc, ServiceUnavailable):
-            response["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE_SECONDS)
-        message = exc.message if isinstance(exc, ApiError) else " ".join(_flatten(exc.detail))
+        exc, response = handled
+        message = exc.message if isinstance(exc, ApiError) else " ".join(error_messages(exc.detail))
         response.data = protocol.error_body(
             response.status_code, message or str(exc.default_detail), _code(exc), _param(exc)
         )
