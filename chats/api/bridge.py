@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from asgiref.sync import async_to_sync
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest
+from django.http import HttpRequest, StreamingHttpResponse
 
 T = TypeVar("T")
 
@@ -67,6 +67,19 @@ def stream_for(
     if is_asgi(request):
         return events
     return _blocking(events)
+
+
+def event_stream_response(
+    request: HttpRequest, events: AsyncIterator[bytes]
+) -> StreamingHttpResponse:
+    """A server-sent events response over ``events`` (:func:`stream_for`), neither cached nor
+    buffered by a proxy on the way."""
+    response = StreamingHttpResponse(
+        stream_for(request, events), content_type="text/event-stream; charset=utf-8"
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 def _blocking(events: AsyncIterator[bytes]) -> Iterator[bytes]:

@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from chats.api.bridge import stream_for
+from chats.api.bridge import event_stream_response
 from chats.api.compat import sending
 from chats.api.compat.anthropic_messages import message, message_events, messages_call
 from chats.api.compat.base import CompatView
@@ -43,11 +43,7 @@ class MessagesView(CompatView):
                 model=model,
                 error_body=self.protocol.error_body,
             )
-            response = StreamingHttpResponse(
-                stream_for(wrapped, events), content_type="text/event-stream; charset=utf-8"
-            )
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
+            response = event_stream_response(wrapped, events)
             response[CONVERSATION_HEADER] = str(thread.conversation.pk)
             return response
         outcome = sending.answer(wrapped, principal, thread)

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from chats.api import selectors
-from chats.api.bridge import stream_for
+from chats.api.bridge import event_stream_response
 from chats.api.compat import sending
 from chats.api.compat.base import CompatView
 from chats.api.compat.openai_chat import chat_call, completion, completion_chunks
@@ -46,11 +46,7 @@ class ChatCompletionsView(CompatView):
                 include_usage=call.include_usage,
                 error_body=self.protocol.error_body,
             )
-            response = StreamingHttpResponse(
-                stream_for(wrapped, chunks), content_type="text/event-stream; charset=utf-8"
-            )
-            response["Cache-Control"] = "no-cache"
-            response["X-Accel-Buffering"] = "no"
+            response = event_stream_response(wrapped, chunks)
             response[CONVERSATION_HEADER] = str(thread.conversation.pk)
             return response
         outcome = sending.answer(wrapped, principal, thread)

@@ -23,7 +23,7 @@ from rest_framework.response import Response
 
 from chatplatform.models.conversations import Conversation, Message
 from chats.api import selectors
-from chats.api.bridge import run_async, stream_for
+from chats.api.bridge import event_stream_response, run_async
 from chats.api.drf_internals import django_request
 from chats.api.errors import ApiError
 from chats.api.pagination import MessageCursor
@@ -258,13 +258,7 @@ class MessageListView(TenantAPIView):
         first = run_async(
             django_request(self.request), lambda: anext(events), timeout=SEND_TIMEOUT_SECONDS
         )
-        response = StreamingHttpResponse(
-            stream_for(django_request(self.request), _after(first, events)),
-            content_type="text/event-stream; charset=utf-8",
-        )
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"
-        return response
+        return event_stream_response(django_request(self.request), _after(first, events))
 
 
 async def _after(first: bytes, rest: AsyncGenerator[bytes, None]) -> AsyncGenerator[bytes, None]:
