@@ -34,6 +34,7 @@ class FakeServer:
 
     def __init__(self, default_reply: Reply | None = None) -> None:
         self.default_reply = default_reply or Reply()
+        self._initial_reply = self.default_reply
         self._script: deque[Behaviour] = deque()
         self.requests: list[RecordedRequest] = []
         self._release = threading.Event()
@@ -68,6 +69,7 @@ class FakeServer:
         self._release = threading.Event()
         self._script.clear()
         self.requests.clear()
+        self.default_reply = self._initial_reply  # a test's own default ends with it
 
     def requests_to(self, path: str) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path == path]
