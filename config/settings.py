@@ -263,6 +263,15 @@ TENANT_MODEL_ALLOW_PRIVATE_NETWORKS = env.bool("TENANT_MODEL_ALLOW_PRIVATE_NETWO
 FIELD_ENCRYPTION_KEY = env.list("FIELD_ENCRYPTION_KEY", default=[])
 # --- end of model endpoints -------------------------------------------------------------------
 
+# --- Images named by URL (chats/image_urls.py) ------------------------------------------------
+# An SDK-compatible request may name an image by URL instead of sending it inline. The platform
+# fetches it only from a host listed here ("*.example.com" for subdomains), over https unless
+# http is allowed, never from a private address unless allowed; empty: only inline images.
+IMAGE_URL_HOSTS = env.list("IMAGE_URL_HOSTS", default=[])
+IMAGE_URL_ALLOW_HTTP = env.bool("IMAGE_URL_ALLOW_HTTP", default=False)
+IMAGE_URL_ALLOW_PRIVATE_NETWORKS = env.bool("IMAGE_URL_ALLOW_PRIVATE_NETWORKS", default=False)
+IMAGE_URL_TIMEOUT_SECONDS = env.float("IMAGE_URL_TIMEOUT_SECONDS", default=10.0)
+
 # Background jobs: time limits, locks and redelivery, each derived from the one before
 # (docs/jobs.md). A job's hard time limit < the lock it holds < the broker's visibility
 # timeout: a live task never outlives its lock, and a task whose worker died is handed out

@@ -108,14 +108,20 @@ class AttachedImage:
 def attached_image(message: Message, policy: Any) -> AttachedImage | None:
     if not message.attachment:
         return None
+    with message.attachment.open("rb") as handle:
+        data = handle.read()
+    return image_for_prompt(data, message.attachment_type or None, policy)
+
+
+def image_for_prompt(data: bytes, media_type: str | None, policy: Any) -> AttachedImage:
+    """An image as the model under ``policy`` is shown it: inline with its tokens when the
+    model sees images, else a note of what it is."""
     profile = policy.model_profile
     prompt_budget = (
         min(policy.max_context_tokens, profile.context_window) - policy.reserved_response_tokens
     )
-    with message.attachment.open("rb") as handle:
-        data = handle.read()
     try:
-        info = inspect_image(data, message.attachment_type or None)
+        info = inspect_image(data, media_type)
     except ImageRejected:
         return AttachedImage("", "", 0, "[An attached image could not be read.]", prompt_budget)
     if profile.supports_vision:

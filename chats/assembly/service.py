@@ -309,17 +309,21 @@ def assemble_context(
     )
 
 
+def message_content(content: str, note: str = "") -> str:
+    """A message's text with ``note`` (e.g. what an image the model cannot see is) after it."""
+    if not note:
+        return content
+    return f"{content}\n{note}" if content else note
+
+
 def message_item(message: Message, author: Any = None, content_note: str = "") -> MessageItem:
     """The pure view of a stored message; ``content_note`` is appended to its text (and then
     counted afresh)."""
-    content = message.content
-    if content_note:
-        content = f"{content}\n{content_note}" if content else content_note
     return MessageItem(
         id=message.pk,
         seq=message.seq,
         role=message.role if message.role in ("user", "assistant", "tool") else "user",  # type: ignore[arg-type]
-        content=content,
+        content=message_content(message.content, content_note),
         author=person_label(
             getattr(author, "username", None),
             getattr(author, "first_name", None),

@@ -32,11 +32,14 @@ Resolver = Callable[[str, int], Iterable[str]]
 
 @dataclass(frozen=True)
 class EndpointPolicy:
-    """The operator's rules for endpoints that tenants name."""
+    """The operator's rules for endpoints that tenants name. ``subject`` and ``hosts_list``
+    name what is checked in the refusals (the same rules also guard image URLs)."""
 
     allowed_hosts: tuple[str, ...] = ()
     allow_http: bool = False
     allow_private_networks: bool = False
+    subject: str = "the endpoint"
+    hosts_list: str = "model hosts"
 
 
 class EndpointRefused(ProviderError):
@@ -76,20 +79,22 @@ def check_url(url: str, policy: EndpointPolicy) -> tuple[str, int]:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        raise EndpointRefused(f"the endpoint {url!r} is not a valid URL") from exc
+        raise EndpointRefused(f"{policy.subject} {url!r} is not a valid URL") from exc
     scheme, host = parts.scheme.lower(), (parts.hostname or "")
     if scheme not in ("http", "https") or not host:
-        raise EndpointRefused("the endpoint must be an http(s) URL with a host")
+        raise EndpointRefused(f"{policy.subject} must be an http(s) URL with a host")
     if scheme == "http" and not policy.allow_http:
-        raise EndpointRefused("the endpoint must use https (the operator does not allow http)")
+        raise EndpointRefused(f"{policy.subject} must use https (the operator does not allow http)")
     if parts.username is not None or parts.password is not None:
-        raise EndpointRefused("the endpoint URL must not carry credentials")
+        raise EndpointRefused(f"{policy.subject} must not carry credentials")
     if not host_allowed(host, policy.allowed_hosts):
         if not policy.allowed_hosts:
             raise EndpointRefused(
                 "this platform does not allow tenants to name their own model endpoints"
             )
-        raise EndpointRefused(f"the host {host!r} is not on the operator's list of model hosts")
+        raise EndpointRefused(
+            f"the host {host!r} is not on the operator's list of {policy.hosts_list}"
+        )
     return host, port or (443 if scheme == "https" else 80)
 
 
@@ -164,13 +169,13 @@ def check_addresses(host: str, addresses: Iterable[str], policy: EndpointPolicy)
     operator allows private networks)."""
     addresses = list(addresses)
     if not addresses:
-        raise EndpointRefused(f"the endpoint's host {host!r} does not resolve")
+        raise EndpointRefused(f"the host {host!r} of {policy.subject} does not resolve")
     if policy.allow_private_networks:
         return
     for address in addresses:
         if address_refused(address):
             raise EndpointRefused(
-                f"the endpoint's host {host!r} resolves to a private or reserved address "
+                f"the host {host!r} of {policy.subject} resolves to a private or reserved address "
                 f"({address}); the operator does not allow private networks"
             )
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatplatform.models.conversations import Conversation, Status
+from chats.api.compat.images import ImageRef, anthropic_image, new_message_image
 from chats.api.compat.outcomes import EXTENSION_FIELD, Outcome, outcome_of
 from chats.api.compat.threads import invalid
 from chats.api.compat.transcript import ASSISTANT, USER, Turn
@@ -26,21 +27,30 @@ class MessagesCall:
     turns: list[Turn]
     system: str
     stream: bool
+    #: The image of the client's new message, if it carries one.
+    image: ImageRef | None = None
 
 
-def _text(content: Any, where: str) -> str:
+def _content(content: Any, where: str, *, images: bool = True) -> tuple[str, list[ImageRef]]:
+    """A message's text (its text blocks joined) and its images (``images``: allowed)."""
     if isinstance(content, str):
-        return content
+        return content, []
     if isinstance(content, list):
-        parts = []
+        parts: list[str] = []
+        found: list[ImageRef] = []
         for block in content:
-            if not isinstance(block, dict) or block.get("type") != "text":
-                raise invalid(f"{where}: only text content blocks are supported.")
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "image" and images:
+                found.append(anthropic_image(block, where))
+                continue
+            if kind != "text":
+                allowed = "text or image" if images else "text"
+                raise invalid(f"{where}: content blocks must be {allowed}.")
             if not isinstance(block.get("text"), str):
                 raise invalid(f"{where}: a text block needs its text.")
             parts.append(block["text"])
-        return "\n".join(parts)
-    raise invalid(f"{where}.content must be a string or a list of text blocks.")
+        return "\n".join(parts), found
+    raise invalid(f"{where}.content must be a string or a list of content blocks.")
 
 
 def messages_call(data: Any, *, counting: bool = False) -> MessagesCall:
@@ -62,15 +72,23 @@ def messages_call(data: Any, *, counting: bool = False) -> MessagesCall:
     if not isinstance(messages, list) or not messages:
         raise invalid("messages: at least one message is required.")
     turns: list[Turn] = []
+    trailing: list[ImageRef] = []  # the images of the user turn the request ends with
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in (USER, ASSISTANT):
             raise invalid(f"messages.{index}.role must be user or assistant.")
-        turns.append((str(message["role"]), _text(message.get("content"), f"messages.{index}")))
+        text, images = _content(message.get("content"), f"messages.{index}")
+        turns.append((str(message["role"]), text))
+        trailing = trailing + images if message["role"] == USER else []
     system = data.get("system") or ""
     stream = data.get("stream") or False
     if not isinstance(stream, bool):
         raise invalid("stream must be a boolean.", "stream")
-    return MessagesCall(turns=turns, system=_text(system, "system").strip(), stream=stream)
+    return MessagesCall(
+        turns=turns,
+        system=_content(system, "system", images=False)[0].strip(),
+        stream=stream,
+        image=new_message_image(trailing),
+    )
 
 
 def message_id(user_message_id: int) -> str:

@@ -12,6 +12,7 @@ from chats.api.compat import sending
 from chats.api.compat.anthropic_messages import message, message_events, messages_call
 from chats.api.compat.base import CompatView
 from chats.api.compat.counting import prompt_tokens
+from chats.api.compat.images import image_payload
 from chats.api.compat.outcomes import CONVERSATION_HEADER, model_name
 from chats.api.compat.protocols import ANTHROPIC
 from chats.api.compat.threads import thread_for
@@ -29,6 +30,7 @@ class MessagesView(CompatView):
             principal,
             call.turns,
             system=call.system,
+            image=image_payload(call.image),
             conversation_id=request.headers.get(self.protocol.conversation_header),
             idempotency_key=request.headers.get("Idempotency-Key"),
         )
@@ -61,5 +63,6 @@ class CountTokensView(CompatView):
             call.turns,
             system=call.system,
             conversation_id=request.headers.get(self.protocol.conversation_header),
+            image=image_payload(call.image),
         )
         return Response({"input_tokens": tokens})

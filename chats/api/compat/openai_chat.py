@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatplatform.models.conversations import Conversation, Status
+from chats.api.compat.images import ImageRef, new_message_image, openai_image
 from chats.api.compat.outcomes import EXTENSION_FIELD, Outcome, outcome_of
 from chats.api.compat.threads import invalid
 from chats.api.compat.transcript import ASSISTANT, USER, Turn
@@ -32,24 +33,32 @@ class ChatCall:
     stream: bool
     include_usage: bool
     conversation_id: Any
+    #: The image of the client's new message, if it carries one.
+    image: ImageRef | None = None
 
 
-def _text(content: Any, index: int) -> str:
+def _content(content: Any, index: int) -> tuple[str, list[ImageRef]]:
+    """A message's text (its text parts joined) and its images."""
     if isinstance(content, str):
-        return content
+        return content, []
     if isinstance(content, list):
-        parts = []
+        parts: list[str] = []
+        images: list[ImageRef] = []
         for part in content:
-            if not isinstance(part, dict) or part.get("type") != "text":
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "image_url":
+                images.append(openai_image(part, f"messages[{index}]"))
+                continue
+            if kind != "text":
                 raise invalid(
-                    f"messages[{index}]: only text content parts are supported.", "messages"
+                    f"messages[{index}]: content parts must be text or image_url.", "messages"
                 )
             text = part.get("text")
             if not isinstance(text, str):
                 raise invalid(f"messages[{index}]: a text part needs its text.", "messages")
             parts.append(text)
-        return "\n".join(parts)
-    raise invalid(f"messages[{index}].content must be a string or a list of text parts.")
+        return "\n".join(parts), images
+    raise invalid(f"messages[{index}].content must be a string or a list of content parts.")
 
 
 def chat_call(data: Any, named: str | None) -> ChatCall:
@@ -69,17 +78,21 @@ def chat_call(data: Any, named: str | None) -> ChatCall:
         raise invalid("messages must be a non-empty list.")
     turns: list[Turn] = []
     system: list[str] = []
+    trailing: list[ImageRef] = []  # the images of the user turn the request ends with
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             raise invalid(f"messages[{index}] must be an object.")
         role = message.get("role")
         if message.get("tool_calls") or role in ("tool", "function"):
             raise invalid(f"messages[{index}]: tool calls are not supported by this endpoint.")
-        text = _text(message.get("content"), index)
+        text, images = _content(message.get("content"), index)
         if role in SYSTEM_ROLES:
+            if images:
+                raise invalid(f"messages[{index}]: a system message cannot carry images.")
             system.append(text)
         elif role in (USER, ASSISTANT):
             turns.append((str(role), text))
+            trailing = trailing + images if role == USER else []
         else:
             raise invalid(f"messages[{index}].role must be system, user or assistant.")
     stream = data.get("stream") or False
@@ -95,6 +108,7 @@ def chat_call(data: Any, named: str | None) -> ChatCall:
         stream=stream,
         include_usage=bool(options.get("include_usage")),
         conversation_id=named if named is not None else metadata.get("conversation_id"),
+        image=new_message_image(trailing),
     )
 
 

@@ -13,6 +13,7 @@ from chats.api import selectors
 from chats.api.bridge import event_stream_response
 from chats.api.compat import sending
 from chats.api.compat.base import CompatView
+from chats.api.compat.images import image_payload
 from chats.api.compat.openai_chat import chat_call, completion, completion_chunks
 from chats.api.compat.outcomes import CONVERSATION_HEADER, model_name
 from chats.api.compat.protocols import OPENAI
@@ -31,6 +32,7 @@ class ChatCompletionsView(CompatView):
             principal,
             call.turns,
             system=call.system,
+            image=image_payload(call.image),
             conversation_id=call.conversation_id,
             idempotency_key=request.headers.get("Idempotency-Key"),
         )

@@ -41,6 +41,7 @@ def _send(principal: ApiPrincipal, thread: Thread) -> Callable[[], Awaitable[Sen
         user=principal.user,
         content=thread.content,
         client_id=thread.client_id,
+        image=thread.image,
         counted=earlier is None,
     )
 

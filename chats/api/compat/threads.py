@@ -31,10 +31,15 @@ from chats.api.compat.transcript import ASSISTANT, USER, Turn, hash_chain, known
 from chats.api.errors import ApiError
 from chats.api.principal import ApiPrincipal
 from chats.api.serializers.messages import MAX_CLIENT_ID
+from chats.api.views.messages import rejected
 from chats.selectors import conversation_for_member, fingerprint_candidates, messages_after
 from chats.services import conversation_create
+from chats.services.messages import MessageRejected
 from chats.services.transcripts import client_system_set, fingerprint_save, transcript_import
 
+#: What an earlier turn without text (an image, say: only the new message's image is kept) is
+#: stored as.
+WITHOUT_TEXT = "[content without text, not kept]"
 #: A stored reply in these states is part of the history the client received.
 RECEIVED = frozenset({Status.COMPLETE, Status.INCOMPLETE})
 CLIENT_ID_PREFIX = "compat-"
@@ -53,6 +58,8 @@ class Thread:
     #: The client's chain ``(first hash, whole-history hash, turns)`` to record once the
     #: message is stored (unnamed requests only).
     chain: tuple[str, str, int] | None = None
+    #: The new message's image as the send service takes it (``{"media_type", "data"}``).
+    image: dict[str, str] | None = None
 
 
 def invalid(message: str, param: str = "messages") -> ApiError:
@@ -66,6 +73,7 @@ def thread_for(
     system: str,
     conversation_id: Any = None,
     idempotency_key: str | None = None,
+    image: dict[str, str] | None = None,
 ) -> Thread:
     """The conversation ``turns`` (the client's messages, system ones apart) continue, with
     what of them is new stored; raises NotFound for a named conversation the caller may not
@@ -83,20 +91,25 @@ def thread_for(
         if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_CLIENT_ID:
             raise invalid(f"Idempotency-Key must be 1 to {MAX_CLIENT_ID} characters.", "header")
         client_system_set(conversation, system)
-        return Thread(conversation, turns[-1][1], idempotency_key)
+        return Thread(conversation, turns[-1][1], idempotency_key, image=image)
     chain = hash_chain(turns)
     conversation, known = _continued(principal, turns, chain)
     with transaction.atomic():  # a turn refused leaves no new conversation behind
         if conversation is None:
             conversation = conversation_create(tenant=principal.tenant, created_by=principal.user)
             known = 0
-        transcript_import(conversation, principal.user, turns[known:-1])
+        earlier = [(role, text or WITHOUT_TEXT) for role, text in turns[known:-1]]
+        try:
+            transcript_import(conversation, principal.user, earlier)
+        except MessageRejected as exc:
+            raise rejected(exc) from None
         client_system_set(conversation, system)
     return Thread(
         conversation,
         turns[-1][1],
         CLIENT_ID_PREFIX + chain[-1][:48],
         chain=(chain[0], chain[-1], len(turns)),
+        image=image,
     )
 
 

@@ -127,6 +127,23 @@ def test_a_huge_body_is_413_before_it_is_read(live_url, key_a, settings):
     assert_openai_error({"error": caught.value.body}, "too_large")
 
 
+def test_an_earlier_turn_too_long_is_413_and_nothing_is_stored(live_url, key_a, tenant_a):
+    make_policy(tenant_a, activate=True, max_message_chars=100)
+    with pytest.raises(openai.APIStatusError) as caught:
+        client(live_url, key_a).chat.completions.create(
+            model="m",
+            messages=[
+                {"role": "user", "content": "x" * 101},
+                {"role": "assistant", "content": "Long."},
+                {"role": "user", "content": "Short"},
+            ],
+        )
+    assert caught.value.status_code == 413
+    assert_openai_error({"error": caught.value.body}, "too_large")
+    with tenant_scope(tenant_a):
+        assert not Message.objects.exists()
+
+
 def test_the_send_rate_is_429_with_retry_after(live_url, key_a, tenant_a):
     make_policy(tenant_a, activate=True, user_messages_per_minute=1)
     sdk = client(live_url, key_a)
