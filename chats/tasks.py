@@ -1,6 +1,7 @@
 """Background jobs of the chats app (thin adapters over the services): the sweep of replies
-whose runner died, the answering of messages left waiting, and (registered here, defined
-beside what they serve) the embedding jobs of retrieval and the token-count jobs."""
+whose runner died, the answering of messages left waiting, the tenants' retention, and
+(registered here, defined beside what they serve) the embedding jobs of retrieval and the
+token-count jobs."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import asyncio
 
 from celery import shared_task
 
+from chatplatform.models import Tenant
 from chats.replies import recovery
 from chats.retrieval.tasks import backfill_message_embeddings, embed_conversation_messages
+from chats.services.retention import conversations_expire
 from chats.token_counts.tasks import backfill_token_counts, recount_message_tokens
 
 #: The sweep runs every minute: it is done well before the next one.
@@ -63,3 +66,14 @@ __all__ = [
     "mark_stale_replies",
     "recount_message_tokens",
 ]
+
+
+@shared_task(name="chats.tasks.expire_conversations", acks_late=True, ignore_result=True)
+def expire_conversations() -> int:
+    """Beat, daily: every tenant with a retention period loses the conversations nobody has
+    written in for that long (:func:`chats.services.retention.conversations_expire`); returns
+    how many. Idempotent. Cross-tenant by design: each tenant's are deleted in its own scope."""
+    return sum(
+        conversations_expire(tenant)
+        for tenant in Tenant.objects.filter(retention_days__isnull=False).order_by("pk")
+    )

@@ -25,7 +25,7 @@ from console.reports import calibrations, job_status, usage_report
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ("name", "slug", "is_active", "active_policy", "created_at")
+    list_display = ("name", "slug", "is_active", "active_policy", "retention_days", "created_at")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
 

@@ -265,8 +265,19 @@ class TurnRecord(TenantOwnedModel):
     sending the full history would have cost. ``cost_usd`` uses the ModelProfile's prices.
     """
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
-    user_message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    #: The conversation and message are emptied when the conversation is deleted (by its
+    #: owner or by the tenant's retention): the record stays, with its cost figures and
+    #: ``user``, for the usage reports.
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    user_message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    #: Whose message the turn answered: usage per member, kept when the message is gone.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     assistant_message = models.ForeignKey(
         Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

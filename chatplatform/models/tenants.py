@@ -7,6 +7,7 @@ import secrets
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from chatplatform.tenancy.scoping import TenantOwnedModel
@@ -35,6 +36,14 @@ class Tenant(models.Model):
         blank=True,
         related_name="service_tenant",
         help_text="The user that API keys without a member user act as.",
+    )
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Delete conversations nobody has written in for this many days (their "
+        "messages, images, summaries and vectors; the cost figures of their turns stay in the "
+        "usage reports). Empty: keep conversations until they are deleted.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -171,7 +171,7 @@ def usage_by_day_and_model(
     with tenant_scope(tenant_id):
         queryset = TurnRecord.objects.filter(created_at__gte=start, created_at__lt=end)
         if author is not None:
-            queryset = queryset.filter(user_message__author=author)
+            queryset = queryset.filter(user=author)
         rows = list(
             queryset.annotate(day=TruncDate("created_at"))
             .values("day", "model_profile_id")

@@ -51,6 +51,7 @@ def turn_record_build(
         tenant_id=user_message.tenant_id,
         conversation_id=user_message.conversation_id,
         user_message=user_message,
+        user_id=user_message.author_id,
         assistant_message_id=assistant_message_id,
         policy=turn.policy if turn.policy.pk else None,
         model_profile=turn.profile,

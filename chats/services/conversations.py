@@ -12,6 +12,7 @@ from django.utils import timezone
 from chatplatform.models import Tenant
 from chatplatform.models.conversations import Conversation, Participant
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.services.retention import conversations_remove
 
 
 class ConversationRejected(ValueError):
@@ -152,15 +153,15 @@ def conversation_may_delete(conversation: Conversation, user: Any, *, admin: boo
 
 
 def conversation_delete(conversation: Conversation, *, by: Any, admin: bool = False) -> None:
-    """Delete the conversation with its messages, summaries and turn records (cascade), if
+    """Delete the conversation with its messages, summaries and images (its turn records
+    stay for the usage reports: :mod:`chats.services.retention`), if
     ``by`` may (:func:`conversation_may_delete`); conversations that continued it keep
     existing without the link."""
     if not conversation_may_delete(conversation, by, admin=admin):
         raise ConversationRejected(
             "forbidden", "Only the conversation's creator or a tenant admin may delete it."
         )
-    with tenant_scope(conversation.tenant_id), transaction.atomic():
-        Conversation.objects.filter(pk=conversation.pk, tenant_id=conversation.tenant_id).delete()
+    conversations_remove(conversation.tenant_id, [conversation.pk])
 
 
 def conversation_leave(conversation: Conversation, *, user: Any) -> bool:
@@ -171,7 +172,7 @@ def conversation_leave(conversation: Conversation, *, user: Any) -> bool:
         Participant.objects.filter(conversation_id=conversation.pk, user=user).delete()
         if Participant.objects.filter(conversation_id=conversation.pk).exists():
             return False
-        Conversation.objects.filter(pk=conversation.pk, tenant_id=conversation.tenant_id).delete()
+        conversations_remove(conversation.tenant_id, [conversation.pk])
     return True
 
 

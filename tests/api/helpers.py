@@ -41,6 +41,7 @@ def add_turn(
             tenant_id=conversation.tenant_id,
             conversation=conversation,
             user_message=message,
+            user=author,
             model_profile=profile,
             policy=policy,
             strategy="hybrid",
