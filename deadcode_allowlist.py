@@ -64,6 +64,7 @@ _.list_display
 _.list_filter
 _.list_select_related
 _.search_fields
+_.date_hierarchy
 _.fieldsets
 _.inlines
 _.fk_name
@@ -177,6 +178,8 @@ _.reader  # asyncio.start_server's callback signature
 _.exc_type  # __exit__'s signature
 _.tb
 _.optionxform  # configparser: keep the case of keys
+_.do_GET  # http.server's handler methods, called by the server by name
+_.log_message
 _.skip_postgeneration_save  # factory-boy
 _.extracted
 _.CONTENT_SECURITY_POLICY_REPORT_ONLY  # a setting overridden in a test

@@ -1,9 +1,10 @@
-"""The tenant-scoped Django admin. Registrations live in ``registrations.py``, ``policies.py``
-and ``invitations.py``."""
+"""The tenant-scoped Django admin. Registrations live in ``registrations.py``, ``policies.py``,
+``invitations.py`` and ``audit.py``."""
 
 from django.contrib import admin as _admin
 
-from . import invitations as _invitations  # noqa: F401  (registers the model admins)
+from . import audit as _audit  # noqa: F401  (registers the model admins)
+from . import invitations as _invitations  # noqa: F401
 from . import policies as _policies  # noqa: F401
 from . import registrations as _registrations  # noqa: F401
 from .global_models import hide_global_objects

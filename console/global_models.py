@@ -16,6 +16,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.http import HttpRequest
 
+from chatplatform.admin_base import AuditedAdminMixin
 from chatplatform.django_internals import admin_registrations
 from chatplatform.models import Tenant
 
@@ -39,13 +40,14 @@ def _is_tenant_owned(model: type[models.Model]) -> bool:
 
 def hide_global_objects(site: admin.AdminSite) -> None:
     """Give every registered admin of a model without a tenant (except Tenant, which has its
-    own scoping) the mixin. Call after the apps that register such models (auth, beat)."""
+    own scoping) the mixin, and the audit log's. Call after the apps that register such models
+    (auth, beat)."""
     for model, model_admin in admin_registrations(site):
         if model is Tenant or _is_tenant_owned(model):
             continue
         if isinstance(model_admin, MissingWithoutPermissionMixin):
             continue
         cls: Any = type(model_admin)
-        wrapped = type(cls.__name__, (MissingWithoutPermissionMixin, cls), {})
+        wrapped = type(cls.__name__, (MissingWithoutPermissionMixin, AuditedAdminMixin, cls), {})
         site.unregister(model)
         site.register(model, wrapped)

@@ -13,9 +13,10 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
+from chatplatform.audit import audit_record
 from chatplatform.django_internals import instance_mark_saved
 from chatplatform.invitations import InvitationNotAllowed, invitation_create, invitation_revoke
-from chatplatform.models import Invitation
+from chatplatform.models import AuditAction, Invitation
 
 
 class InvitationStatusFilter(admin.SimpleListFilter):
@@ -114,5 +115,14 @@ class InvitationAdmin(TenantScopedAdmin):
     def revoke(self, request: HttpRequest, queryset: models.QuerySet) -> None:
         if not request.user.is_superuser:
             queryset = queryset.filter(tenant_id__in=_tenant_ids(request))
-        revoked = sum(invitation_revoke(invitation=invitation) for invitation in queryset)
+        revoked = 0
+        for invitation in queryset:
+            if invitation_revoke(invitation=invitation):
+                revoked += 1
+                audit_record(
+                    AuditAction.CHANGED,
+                    request=request,
+                    target=invitation,
+                    changes={"revoked": [False, True]},
+                )
         self.message_user(request, f"Revoked {revoked} invitation(s).")

@@ -23,10 +23,11 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
 from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
+from chatplatform.audit import audit_record, field_changes
 from chatplatform.core.context.strategies import STRATEGIES
 from chatplatform.core.context.types import DEFAULT_STRATEGY
 from chatplatform.django_internals import InstanceValidationHook
-from chatplatform.models import ContextPolicy, Tenant
+from chatplatform.models import AuditAction, ContextPolicy, Tenant
 from chatplatform.services import tenant_set_active_policy
 from console.model_catalog import PolicyFitMixin
 from console.policy_copy import PolicyCopyMixin
@@ -253,8 +254,17 @@ class ContextPolicyAdmin(PolicyFitMixin, PolicyCopyMixin, TenantScopedAdmin):
         if len(tenant_ids) != 1:
             self.message_user(request, problem, messages.ERROR)
             return
-        tenant = Tenant.objects.get(pk=tenant_ids[0])
+        tenant = Tenant.objects.select_related("active_policy").get(pk=tenant_ids[0])
+        before = tenant.active_policy
         tenant_set_active_policy(tenant=tenant, policy=policy)
+        audit_record(
+            AuditAction.CHANGED,
+            request=request,
+            target=tenant,
+            changes=field_changes(
+                ["active_policy"], {"active_policy": before}, {"active_policy": policy}
+            ),
+        )
         self.message_user(
             request,
             f"“{policy.name}” is now the active policy of {tenant.name}: new turns use it.",

@@ -15,8 +15,16 @@ from django.urls import URLPattern, path, reverse
 from django.utils.decorators import method_decorator
 from django.views.decorators.debug import sensitive_post_parameters
 
-from chatplatform.admin_base import TenantScopedAdmin, _tenant_ids
-from chatplatform.models import ApiKey, ContextPolicy, Membership, ModelProfile, Tenant
+from chatplatform.admin_base import AuditedAdminMixin, TenantScopedAdmin, _tenant_ids
+from chatplatform.audit import audit_record
+from chatplatform.models import (
+    ApiKey,
+    AuditAction,
+    ContextPolicy,
+    Membership,
+    ModelProfile,
+    Tenant,
+)
 from chatplatform.services import api_key_revoke, membership_remove, user_sync_staff
 from console.model_catalog import ModelCatalogActionMixin
 from console.profile_form import ModelProfileForm
@@ -24,7 +32,7 @@ from console.reports import calibrations, job_status, usage_report
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(AuditedAdminMixin, admin.ModelAdmin):
     list_display = ("name", "slug", "is_active", "active_policy", "retention_days", "created_at")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
@@ -238,6 +246,9 @@ class ApiKeyAdmin(TenantScopedAdmin):
         keys = list(queryset.filter(revoked_at__isnull=True))
         for key in keys:
             api_key_revoke(key=key)
+            audit_record(
+                AuditAction.CHANGED, request=request, target=key, changes={"revoked": [False, True]}
+            )
         self.message_user(request, f"Revoked {len(keys)} key(s).")
 
 

@@ -1,4 +1,5 @@
 from . import conversations  # noqa: F401  (the conversation records, this app's models too)
+from .audit import AuditAction, AuditEvent
 from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy
 from .profiles import ModelProfile
@@ -6,6 +7,8 @@ from .tenants import ApiKey, Membership, MembershipRole, Tenant
 
 __all__ = [
     "ApiKey",
+    "AuditAction",
+    "AuditEvent",
     "ContextPolicy",
     "Invitation",
     "InvitationStatus",

@@ -101,6 +101,7 @@ def test_turn_record_of_a_past_turn(client_a, conversation_a, member_a):
 def answered(record: TurnRecord, text: str = "the answer") -> Message:
     """Give ``record``'s turn its reply, as the reply pipeline does at the turn's end."""
     conversation = record.conversation
+    assert conversation is not None
     reply, _ = message_create(
         conversation=conversation,
         role=MessageRole.ASSISTANT,

@@ -71,6 +71,7 @@ def test_api_honours_its_schema(settings_override, tenant_a, member_a, admin_a, 
 
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="fuzz")
     message = add_turn(conversation, member_a).user_message
+    assert message is not None
     add_message(conversation, member_a, "hello")
     fact = fact_save(tenant_a, member_a, "likes fuzzing")
     with all_tenants():

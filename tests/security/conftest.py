@@ -83,6 +83,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
     )
     record = add_turn(conversation, admin)
     user_message = record.user_message
+    assert user_message is not None
     reply, _ = message_create(
         conversation=conversation,
         role="assistant",
