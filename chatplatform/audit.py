@@ -14,7 +14,7 @@ from typing import Any
 from django.db import models
 from django.http import HttpRequest
 
-from chatplatform.bruteforce import client_ip
+from chatplatform.client_address import client_ip
 from chatplatform.models import AuditAction, AuditEvent
 
 #: A field whose name holds one of these is a secret: its values never enter the log.
@@ -65,9 +65,10 @@ def audit_record(
     tenant_id: int | None = None,
     target: models.Model | None = None,
     changes: Mapping[str, Any] | None = None,
+    address: str | None = None,
 ) -> AuditEvent:
     """Record one event; ``actor`` defaults to the request's user, the address and browser
-    are the request's, ``tenant_id`` defaults to the target's tenant."""
+    are the request's (or ``address``), ``tenant_id`` defaults to the target's tenant."""
     user = getattr(request, "user", None)
     if actor is None and user is not None and user.is_authenticated:
         actor = user
@@ -84,7 +85,7 @@ def audit_record(
         target_id=str(target.pk) if target is not None and target.pk is not None else "",
         target_label=str(target)[:200] if target is not None else "",
         changes=dict(changes or {}),
-        ip_address=client_ip(request) if request is not None else None,
+        ip_address=client_ip(request) if request is not None else address,
         user_agent=(request.headers.get("User-Agent", "") if request is not None else "")[:300],
     )
 
@@ -106,3 +107,17 @@ def security_events_connect() -> None:
 
     user_login_failed.connect(_login_failed, dispatch_uid="audit_login_failed")
     user_locked_out.connect(_locked_out, dispatch_uid="audit_locked_out")
+
+
+def endpoint_refused_record(*, tenant_id: int | None, profile: models.Model, reason: str) -> None:
+    """A call to a tenant's own model endpoint refused by the operator's rules (a host that
+    now resolves to a private address, say): a security event of the tenant."""
+    audit_record(
+        AuditAction.ENDPOINT_REFUSED,
+        tenant_id=tenant_id,
+        target=profile,
+        changes={
+            "endpoint": [None, str(getattr(profile, "base_url", ""))],
+            "reason": [None, reason],
+        },
+    )

@@ -1,8 +1,9 @@
-"""Brute-force protection: the client address and the limit on failed API-key look-ups.
+"""Brute-force protection: the limit on failed API-key look-ups (and, re-exported, the client
+address of :mod:`chatplatform.client_address`).
 
 The log-in pages (the site's and the admin's) are guarded by django-axes, configured in the
 settings (``AXES_*``, from ``LOGIN_FAILURE_LIMIT`` and ``LOGIN_LOCKOUT_MINUTES``); it takes the
-client address from :func:`client_ip` here.
+client address from :func:`chatplatform.client_address.client_ip`.
 
 API keys: every failed look-up (unknown, revoked, malformed key) counts against the client
 address, in the default cache (Redis when ``REDIS_URL`` is set, so every process shares the
@@ -23,7 +24,6 @@ import ipaddress
 import logging
 import math
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -35,6 +35,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from chatplatform.apikeys import KeyPrincipal, authenticate_api_key
+from chatplatform.client_address import client_ip
 
 #: What the cache's ``incr`` raises on a value that is not a number: TypeError from the local
 #: cache, ResponseError from Redis.
@@ -58,25 +59,6 @@ class ApiKeyLookupsThrottled(Exception):
     def __init__(self, retry_after: int) -> None:
         super().__init__(f"Too many failed API-key attempts; retry in {retry_after} s.")
         self.retry_after = retry_after
-
-
-def _valid(address: Any) -> str | None:
-    try:
-        return str(ipaddress.ip_address(str(address)))
-    except ValueError:  # none (a Unix socket, a request built in code) or not an address
-        return None
-
-
-def client_ip(request: HttpRequest, *args: Any) -> str | None:
-    """The client address of a request, None when there is none (also django-axes'
-    ``AXES_CLIENT_IP_CALLABLE``)."""
-    return _valid(request.META.get("REMOTE_ADDR"))
-
-
-def scope_client_ip(scope: Mapping[str, Any]) -> str | None:
-    """The client address of an ASGI scope (WebSocket handshakes)."""
-    client = scope.get("client")
-    return _valid(client[0]) if client else None
 
 
 def _client_bucket(address: str | None) -> str:
@@ -145,10 +127,10 @@ def authenticate_api_key_limited(raw_key: str, client_address: str | None) -> Ke
         failures = cache.get(key)
     except CACHE_UNAVAILABLE:
         logger.warning("cache unavailable: API-key look-ups are not counted")
-        return authenticate_api_key(raw_key)
+        return authenticate_api_key(raw_key, client_address)
     if isinstance(failures, int) and failures >= limit:
         raise ApiKeyLookupsThrottled(_retry_after(key, period))
-    principal = authenticate_api_key(raw_key)
+    principal = authenticate_api_key(raw_key, client_address)
     if principal is None:
         with contextlib.suppress(*CACHE_UNAVAILABLE):
             _count_failure(key, period)

@@ -24,7 +24,8 @@ from django.conf import settings
 from django.http import HttpRequest
 from django.utils import timezone
 
-from chatplatform.bruteforce import ADDRESS_LOCKED, client_ip
+from chatplatform.bruteforce import ADDRESS_LOCKED
+from chatplatform.client_address import client_ip
 
 
 def usernames_failed_from(address: str) -> int:

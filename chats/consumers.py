@@ -29,11 +29,8 @@ from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from chatplatform.bruteforce import (
-    ApiKeyLookupsThrottled,
-    authenticate_api_key_limited,
-    scope_client_ip,
-)
+from chatplatform.bruteforce import ApiKeyLookupsThrottled, authenticate_api_key_limited
+from chatplatform.client_address import scope_client_ip
 from chatplatform.models.conversations import Conversation
 from chats.images import MAX_IMAGE_BASE64_CHARS
 from chats.replies import commands

@@ -365,7 +365,7 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_DISABLE_ACCESS_LOG = True  # failures are kept; successful log-ins are not logged
 AXES_LOCKOUT_CALLABLE = "chatplatform.bruteforce.lockout_response"
-AXES_CLIENT_IP_CALLABLE = "chatplatform.bruteforce.client_ip"
+AXES_CLIENT_IP_CALLABLE = "chatplatform.client_address.client_ip"
 #: Failed API-key look-ups allowed per client address (an IPv6 /64) and period; past it
 #: every API-key request from that address is refused (429, or a refused WebSocket handshake),
 #: valid keys included, until the period ends.

@@ -13,6 +13,8 @@ class AuditAction(models.TextChoices):
     DELETED = "deleted", "Deleted"
     LOGIN_FAILED = "login_failed", "Log-in failed"
     LOCKED_OUT = "locked_out", "Locked out"
+    KEY_NEW_ADDRESS = "key_new_address", "API key used from a new address"
+    ENDPOINT_REFUSED = "endpoint_refused", "Model endpoint refused"
 
 
 class AuditEvent(models.Model):

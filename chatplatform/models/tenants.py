@@ -118,6 +118,9 @@ class ApiKey(TenantOwnedModel):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    #: The client addresses the key was used from (newest last, at most
+    #: ``KEY_ADDRESSES_KEPT``): a use from any other is an audit event.
+    seen_addresses = models.JSONField(default=list, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -14,7 +14,8 @@ from rest_framework.authentication import (
 )
 from rest_framework.request import Request
 
-from chatplatform.bruteforce import ApiKeyLookupsThrottled, authenticate_api_key_limited, client_ip
+from chatplatform.bruteforce import ApiKeyLookupsThrottled, authenticate_api_key_limited
+from chatplatform.client_address import client_ip
 from chatplatform.models import MembershipRole
 from chats.api.drf_internals import django_request
 from chats.api.principal import ApiPrincipal, enter_request_scope

@@ -10,6 +10,8 @@ import time
 from http import HTTPStatus
 from typing import Any
 
+from chatplatform.audit import endpoint_refused_record
+from chatplatform.core.llm.endpoints import EndpointRefused
 from chatplatform.core.llm.errors import ProviderError
 from chatplatform.models.conversations import Status
 from chats.replies import turns
@@ -139,6 +141,10 @@ async def failed(
         error_message=message,
         prompt_sent=bool(partial),
     )
+    if isinstance(exc, EndpointRefused):
+        await db(endpoint_refused_record)(
+            tenant_id=prepared.tenant_id, profile=prepared.profile, reason=str(exc)
+        )
     event = {
         "type": "error",
         "code": code,

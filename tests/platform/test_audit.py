@@ -193,3 +193,19 @@ def test_an_operator_change_to_a_user_is_recorded(django_user_model, member_a):
     (event,) = events(target_type="auth.user")
     assert "A-long-new-pass-9" not in json.dumps(event.changes)
     assert event.actor == root
+
+
+def test_a_key_used_from_a_new_address_is_recorded_once_per_address(tenant_a, member_a):
+    from chatplatform.apikeys import authenticate_api_key
+
+    key, raw = api_key_create(tenant=tenant_a, name="ci", user=member_a)
+    for address in ("203.0.113.5", "203.0.113.5", "198.51.100.7", "203.0.113.5"):
+        assert authenticate_api_key(raw, address) is not None
+    assert authenticate_api_key(raw) is not None  # no address known: nothing to compare
+    used = events(action=AuditAction.KEY_NEW_ADDRESS)
+    assert [(e.ip_address, e.changes["address"][1]) for e in used] == [
+        ("203.0.113.5", "203.0.113.5"),
+        ("198.51.100.7", "198.51.100.7"),
+    ]
+    assert all(e.tenant_id == tenant_a.pk and e.target_id == str(key.pk) for e in used)
+    assert used[0].actor == member_a

@@ -17,7 +17,8 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from chatplatform.bruteforce import _counter_key, client_ip, failure_rate, scope_client_ip
+from chatplatform.bruteforce import _counter_key, failure_rate
+from chatplatform.client_address import client_ip, scope_client_ip
 from chatplatform.services import api_key_create
 from chats.services import conversation_create
 from config.asgi import application

@@ -5,6 +5,7 @@ seen from the fake servers' side (the headers they received), for replies and su
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -18,6 +19,7 @@ from chatplatform.core.llm.anthropic_provider import AnthropicProvider
 from chatplatform.core.llm.base import ChatRequest, RequestMessage
 from chatplatform.core.llm.errors import ProviderError
 from chatplatform.core.llm.openai_provider import OpenAICompatibleProvider
+from chatplatform.models import AuditAction, AuditEvent
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
@@ -144,6 +146,9 @@ async def test_loopback_is_refused_unless_the_operator_allows_private_networks(
     assert reply.status == "failed" and reply.error_code == "endpoint_refused"
     assert "not allowed" in reply.error_message
     assert fake_openai.requests == []
+    # A security event of the tenant, in the audit log.
+    refused = await database_sync_to_async(refused_events)(tenant_a)
+    assert refused == [(str(profile), fake_openai.url + "/v1")]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -193,6 +198,14 @@ def test_summaries_refuse_an_endpoint_that_is_not_allowed(settings, fake_openai,
         summarizer.summarize_messages(SOURCE, max_tokens=200)
     assert refused.value.code == "endpoint_refused"
     assert fake_openai.requests == []
+
+
+def refused_events(tenant: Any) -> list[tuple[str, str]]:
+    """The audit log's refused-endpoint events of ``tenant``: (profile, endpoint)."""
+    return [
+        (e.target_label, e.changes["endpoint"][1])
+        for e in AuditEvent.objects.filter(tenant=tenant, action=AuditAction.ENDPOINT_REFUSED)
+    ]
 
 
 # --- redirects -----------------------------------------------------------------------------

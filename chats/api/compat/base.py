@@ -13,11 +13,8 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from chatplatform.bruteforce import (
-    ApiKeyLookupsThrottled,
-    authenticate_api_key_limited,
-    client_ip,
-)
+from chatplatform.bruteforce import ApiKeyLookupsThrottled, authenticate_api_key_limited
+from chatplatform.client_address import client_ip
 from chats.api.compat.protocols import CompatProtocol, protocol_for_path
 from chats.api.drf_internals import django_request
 from chats.api.errors import ApiError, error_messages, handled_exception
