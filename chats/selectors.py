@@ -15,6 +15,7 @@ from chatplatform.models.conversations import (
     ConversationFingerprint,
     Message,
     MessageRevision,
+    OpenAIResponse,
     Participant,
 )
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -192,4 +193,19 @@ def messages_after(conversation: Conversation, seq: int, limit: int) -> list[Mes
             Message.objects.filter(conversation_id=conversation.pk, seq__gt=seq)
             .order_by("seq")
             .only("id", "seq", "role", "content", "status")[:limit]
+        )
+
+
+def openai_response_for(tenant_id: int, user: Any, public_id: Any) -> OpenAIResponse | None:
+    """``user``'s stored response (the OpenAI Responses API) named ``public_id`` in the tenant,
+    with its conversation; None alike for an unknown id, another tenant's or user's response,
+    and one made with ``store: false``."""
+    user_id = getattr(user, "pk", None)
+    if not isinstance(public_id, str) or user_id is None:
+        return None
+    with tenant_scope(tenant_id):
+        return (
+            OpenAIResponse.objects.select_related("conversation")
+            .filter(public_id=public_id, user_id=user_id, stored=True)
+            .first()
         )

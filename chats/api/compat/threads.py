@@ -31,7 +31,12 @@ from chats.api.compat.transcript import ASSISTANT, USER, Turn, hash_chain, known
 from chats.api.errors import ApiError
 from chats.api.principal import ApiPrincipal
 from chats.api.serializers.messages import MAX_CLIENT_ID
-from chats.selectors import conversation_for_member, fingerprint_candidates, messages_after
+from chats.selectors import (
+    conversation_for_member,
+    fingerprint_candidates,
+    message_by_client_id,
+    messages_after,
+)
 from chats.services import conversation_create
 from chats.services.transcripts import client_system_set, fingerprint_save, transcript_import
 
@@ -66,11 +71,14 @@ def thread_for(
     system: str,
     conversation_id: Any = None,
     idempotency_key: str | None = None,
+    all_new: bool = False,
 ) -> Thread:
     """The conversation ``turns`` (the client's messages, system ones apart) continue, with
     what of them is new stored; raises NotFound for a named conversation the caller may not
     use, ApiError 400 for turns that cannot be a chat, MessageRejected for a turn the
-    conversation refuses (nothing stored)."""
+    conversation refuses (nothing stored). ``all_new``: the named conversation's client sends
+    only new turns (a request continuing a previous response), so the turns before the last
+    are stored too, before it."""
     turns = merged(turns)
     if not turns or turns[-1][0] != USER:
         raise invalid("The last message must be the user's.")
@@ -82,7 +90,13 @@ def thread_for(
             raise NotFound("No such conversation.")
         if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_CLIENT_ID:
             raise invalid(f"Idempotency-Key must be 1 to {MAX_CLIENT_ID} characters.", "header")
-        client_system_set(conversation, system)
+        with transaction.atomic():
+            sent_before = idempotency_key is not None and message_by_client_id(
+                conversation, principal.user, idempotency_key
+            )
+            if all_new and not sent_before:
+                transcript_import(conversation, principal.user, turns[:-1])
+            client_system_set(conversation, system)
         return Thread(conversation, turns[-1][1], idempotency_key)
     chain = hash_chain(turns)
     conversation, known = _continued(principal, turns, chain)
