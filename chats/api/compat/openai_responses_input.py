@@ -246,6 +246,8 @@ def responses_call(data: Any, named: str | None) -> ResponsesCall:
     if "input" not in data:
         raise invalid("input is required.", "input")
     turns, system = input_read(data["input"])
+    if not turns or turns[-1][0] != USER:
+        raise invalid("The last input message must be the user's.", "input")
     instructions = _optional(data, "instructions", str, None)
     metadata = _metadata(data.get("metadata"))
     previous = _optional(data, "previous_response_id", str, None)
