@@ -202,13 +202,13 @@ def test_store_false_and_other_users_responses_cannot_be_fetched_or_chained(
         other = client(live_url, key)
         with pytest.raises(openai.NotFoundError) as missing:
             other.responses.retrieve(response_id)
-        assert missing.value.body["message"] == f"Response with id '{response_id}' not found."
+        body: Any = missing.value.body
+        assert body["message"] == f"Response with id '{response_id}' not found."
         with pytest.raises(openai.BadRequestError) as unchained:
             other.responses.create(model="m", input="Go on", previous_response_id=response_id)
-        assert unchained.value.body["param"] == "previous_response_id"
-        assert unchained.value.body["message"] == (
-            f"Previous response with id '{response_id}' not found."
-        )
+        body = unchained.value.body
+        assert body["param"] == "previous_response_id"
+        assert body["message"] == (f"Previous response with id '{response_id}' not found.")
     assert sdk.responses.retrieve(kept.id).output_text == kept.output_text
     sdk.responses.delete(kept.id)
     with pytest.raises(openai.NotFoundError):
@@ -273,7 +273,7 @@ def test_malformed_and_unsupported_bodies_are_400_naming_the_parameter(live_url,
         client(live_url, key_a).responses.create(
             model="m", input="x", tools=[{"type": "function", "name": "f", "parameters": {}}]
         )
-    assert sdk_refused.value.body["param"] == "tools"
+    assert sdk_refused.value.body["param"] == "tools"  # type: ignore[index]
 
 
 def test_keys_sizes_and_rates_answer_as_the_other_endpoints(live_url, key_a, tenant_a, settings):
