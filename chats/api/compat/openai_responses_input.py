@@ -121,7 +121,7 @@ def input_read(value: Any) -> tuple[list[Turn], list[str]]:
     return read.turns, read.system
 
 
-def _no_tools(value: Any) -> bool:
+def _none_listed(value: Any) -> bool:
     return value in (None, [])
 
 
@@ -175,10 +175,10 @@ def _number_up_to(top: float) -> Callable[[Any], bool]:
 #: "no tools" or "plain text", identifiers of the end user, and the sampling knobs (the tenant
 #: policy sets the model, its reply length and its sampling, as for Chat Completions).
 ACCEPTED: Mapping[str, Callable[[Any], bool]] = {
-    "tools": _no_tools,
+    "tools": _none_listed,
     "tool_choice": _no_tool_choice,
     "parallel_tool_calls": _flag,
-    "include": _no_tools,
+    "include": _none_listed,
     "text": _plain_text,
     "truncation": _truncation,
     "stream_options": _stream_options,
