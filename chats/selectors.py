@@ -15,6 +15,7 @@ from chatplatform.models.conversations import (
     ConversationFingerprint,
     Message,
     MessageRevision,
+    OpenAIResponse,
     Participant,
 )
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -193,3 +194,21 @@ def messages_after(conversation: Conversation, seq: int, limit: int) -> list[Mes
             .order_by("seq")
             .only("id", "seq", "role", "content", "status")[:limit]
         )
+
+
+def openai_response_for(tenant_id: int, user: Any, public_id: Any) -> OpenAIResponse | None:
+    """``user``'s stored response (the OpenAI Responses API) named ``public_id`` in the tenant,
+    with its conversation; None alike for an unknown id, another tenant's or user's response,
+    one made with ``store: false``, and one of a conversation the user has left."""
+    user_id = getattr(user, "pk", None)
+    if not isinstance(public_id, str) or user_id is None:
+        return None
+    with tenant_scope(tenant_id):
+        found = (
+            OpenAIResponse.objects.select_related("conversation")
+            .filter(public_id=public_id, user_id=user_id, stored=True)
+            .first()
+        )
+    if found is None or conversation_for_member(user, found.conversation_id, tenant_id=tenant_id):
+        return found
+    return None  # no longer a participant of its conversation

@@ -428,3 +428,34 @@ class ConversationFingerprint(TenantOwnedModel):
                 name="fingerprint_first_idx",
             ),
         ]
+
+
+class OpenAIResponse(TenantOwnedModel):
+    """A response of the OpenAI Responses API (the SDK-compatible API): the turn it stands for
+    (``user_message``, answered by its reply) in its conversation, and what the client sent
+    beside the message, so that the response object can be fetched again and named by a later
+    request's ``previous_response_id`` (which continues ``conversation``).
+
+    ``public_id`` is the ``resp_...`` id the client sees (random, not the row's id). A response
+    made with ``store: false`` keeps its row (``stored`` false) so that its id is known to be
+    not fetchable rather than unknown; its messages are part of the conversation either way.
+    ``user`` is the API key's user: only they fetch or chain it."""
+
+    public_id = models.CharField(max_length=64)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    user_message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="+")
+    previous_response_id = models.CharField(max_length=64, blank=True)
+    instructions = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    #: The model name the response reports (the policy model's when it was made).
+    model = models.CharField(max_length=200)
+    stored = models.BooleanField(default=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "public_id"], name="openai_response_unique_id"
+            ),
+        ]

@@ -25,6 +25,7 @@ from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.services import conversation_create
 from chats.services.messages import message_create
+from chats.services.openai_responses import openai_response_create
 from memory.services import fact_save
 from summaries.models import TokenBackfillState
 from tests.api.helpers import add_summary, add_turn
@@ -104,6 +105,14 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
     invitation, _link = invitation_create(
         tenant=tenant, invited_by=admin, base_url="http://testserver/", email=f"{label}@example.com"
     )
+    response = openai_response_create(
+        conversation,
+        admin,
+        user_message_id=user_message.pk,
+        model=f"{label} model",
+        created_at=timezone.now(),
+        stored=True,
+    )
     with tenant_scope(tenant):
         TurnRecord.objects.filter(pk=record.pk).update(assistant_message=reply)
         profile = ModelProfile.objects.create(
@@ -131,6 +140,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
             "reply": reply.pk,
             "message2": second.pk,
             "turnrecord": record.pk,
+            "response": response.public_id,
             "summary": summary.pk,
             "fact": fact.pk,
             "fact_key": f"{label}-color",

@@ -176,6 +176,19 @@ HTTP_CASES: dict[str, list[Case]] = {
         )
     ],
     "compat-openai-models": [Case()],
+    "compat-openai-responses": [
+        Case(
+            methods=("post",),
+            body={
+                "post": lambda t, own: {
+                    "model": "m",
+                    "input": "hi",
+                    "previous_response_id": t["response"],
+                }
+            },
+        )
+    ],
+    "compat-openai-response": [Case(kwargs=lambda t, own: {"response_id": t["response"]})],
     "compat/openai/v1/^.*$": [
         Case(path=lambda t, own: f"/compat/openai/v1/conversations/{t['conversation']}")
     ],

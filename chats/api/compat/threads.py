@@ -32,7 +32,12 @@ from chats.api.errors import ApiError
 from chats.api.principal import ApiPrincipal
 from chats.api.serializers.messages import MAX_CLIENT_ID
 from chats.api.views.messages import rejected
-from chats.selectors import conversation_for_member, fingerprint_candidates, messages_after
+from chats.selectors import (
+    conversation_for_member,
+    fingerprint_candidates,
+    message_by_client_id,
+    messages_after,
+)
 from chats.services import conversation_create
 from chats.services.messages import MessageRejected
 from chats.services.transcripts import client_system_set, fingerprint_save, transcript_import
@@ -74,11 +79,14 @@ def thread_for(
     conversation_id: Any = None,
     idempotency_key: str | None = None,
     image: dict[str, str] | None = None,
+    all_new: bool = False,
 ) -> Thread:
     """The conversation ``turns`` (the client's messages, system ones apart) continue, with
     what of them is new stored; raises NotFound for a named conversation the caller may not
     use, ApiError 400 for turns that cannot be a chat, MessageRejected for a turn the
-    conversation refuses (nothing stored)."""
+    conversation refuses (nothing stored). ``all_new``: the named conversation's client sends
+    only new turns (a request continuing a previous response), so the turns before the last
+    are stored too, before it."""
     turns = merged(turns)
     if not turns or turns[-1][0] != USER:
         raise invalid("The last message must be the user's.")
@@ -90,7 +98,13 @@ def thread_for(
             raise NotFound("No such conversation.")
         if idempotency_key is not None and not 0 < len(idempotency_key) <= MAX_CLIENT_ID:
             raise invalid(f"Idempotency-Key must be 1 to {MAX_CLIENT_ID} characters.", "header")
-        client_system_set(conversation, system)
+        with transaction.atomic():
+            sent_before = idempotency_key is not None and message_by_client_id(
+                conversation, principal.user, idempotency_key
+            )
+            if all_new and not sent_before:
+                _import(conversation, principal.user, turns[:-1])
+            client_system_set(conversation, system)
         return Thread(conversation, turns[-1][1], idempotency_key, image=image)
     chain = hash_chain(turns)
     conversation, known = _continued(principal, turns, chain)
@@ -98,11 +112,7 @@ def thread_for(
         if conversation is None:
             conversation = conversation_create(tenant=principal.tenant, created_by=principal.user)
             known = 0
-        earlier = [(role, text or WITHOUT_TEXT) for role, text in turns[known:-1]]
-        try:
-            transcript_import(conversation, principal.user, earlier)
-        except MessageRejected as exc:
-            raise rejected(exc) from None
+        _import(conversation, principal.user, turns[known:-1])
         client_system_set(conversation, system)
     return Thread(
         conversation,
@@ -111,6 +121,17 @@ def thread_for(
         chain=(chain[0], chain[-1], len(turns)),
         image=image,
     )
+
+
+def _import(conversation: Conversation, user: Any, turns: list[Turn]) -> None:
+    """Store the client's earlier ``turns`` (a turn without text as :data:`WITHOUT_TEXT`); a
+    turn the conversation refuses is the client's error (400 or 413), nothing stored."""
+    try:
+        transcript_import(
+            conversation, user, [(role, text or WITHOUT_TEXT) for role, text in turns]
+        )
+    except MessageRejected as exc:
+        raise rejected(exc) from None
 
 
 def _continued(

@@ -7,11 +7,18 @@ from django.urls import path, re_path
 
 from chats.api.compat.anthropic_views import CountTokensView, MessagesView
 from chats.api.compat.base import compat_not_found
-from chats.api.compat.openai_views import ChatCompletionsView, ModelListView
+from chats.api.compat.openai_views import (
+    ChatCompletionsView,
+    ModelListView,
+    ResponsesView,
+    ResponseView,
+)
 
 openai_patterns = [
     path("chat/completions", ChatCompletionsView.as_view(), name="compat-openai-chat"),
     path("models", ModelListView.as_view(), name="compat-openai-models"),
+    path("responses", ResponsesView.as_view(), name="compat-openai-responses"),
+    path("responses/<str:response_id>", ResponseView.as_view(), name="compat-openai-response"),
     re_path(r"^.*$", compat_not_found),
 ]
 

@@ -1,0 +1,263 @@
+"""An OpenAI Responses API request as the platform reads it: the body's fields checked (a 400
+naming the parameter otherwise), the input items read into turns and system text.
+
+Input items are read by kind, one reader per item ``type`` (:data:`ITEM_READERS`) and one per
+content part ``type`` (:data:`PART_READERS`); a kind without a reader (tool calls and their
+outputs, images, files, references to stored items) is refused naming it, never dropped.
+
+Fields are an allow-list: anything else the body sets (tools, ``background``, ``conversation``
+objects, reasoning options, prompt templates...) is refused naming it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from chats.api.compat.openai_chat import SYSTEM_ROLES
+from chats.api.compat.threads import invalid
+from chats.api.compat.transcript import ASSISTANT, USER, Turn
+
+#: OpenAI's limits on ``metadata``: pairs, key and value lengths.
+METADATA_PAIRS, METADATA_KEY_CHARS, METADATA_VALUE_CHARS = 16, 64, 512
+#: Where ``metadata`` may name the conversation (as for Chat Completions).
+CONVERSATION_KEY = "conversation_id"
+
+
+@dataclass(frozen=True)
+class ResponsesCall:
+    """A Responses request: the client's turns and system text, what names the conversation,
+    what the response object echoes."""
+
+    turns: list[Turn]
+    #: The client's system prompt: ``instructions``, then the input's system/developer items.
+    system: str
+    instructions: str | None
+    stream: bool
+    store: bool
+    previous_response_id: str | None
+    metadata: dict[str, str] = field(default_factory=dict)
+    #: The ``X-Conversation-Id`` header's value, else ``metadata.conversation_id``.
+    conversation_id: Any = None
+
+
+@dataclass
+class _Read:
+    """The input read so far."""
+
+    turns: list[Turn] = field(default_factory=list)
+    system: list[str] = field(default_factory=list)
+
+
+def _text_part(part: dict[str, Any], where: str) -> str:
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise invalid(f"{where}: a text part needs its text.", "input")
+    return text
+
+
+#: Content part ``type`` -> its text. Images and files are not read on this endpoint yet.
+PART_READERS: Mapping[str, Callable[[dict[str, Any], str], str]] = {
+    "input_text": _text_part,
+    "output_text": _text_part,
+}
+
+
+def _content_text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise invalid(f"{where}.content must be a string or a list of content parts.", "input")
+    parts = []
+    for index, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        reader = PART_READERS.get(kind) if isinstance(kind, str) else None
+        if reader is None:
+            raise invalid(
+                f"{where}.content[{index}]: content parts of type {kind!r} are not supported "
+                "by this endpoint (text parts only).",
+                "input",
+            )
+        parts.append(reader(part, f"{where}.content[{index}]"))
+    return "\n".join(parts)
+
+
+def _message_item(item: dict[str, Any], where: str, read: _Read) -> None:
+    role = item.get("role")
+    text = _content_text(item.get("content"), where)
+    if role in SYSTEM_ROLES:
+        read.system.append(text)
+    elif role in (USER, ASSISTANT):
+        read.turns.append((str(role), text))
+    else:
+        raise invalid(f"{where}.role must be user, assistant, system or developer.", "input")
+
+
+#: Input item ``type`` -> its reader (an item without a type is a message, as OpenAI reads it).
+ITEM_READERS: Mapping[str, Callable[[dict[str, Any], str, _Read], None]] = {
+    "message": _message_item,
+}
+
+
+def input_read(value: Any) -> tuple[list[Turn], list[str]]:
+    """The turns and system texts of ``input`` (a string: one user turn)."""
+    if isinstance(value, str):
+        return [(USER, value)], []
+    if not isinstance(value, list) or not value:
+        raise invalid("input must be a string or a non-empty list of input items.", "input")
+    read = _Read()
+    for index, item in enumerate(value):
+        where = f"input[{index}]"
+        if not isinstance(item, dict):
+            raise invalid(f"{where} must be an object.", "input")
+        kind = item.get("type", "message")
+        reader = ITEM_READERS.get(kind) if isinstance(kind, str) else None
+        if reader is None:
+            raise invalid(
+                f"{where}: input items of type {kind!r} are not supported by this endpoint.",
+                "input",
+            )
+        reader(item, where, read)
+    return read.turns, read.system
+
+
+def _none_listed(value: Any) -> bool:
+    return value in (None, [])
+
+
+def _no_tool_choice(value: Any) -> bool:
+    return value in (None, "auto", "none")
+
+
+def _plain_text(value: Any) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, dict) or set(value) - {"format", "verbosity"}:
+        return False
+    text_format = value.get("format")
+    return value.get("verbosity") is None and (
+        text_format is None or text_format == {"type": "text"}
+    )
+
+
+def _flag(value: Any) -> bool:
+    return value is None or isinstance(value, bool)
+
+
+def _identifier(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _stream_options(value: Any) -> bool:
+    # ``include_obfuscation`` pads deltas against length side channels; there is none to pad.
+    return value is None or (isinstance(value, dict) and set(value) <= {"include_obfuscation"})
+
+
+def _truncation(value: Any) -> bool:
+    # The platform fits every prompt to the policy's budget: neither value can overflow.
+    return value in (None, "auto", "disabled")
+
+
+def _positive_int(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value > 0)
+
+
+def _number_up_to(top: float) -> Callable[[Any], bool]:
+    def check(value: Any) -> bool:
+        if value is None:
+            return True
+        return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= top
+
+    return check
+
+
+#: Fields accepted without changing the answer, with what they may hold: the ones that say
+#: "no tools" or "plain text", identifiers of the end user, and the sampling knobs (the tenant
+#: policy sets the model, its reply length and its sampling, as for Chat Completions).
+ACCEPTED: Mapping[str, Callable[[Any], bool]] = {
+    "tools": _none_listed,
+    "tool_choice": _no_tool_choice,
+    "parallel_tool_calls": _flag,
+    "include": _none_listed,
+    "text": _plain_text,
+    "truncation": _truncation,
+    "stream_options": _stream_options,
+    "user": _identifier,
+    "safety_identifier": _identifier,
+    "max_output_tokens": _positive_int,
+    "temperature": _number_up_to(2),
+    "top_p": _number_up_to(1),
+}
+#: Fields read into the call.
+READ = frozenset(
+    {"model", "input", "instructions", "previous_response_id", "store", "stream", "metadata"}
+)
+
+
+def _metadata(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if (
+        not isinstance(value, dict)
+        or len(value) > METADATA_PAIRS
+        or not all(
+            isinstance(k, str)
+            and isinstance(v, str)
+            and len(k) <= METADATA_KEY_CHARS
+            and len(v) <= METADATA_VALUE_CHARS
+            for k, v in value.items()
+        )
+    ):
+        raise invalid(
+            f"metadata must be an object of at most {METADATA_PAIRS} string values "
+            f"(keys up to {METADATA_KEY_CHARS} characters, values up to "
+            f"{METADATA_VALUE_CHARS}).",
+            "metadata",
+        )
+    return dict(value)
+
+
+def _optional(data: dict[str, Any], name: str, kind: type, default: Any) -> Any:
+    value = data.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise invalid(f"{name} must be a {kind.__name__}.", name)
+    return value
+
+
+def responses_call(data: Any, named: str | None) -> ResponsesCall:
+    """The request body read (400 naming the parameter otherwise); ``named``: the
+    conversation header's value."""
+    if not isinstance(data, dict):
+        raise invalid("The body must be a JSON object.", "body")
+    if not isinstance(data.get("model"), str) or not data["model"]:
+        raise invalid("model is required (any of GET /models; the policy's is used).", "model")
+    for name, value in data.items():
+        if name in READ:
+            continue
+        check = ACCEPTED.get(name)
+        if check is None and value in (None, False, "", [], {}):
+            continue
+        if check is None:
+            raise invalid(f"{name} is not supported by this endpoint.", name)
+        if not check(value):
+            raise invalid(f"{name}: this value is not supported by this endpoint.", name)
+    if "input" not in data:
+        raise invalid("input is required.", "input")
+    turns, system = input_read(data["input"])
+    if not turns or turns[-1][0] != USER:
+        raise invalid("The last input message must be the user's.", "input")
+    instructions = _optional(data, "instructions", str, None)
+    metadata = _metadata(data.get("metadata"))
+    previous = _optional(data, "previous_response_id", str, None)
+    return ResponsesCall(
+        turns=turns,
+        system="\n\n".join(s for s in [instructions or "", *system] if s.strip()),
+        instructions=instructions,
+        stream=_optional(data, "stream", bool, False),
+        store=_optional(data, "store", bool, True),
+        previous_response_id=previous or None,
+        metadata=metadata,
+        conversation_id=named if named is not None else metadata.get(CONVERSATION_KEY),
+    )
