@@ -33,6 +33,7 @@ PROCESS_TESTS = (
     "tests/deploy/test_production_start.py",
     "tests/deploy/test_production_walkthrough.py",
     "tests/deploy/test_bench_chat_start.py",
+    "tests/tooling/test_bench_compat.py",
     "tests/deploy/test_fresh_clone.py",
     "tests/security/test_body_limits.py",
 )

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from chatplatform.counting import storage_counter_for
@@ -16,11 +17,14 @@ from chatplatform.models.conversations import (
     ConversationFingerprint,
     Message,
     MessageRole,
+    Status,
 )
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
-from chats.services.hot_writes import hot_writes
 from chats.services.messages import max_message_chars, message_fields, validate_message_content
+
+#: Rows per INSERT of an imported history: few round trips, statements of a bounded size.
+IMPORT_BATCH = 500
 
 
 def transcript_import(
@@ -30,7 +34,17 @@ def transcript_import(
     complete messages of ``conversation``, atomically: a user turn as ``user``'s message, an
     assistant turn as the reply to the user turn just before it (so nothing imported waits
     for a reply). Counted once, with the policy model's counter, like any message. Raises
-    MessageRejected (nothing stored) for a user turn the conversation would refuse."""
+    MessageRejected (nothing stored) for a user turn the conversation would refuse.
+
+    A long history arrives whole in a client's first request, so it is stored in bulk: the
+    conversation's counters move once for all the turns (one locked row update that also
+    reserves their sequence numbers), then the rows go in batches of :data:`IMPORT_BATCH`,
+    the user turns first so that the replies can name the message they answer. The rows
+    are the ones :func:`chats.services.messages.message_create` would store one by one, and
+    nothing else happens per message there either: the full-text index is the database's own
+    (a generated column on PostgreSQL, triggers on SQLite), and the jobs that embed and
+    summarise new messages are scheduled after the reply to the client's new turn, for
+    everything it has not handled yet."""
     if not turns:
         return []
     policy = policy_for(conversation)
@@ -39,30 +53,54 @@ def transcript_import(
     for role, text in turns:
         if role == MessageRole.USER:
             validate_message_content(text, max_chars=limit)
-    writes = hot_writes()
-    stored: list[Message] = []
-    previous: Message | None = None
+    counts = counter.count_many([text for _, text in turns])
+    tokens_added = sum(counts) + counter.message_overhead * len(turns)
     now = timezone.now()
     with tenant_scope(conversation.tenant_id), transaction.atomic():
-        for role, text in turns:
-            answers = previous if role == MessageRole.ASSISTANT else None
-            tokens = counter.count(text)
+        first_seq = _seqs_reserve(conversation, len(turns), tokens_added, now)
+        stored: list[Message] = []
+        replies: list[tuple[Message, Message]] = []
+        previous: Message | None = None
+        for offset, ((role, text), tokens) in enumerate(zip(turns, counts, strict=True)):
             fields = message_fields(
                 conversation,
                 role,
                 text,
                 author=user if role == MessageRole.USER else None,
-                answers=answers,
-                status="complete",
+                status=Status.COMPLETE,
                 token_count=tokens,
                 token_counter=counter.name,
             )
-            message = writes.message_insert(
-                fields, tokens + counter.message_overhead, now, own_transaction=False
-            )
+            message = Message(seq=first_seq + offset, **fields)
             stored.append(message)
+            if role == MessageRole.ASSISTANT and previous is not None:
+                replies.append((message, previous))
             previous = message if role == MessageRole.USER else None
+        # PostgreSQL and SQLite return the new rows' keys from a bulk insert.
+        answering = {id(reply) for reply, _ in replies}
+        Message.objects.bulk_create(
+            [m for m in stored if id(m) not in answering], batch_size=IMPORT_BATCH
+        )
+        for reply, question in replies:
+            reply.answers = question
+        Message.objects.bulk_create([reply for reply, _ in replies], batch_size=IMPORT_BATCH)
     return stored
+
+
+def _seqs_reserve(conversation: Conversation, count: int, tokens_added: int, now: Any) -> int:
+    """Count ``count`` new messages of ``tokens_added`` tokens in the conversation's totals,
+    mark it active ``now`` and return the first of the ``count`` sequence numbers reserved for
+    them. The update locks the conversation's row until the transaction ends, so concurrent
+    writers take the numbers after these."""
+    rows = Conversation.objects.filter(tenant_id=conversation.tenant_id, pk=conversation.pk)
+    if not rows.update(
+        last_seq=F("last_seq") + count,
+        message_count=F("message_count") + count,
+        history_tokens=F("history_tokens") + tokens_added,
+        updated_at=now,
+    ):
+        raise Conversation.DoesNotExist(f"conversation {conversation.pk} does not exist")
+    return int(rows.values_list("last_seq", flat=True).get()) - count + 1
 
 
 def client_system_set(conversation: Conversation, text: str) -> None:

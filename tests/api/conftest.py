@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from chatplatform.models import MembershipRole
 from chatplatform.services import api_key_create
+from tests.api.live_server import in_process_server, live_url  # noqa: F401  (the live server)
 from tests.fakes.fixtures import (  # noqa: F401  (fixtures of the fake model server)
     fake_anthropic,
     fake_anthropic_server,

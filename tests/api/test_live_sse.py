@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,28 +26,12 @@ from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.replies import runner
 from chats.services import conversation_create
+from tests.api.live_server import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLY = " ".join(f"word{i}" for i in range(30)) + "."
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for_port(port: int, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on port {port}")
 
 
 def read_events(response: httpx.Response) -> Iterator[tuple[float, str, dict[str, Any]]]:
@@ -82,31 +64,11 @@ def stream_reply(base_url: str, key: str, conversation_id: int, content: str, **
         return list(read_events(response))
 
 
-@pytest.fixture
-def in_process_server() -> Iterator[str]:
-    import uvicorn
-
-    from config.asgi import application
-
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            application, host="127.0.0.1", port=port, log_level="warning", lifespan="off"
-        )
-    )
-    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
-    thread.start()
-    wait_for_port(port)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
-
-
-def test_reply_streams_over_http(in_process_server, tenant_a, member_a):
+def test_reply_streams_over_http(live_url, tenant_a, member_a):
     runner.provider_factory_set(lambda prepared: OfflineProvider(delay=0.005))
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="live")
     _, key = api_key_create(tenant=tenant_a, name="live", user=member_a)
-    events = stream_reply(in_process_server, key, conversation.pk, "Hello", client_id="h-1")
+    events = stream_reply(live_url, key, conversation.pk, "Hello", client_id="h-1")
     names = [name for _, name, _ in events]
     assert names[0] == "ack" and names[1] == "reply" and names[-1] == "done"
     deltas = [data for _, name, data in events if name == "delta"]
@@ -118,15 +80,15 @@ def test_reply_streams_over_http(in_process_server, tenant_a, member_a):
         reply = Message.objects.get(pk=done["message_id"])
     assert reply.content == "".join(d["text"] for d in deltas)
 
-    again = stream_reply(in_process_server, key, conversation.pk, "Hello", client_id="h-1")
+    again = stream_reply(live_url, key, conversation.pk, "Hello", client_id="h-1")
     assert [name for _, name, _ in again] == ["ack", "reply_state", "done"]
     assert again[0][2]["duplicate"] is True
 
 
-def test_json_send_waits_for_the_reply_under_asgi(in_process_server, tenant_a, member_a):
+def test_json_send_waits_for_the_reply_under_asgi(live_url, tenant_a, member_a):
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="json")
     _, key = api_key_create(tenant=tenant_a, name="json", user=member_a)
-    url = f"{in_process_server}/api/v1/conversations/{conversation.pk}/messages/"
+    url = f"{live_url}/api/v1/conversations/{conversation.pk}/messages/"
     headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": "j-1"}
     first = httpx.post(url, json={"content": "Plain JSON"}, headers=headers, timeout=20)
     assert first.status_code == 201, first.text
@@ -136,12 +98,12 @@ def test_json_send_waits_for_the_reply_under_asgi(in_process_server, tenant_a, m
     assert again.status_code == 200 and again.json()["reply"]["id"] == body["reply"]["id"]
 
 
-def test_reply_is_stored_when_the_client_leaves_mid_stream(in_process_server, tenant_a, member_a):
+def test_reply_is_stored_when_the_client_leaves_mid_stream(live_url, tenant_a, member_a):
     runner.provider_factory_set(lambda prepared: OfflineProvider(delay=0.01))
     conversation = conversation_create(tenant=tenant_a, created_by=member_a, title="leave")
     _, key = api_key_create(tenant=tenant_a, name="live", user=member_a)
     with (
-        httpx.Client(base_url=in_process_server, timeout=20) as client,
+        httpx.Client(base_url=live_url, timeout=20) as client,
         client.stream(
             "POST",
             f"/api/v1/conversations/{conversation.pk}/messages/",
@@ -163,12 +125,10 @@ def test_reply_is_stored_when_the_client_leaves_mid_stream(in_process_server, te
     assert reply.status == "complete" and reply.content.startswith("[offline")
 
 
-def test_another_tenants_conversation_is_404_over_http(
-    in_process_server, tenant_b, member_b, key_a
-):
+def test_another_tenants_conversation_is_404_over_http(live_url, tenant_b, member_b, key_a):
     conversation = conversation_create(tenant=tenant_b, created_by=member_b)
     response = httpx.post(
-        f"{in_process_server}/api/v1/conversations/{conversation.pk}/messages/",
+        f"{live_url}/api/v1/conversations/{conversation.pk}/messages/",
         json={"content": "hi"},
         headers={"Authorization": f"Bearer {key_a}", "Accept": "text/event-stream"},
         timeout=10,

@@ -1,5 +1,6 @@
 """Fixtures of the security tests: two tenants with one object of every kind, B's credentials,
-and a snapshot of everything tenant A owns (to prove an attack changed nothing)."""
+a snapshot of everything tenant A owns (to prove an attack changed nothing), and the live
+server (``tests/api/live_server.py``)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from chats.services.openai_responses import openai_response_create
 from memory.services import fact_save
 from summaries.models import TokenBackfillState
 from tests.api.helpers import add_summary, add_turn
+from tests.api.live_server import in_process_server  # noqa: F401  (the live server's fixture)
 from tests.factories import make_admin, make_member, make_tenant, offline_profile, png_image
 
 #: Every string of tenant A's data carries it: no answer to tenant B may contain it.

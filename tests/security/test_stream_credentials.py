@@ -16,12 +16,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
-from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
@@ -33,7 +31,8 @@ from chats import socket_access
 from chats.replies import runner
 from chats.services import conversation_create
 from config.asgi import application
-from tests.api.test_live_sse import free_port, read_events, wait_for_port
+from tests.api.live_server import LiveServer
+from tests.api.test_live_sse import read_events
 from tests.replies.conftest import session_headers
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,38 +59,6 @@ class EndlessProvider(OfflineProvider):
         yield Done("end_turn", usage)
 
 
-@dataclass
-class Served:
-    url: str
-    loop: asyncio.AbstractEventLoop
-
-    def run(self, change: Callable[[], Any]) -> None:
-        """Run ``change`` (database work, whose commit tells the streams) on the server's
-        loop, as a request handled there would."""
-        asyncio.run_coroutine_threadsafe(sync_to_async(change)(), self.loop).result(20)
-
-
-@pytest.fixture
-def served() -> Iterator[Served]:
-    import uvicorn
-
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            application, host="127.0.0.1", port=port, log_level="warning", lifespan="off"
-        )
-    )
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(
-        target=loop.run_until_complete, args=(server.serve(),), name="uvicorn", daemon=True
-    )
-    thread.start()
-    wait_for_port(port)
-    yield Served(f"http://127.0.0.1:{port}", loop)
-    server.should_exit = True
-    thread.join(10)
-
-
 @pytest.fixture
 def endless() -> Iterator[threading.Event]:
     finish = threading.Event()
@@ -106,14 +73,14 @@ def chat(tenant_a, member_a):
 
 
 def stream_until_it_ends(
-    served: Served, raw_key: str, conversation: Any, end: Callable[[], Any]
+    in_process_server: LiveServer, raw_key: str, conversation: Any, end: Callable[[], Any]
 ) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, dict[str, Any]]]]:
     """Stream a reply; after its second delta, ``end`` its grant (on the server). Returns the
     events before and after, reading at most ``IN_FLIGHT`` deltas after the end."""
     before: list[tuple[str, dict[str, Any]]] = []
     after: list[tuple[str, dict[str, Any]]] = []
     with (
-        httpx.Client(base_url=served.url, timeout=20) as client,
+        httpx.Client(base_url=in_process_server.url, timeout=20) as client,
         client.stream(
             "POST",
             f"/api/v1/conversations/{conversation.pk}/messages/",
@@ -126,17 +93,21 @@ def stream_until_it_ends(
         for _, name, data in read_events(response):
             (after if ended else before).append((name, data))
             if not ended and sum(1 for n, _ in before if n == "delta") == 2:
-                served.run(end)
+                in_process_server.run(end)
                 ended = True
             elif ended and sum(1 for n, _ in after if n == "delta") > IN_FLIGHT:
                 break
     return before, after
 
 
-def test_a_stream_ends_when_its_key_is_revoked(served, endless, chat, tenant_a, member_a):
+def test_a_stream_ends_when_its_key_is_revoked(
+    in_process_server, endless, chat, tenant_a, member_a
+):
     key, raw = api_key_create(tenant=tenant_a, name="integration", user=member_a)
 
-    before, after = stream_until_it_ends(served, raw, chat, lambda: api_key_revoke(key=key))
+    before, after = stream_until_it_ends(
+        in_process_server, raw, chat, lambda: api_key_revoke(key=key)
+    )
 
     assert [name for name, _ in before][:2] == ["ack", "reply"]
     names = [name for name, _ in after]
@@ -147,7 +118,9 @@ def test_a_stream_ends_when_its_key_is_revoked(served, endless, chat, tenant_a, 
     assert "done" not in names
 
 
-def test_a_stream_ends_when_its_tenant_is_deactivated(served, endless, chat, tenant_a, member_a):
+def test_a_stream_ends_when_its_tenant_is_deactivated(
+    in_process_server, endless, chat, tenant_a, member_a
+):
     _key, raw = api_key_create(tenant=tenant_a, name="integration", user=member_a)
 
     def deactivate() -> None:
@@ -155,7 +128,7 @@ def test_a_stream_ends_when_its_tenant_is_deactivated(served, endless, chat, ten
         tenant.is_active = False
         tenant.save()
 
-    _before, after = stream_until_it_ends(served, raw, chat, deactivate)
+    _before, after = stream_until_it_ends(in_process_server, raw, chat, deactivate)
 
     names = [name for name, _ in after]
     assert names.count("delta") <= IN_FLIGHT, "the stream went on after the tenant ended"
@@ -163,13 +136,15 @@ def test_a_stream_ends_when_its_tenant_is_deactivated(served, endless, chat, ten
 
 
 def test_a_stream_checks_its_grant_itself_when_the_signal_is_lost(
-    served, endless, chat, tenant_a, member_a, settings, monkeypatch
+    in_process_server, endless, chat, tenant_a, member_a, settings, monkeypatch
 ):
     monkeypatch.setattr(socket_access, "announce_on_commit", lambda *a, **k: None)
     settings.WS_AUTH_RECHECK_SECONDS = 0
     key, raw = api_key_create(tenant=tenant_a, name="integration", user=member_a)
 
-    _before, after = stream_until_it_ends(served, raw, chat, lambda: api_key_revoke(key=key))
+    _before, after = stream_until_it_ends(
+        in_process_server, raw, chat, lambda: api_key_revoke(key=key)
+    )
 
     names = [name for name, _ in after]
     assert names[-1] == "error" and after[-1][1]["code"] == "credentials_ended", names

@@ -9,6 +9,7 @@ TOOLING_COMMANDS = {
     "bench_assembly",
     "bench_backfill",
     "bench_chat",
+    "bench_compat",
     "bench_cost",
     "eval_recall",
     "eval_tokens",

@@ -10,99 +10,31 @@ which measures the platform's overhead at that throughput."""
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
-import os
-import secrets
-import socket
-import statistics
-import subprocess
-import sys
 import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.db import connection
 
-from chatplatform.models import ContextPolicy, ModelProfile
 from chatplatform.models.conversations import Message
-from chatplatform.services import api_key_create, membership_add
-from chatplatform.tenancy.scoping import all_tenants, tenant_scope
-from chats.services import conversation_create
+from chatplatform.tenancy.scoping import tenant_scope
+from tooling.benchmarks.asgi_servers import (
+    free_port,
+    servers_cpu_seconds,
+    servers_start,
+    servers_stop,
+)
+from tooling.benchmarks.load_runs import (
+    hot_tables_vacuum,
+    load_clients,
+    loop_factory,
+    machine_cpu_seconds,
+    p50_p99,
+)
 from tooling.benchmarks.scratch_data import bench_tenant
-
-ROOT = Path(settings.BASE_DIR)
-
-
-def _tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its children (Linux /proc; 0 elsewhere)."""
-    total = 0.0
-    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    pids = [pid]
-    try:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        pids += [int(child) for child in children]
-        for each in pids:
-            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / ticks
-    except (OSError, ValueError, IndexError):
-        return 0.0
-    return total
-
-
-def _machine_cpu_seconds() -> float:
-    """Busy CPU seconds of the whole machine so far (every process: server, database, Redis,
-    this load generator); 0 where /proc/stat is missing."""
-    try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
-    except (OSError, ValueError):
-        return 0.0
-    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    return (user + nice + system + irq + softirq + steal) / ticks
-
-
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    try:
-        import uvloop
-    except ImportError:  # the server's extra; without it, the standard loop
-        return None
-    return uvloop.new_event_loop
-
-
-def _stop(servers: list[subprocess.Popen[bytes]]) -> None:
-    for server in servers:
-        server.terminate()
-    for server in servers:
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-
-
-def _healthy(port: int) -> bool:
-    """Whether a server on ``port`` answers its health check: the application loaded (its
-    start-up checks passed) and reached the database. A listening socket is not enough: the
-    servers' sockets listen before the application is imported, and stay open while it
-    fails. The header is a TLS proxy's, so that production settings do not redirect."""
-    probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        probe.request("GET", "/healthz", headers={"X-Forwarded-Proto": "https"})
-        return probe.getresponse().status == 200
-    except OSError:
-        return False
-    finally:
-        probe.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Command(BaseCommand):
@@ -139,14 +71,14 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.REDIS_URL and options["workers"] > 1:
             options["workers"] = 1  # the in-memory channel layer does not cross processes
-        clients = self._setup(options["clients"])
-        self._vacuum()
+        clients = [
+            (client.conversation_id, client.key) for client in load_clients(options["clients"])
+        ]
+        hot_tables_vacuum()
         port = free_port()
-        servers = self._start_servers(port, options["workers"])
+        servers = servers_start(port, options["workers"])
         try:
-            # The load generator shares the machine's cores with the server: it runs on
-            # uvloop, as the server does, so that it takes as little of them as it can.
-            with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            with asyncio.Runner(loop_factory=loop_factory()) as runner:
                 result = runner.run(
                     self._run(
                         port,
@@ -154,7 +86,7 @@ class Command(BaseCommand):
                         options["turns"],
                         options["duration"],
                         options["timeout"],
-                        lambda: sum(_tree_cpu_seconds(server.pid) for server in servers),
+                        lambda: servers_cpu_seconds(servers),
                         options["rate"],
                         options["timeline"],
                     )
@@ -169,7 +101,7 @@ class Command(BaseCommand):
                     f"turn; machine CPU {machine_used * 1000 / turns_total:.2f} ms per turn"
                 )
         finally:
-            _stop(servers)
+            servers_stop(servers)
         result["lost"] = self._lost(result.pop("sent"))
         report = {
             "clients": options["clients"],
@@ -181,110 +113,6 @@ class Command(BaseCommand):
             "lost": result["lost"],
         }
         self.stdout.write(json.dumps(report) if options["json"] else json.dumps(report, indent=2))
-
-    def _vacuum(self) -> None:
-        """Leave the hot tables as autovacuum would (it may be off on a test machine): an
-        earlier run's dead rows and missing statistics are not this run's cost."""
-        if connection.vendor != "postgresql":
-            return
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "VACUUM (ANALYZE) chats_conversation, chats_message, chats_turnrecord, "
-                "chatplatform_apikey"
-            )
-
-    def _setup(self, count: int) -> list[tuple[int, str]]:
-        from django.contrib.auth import get_user_model
-
-        tenant = bench_tenant()
-        with all_tenants():
-            profile = ModelProfile.objects.get(tenant__isnull=True, name="Offline (built in)")
-        with tenant_scope(tenant):
-            policy, _ = ContextPolicy.objects.update_or_create(
-                tenant=tenant,
-                name="bench chat",
-                defaults=dict(
-                    model_profile=profile,
-                    strategy="sliding_window",
-                    max_context_tokens=16000,
-                    reserved_response_tokens=1024,
-                    system_budget=1000,
-                    facts_budget=500,
-                    summaries_budget=0,
-                    retrieval_budget=0,
-                    user_messages_per_minute=10000,
-                ),
-            )
-        tenant.active_policy = policy
-        tenant.save(update_fields=["active_policy"])
-        User = get_user_model()
-        run = uuid.uuid4().hex[:8]
-        clients = []
-        for index in range(count):
-            user = User.objects.create_user(username=f"bench-{run}-{index}", password=None)
-            membership_add(tenant=tenant, user=user)
-            conversation = conversation_create(tenant=tenant, created_by=user, title=f"load {run}")
-            _, raw = api_key_create(tenant=tenant, name=f"bench {run}", user=user)
-            clients.append((conversation.pk, raw))
-        return clients
-
-    def _start_servers(self, port: int, workers: int) -> list[subprocess.Popen[bytes]]:
-        """``workers`` uvicorn processes serving ``port``, each on a listening socket of its
-        own with SO_REUSEPORT (where the platform has it): the kernel spreads new connections
-        evenly over the sockets. uvicorn's ``--workers`` shares one socket, and a burst of
-        connections (the clients connecting at once) can land mostly on one process, which
-        then serves them all for as long as they stay open; runs measured 26/74 splits."""
-        env = {**os.environ, "LOG_LEVEL": "WARNING"}
-        # A server the benchmark owns needs a key even where the command-line does not.
-        env.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
-        # Its clients load no page, so its servers serve static files as they are: with
-        # DEBUG off they would otherwise refuse to start until collectstatic had written its
-        # manifest, which a checkout that only runs the benchmark never did.
-        env["STATIC_MANIFEST"] = "0"
-        common = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "config.asgi:application",
-            "--ws-max-size",
-            "1048576",
-            "--ws-per-message-deflate",
-            "false",
-            "--log-level",
-            "warning",
-            "--no-access-log",
-        ]
-        servers: list[subprocess.Popen[bytes]] = []
-        if workers > 1 and hasattr(socket, "SO_REUSEPORT"):
-            for _ in range(workers):
-                listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-                listener.bind(("127.0.0.1", port))
-                listener.listen(2048)
-                fd = listener.fileno()
-                servers.append(
-                    subprocess.Popen(  # noqa: S603
-                        [*common, "--fd", str(fd)], cwd=ROOT, env=env, pass_fds=(fd,)
-                    )
-                )
-                listener.close()  # the server process has its own copy
-        else:
-            address = ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
-            servers.append(subprocess.Popen([*common, *address], cwd=ROOT, env=env))  # noqa: S603
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            exited = [server.returncode for server in servers if server.poll() is not None]
-            if exited:
-                _stop(servers)
-                raise CommandError(
-                    f"the ASGI server exited with status {exited[0]} (its output is above)"
-                )
-            if _healthy(port):
-                return servers
-            time.sleep(0.2)
-        _stop(servers)
-        raise CommandError("the ASGI server did not start")
 
     async def _run(
         self,
@@ -363,7 +191,7 @@ class Command(BaseCommand):
             asyncio.create_task(client(index, cid, key)) for index, (cid, key) in enumerate(clients)
         ]
         await asyncio.wait_for(all_connected.wait(), 120)
-        cpu_before, machine_before = cpu(), _machine_cpu_seconds()
+        cpu_before, machine_before = cpu(), machine_cpu_seconds()
         started = time.perf_counter()  # also the origin of the clients' schedule
         soak_until = started + duration
         go.set()
@@ -372,19 +200,17 @@ class Command(BaseCommand):
         if timeline_path:
             # [seconds from the start to the send, overhead in ms] per turn, in send order.
             Path(timeline_path).write_text(json.dumps(sorted(timeline)))
-        overheads.sort()
         total = len(overheads)
+        p50, p99 = p50_p99(overheads)
         return {
             "turns_total": total,
             "turns_per_s": round(total / elapsed, 1) if elapsed else 0.0,
-            "overhead_p50_ms": round(statistics.median(overheads), 2) if overheads else None,
-            "overhead_p99_ms": round(overheads[min(total - 1, int(total * 0.99))], 2)
-            if overheads
-            else None,
+            "overhead_p50_ms": p50,
+            "overhead_p99_ms": p99,
             "errors": errors,
             "sent": sent,
             "server_cpu_s": cpu() - cpu_before,
-            "machine_cpu_s": _machine_cpu_seconds() - machine_before,
+            "machine_cpu_s": machine_cpu_seconds() - machine_before,
         }
 
     def _lost(self, sent: list[tuple[int, str]]) -> int:

@@ -1,0 +1,52 @@
+"""``manage.py bench_compat``: a tiny run, with the real SDKs against a real ASGI server on the
+suite's database, reports every protocol's figures under their names and loses nothing, with
+clients that name their conversation and with clients that resend their whole history."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chatplatform.models.conversations import Message
+from chatplatform.tenancy.scoping import tenant_scope
+from tests.deploy.test_production_start import production_env
+from tests.scale.processes import ROOT, free_port
+from tooling.benchmarks.scratch_data import bench_tenant
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FIGURES = {"turns_per_s", "first_token_p50_ms", "first_token_p99_ms", "errors", "lost"}
+
+
+@pytest.mark.parametrize("naming", [[], ["--unnamed"]], ids=["named", "unnamed"])
+def test_a_tiny_run_reports_both_protocols_and_loses_nothing(
+    tmp_path: Path, presets: None, naming: list[str]
+) -> None:
+    env = production_env(tmp_path / "static", free_port())
+    workers = "2" if os.environ.get("REDIS_URL") else "1"  # one socket per server with Redis
+    command = ["bench_compat", "--clients", "2", "--turns", "2", "--workers", workers, "--json"]
+    run = subprocess.run(
+        [sys.executable, "manage.py", *command, *naming],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["named"] is not bool(naming)
+    for protocol in ("openai", "anthropic"):
+        figures = report[protocol]
+        assert set(figures) >= FIGURES, figures
+        assert figures["errors"] == 0 and figures["lost"] == 0, run.stdout + run.stderr
+        assert figures["turns_total"] == 4 and figures["turns_per_s"] > 0
+        assert 0 < figures["first_token_p50_ms"] <= figures["first_token_p99_ms"]
+    with tenant_scope(bench_tenant()):  # what "lost" checked: 2 SDKs x 2 clients x 2 turns
+        replies = Message.objects.filter(role="assistant", status="complete", answers__isnull=False)
+        assert replies.count() == 8

@@ -1,0 +1,201 @@
+"""Load benchmark of the SDK-compatible API: N clients per protocol, each a real SDK client
+(``openai.AsyncOpenAI`` on Chat Completions, ``anthropic.AsyncAnthropic`` on Messages)
+streaming its turns in sequence, against a real ASGI server process (uvicorn) on the
+configured database and channel layer, with the built-in offline provider (instant: all
+measured time is the platform's). The protocols run one after the other, each on its own
+clients, so that each one's figures are its own.
+
+A client continues one named conversation (the ``X-Conversation-Id`` header) and sends only
+its new message; with ``--unnamed`` it names none and resends its whole history, as an SDK
+app that keeps its own history does. The first token's time is measured at the client, from
+the request to the first text delta. By default the loop is closed and saturating (each
+client sends its next turn when its reply is done); ``--rate`` offers a fixed load instead,
+which measures the platform's overhead at that throughput. Afterwards the database is asked
+whether every turn sent has its user message and a complete reply stored."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+from django.db import connection
+
+from chatplatform.models.conversations import Message, MessageRole, Status
+from chatplatform.tenancy.scoping import tenant_scope
+from tooling.benchmarks.asgi_servers import (
+    Servers,
+    free_port,
+    servers_cpu_seconds,
+    servers_start,
+    servers_stop,
+)
+from tooling.benchmarks.load_runs import (
+    LoadClient,
+    hot_tables_vacuum,
+    load_clients,
+    loop_factory,
+    machine_cpu_seconds,
+    p50_p99,
+)
+from tooling.benchmarks.scratch_data import bench_tenant
+from tooling.benchmarks.sdk_streams import SDK_PROTOCOLS, SdkProtocol
+
+#: A turn sent: its client's user id and the text of its user message (unique in the run).
+Sent = tuple[int, str]
+
+
+class Command(BaseCommand):
+    help = (
+        "Benchmark the SDK-compatible API (OpenAI Chat Completions, Anthropic Messages) with "
+        "the real SDKs, streaming, against a real ASGI server."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--clients", type=int, default=50, help="concurrent clients per SDK")
+        parser.add_argument("--turns", type=int, default=10, help="turns per client")
+        parser.add_argument(
+            "--rate",
+            type=float,
+            default=0.0,
+            help="offered load in turns per second over all clients of a protocol: turn k of "
+            "client i is sent at (k * clients + i) / rate seconds, or when its previous reply "
+            "is done if that is later (0: every client sends its next turn at once, a "
+            "saturating loop)",
+        )
+        parser.add_argument(
+            "--unnamed",
+            action="store_true",
+            help="clients name no conversation and resend their whole history every turn",
+        )
+        parser.add_argument("--workers", type=int, default=2, help="ASGI server processes")
+        parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+        parser.add_argument("--json", action="store_true", help="print one line of JSON")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if not settings.REDIS_URL and options["workers"] > 1:
+            options["workers"] = 1  # the in-memory channel layer does not cross processes
+        # The SDKs' HTTP clients log every request at INFO: thousands of lines in a run.
+        for name in ("httpx", "httpx2"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+        count = options["clients"]
+        clients = load_clients(count * len(SDK_PROTOCOLS))
+        hot_tables_vacuum()
+        port = free_port()
+        servers = servers_start(port, options["workers"])
+        results: dict[str, dict[str, Any]] = {}
+        try:
+            with asyncio.Runner(loop_factory=loop_factory()) as runner:
+                for index, protocol in enumerate(SDK_PROTOCOLS):
+                    results[protocol.name] = runner.run(
+                        self._run(
+                            protocol,
+                            f"http://127.0.0.1:{port}",
+                            clients[index * count : (index + 1) * count],
+                            servers,
+                            options,
+                        )
+                    )
+        finally:
+            servers_stop(servers)
+        report: dict[str, Any] = {
+            "clients": count,
+            "turns": options["turns"],
+            "rate": options["rate"],
+            "named": not options["unnamed"],
+            "workers": options["workers"],
+            "database": connection.vendor,
+        }
+        for name, result in results.items():
+            result["lost"] = self._lost(result.pop("sent"))
+            report[name] = result
+        self.stdout.write(json.dumps(report) if options["json"] else json.dumps(report, indent=2))
+
+    async def _run(
+        self,
+        protocol: SdkProtocol,
+        server_url: str,
+        clients: list[LoadClient],
+        servers: Servers,
+        options: dict[str, Any],
+    ) -> dict[str, Any]:
+        turns, rate, unnamed = options["turns"], options["rate"], options["unnamed"]
+        run = uuid.uuid4().hex[:8]
+        first_tokens: list[float] = []
+        sent: list[Sent] = []
+        errors = 0
+
+        async def client(index: int, load: LoadClient) -> None:
+            nonlocal errors
+            sdk = protocol.client(server_url, load.key, options["timeout"])
+            headers = {} if unnamed else {"X-Conversation-Id": str(load.conversation_id)}
+            history: list[dict[str, str]] = []
+            try:
+                for turn in range(turns):
+                    if rate:
+                        slot = started + (turn * len(clients) + index) / rate
+                        await asyncio.sleep(max(0.0, slot - time.perf_counter()))
+                    content = f"Turn {turn + 1} of client {index} ({run}): hello"
+                    message = {"role": "user", "content": content}
+                    sent.append((load.user_id, content))
+                    sent_at = time.perf_counter()
+
+                    def first_text(sent_at: float = sent_at) -> None:
+                        first_tokens.append((time.perf_counter() - sent_at) * 1000)
+
+                    try:
+                        reply = await protocol.turn(sdk, [*history, message], headers, first_text)
+                    except Exception as exc:
+                        errors += 1
+                        self.stderr.write(f"{protocol.name} client {index}: {exc!r}")
+                        continue
+                    if unnamed:
+                        history += [message, {"role": "assistant", "content": reply}]
+            finally:
+                await sdk.close()
+
+        cpu_before, machine_before = servers_cpu_seconds(servers), machine_cpu_seconds()
+        started = time.perf_counter()  # also the origin of the clients' schedule
+        await asyncio.gather(*(client(index, load) for index, load in enumerate(clients)))
+        elapsed = time.perf_counter() - started
+        server_cpu = servers_cpu_seconds(servers) - cpu_before
+        machine_cpu = machine_cpu_seconds() - machine_before
+        total = len(first_tokens)
+        p50, p99 = p50_p99(first_tokens)
+        per_turn = 1000 / total if total else 0.0
+        return {
+            "turns_total": total,
+            "duration_s": round(elapsed, 2),
+            "turns_per_s": round(total / elapsed, 1) if elapsed else 0.0,
+            "first_token_p50_ms": p50,
+            "first_token_p99_ms": p99,
+            "errors": errors,
+            "server_cpu_ms_per_turn": round(server_cpu * per_turn, 2),
+            "machine_cpu_ms_per_turn": round(machine_cpu * per_turn, 2),
+            "sent": sent,
+        }
+
+    def _lost(self, sent: list[Sent]) -> int:
+        """Turns whose user message, or its complete reply, is not in the database."""
+        connection.close()
+        users = {user_id for user_id, _ in sent}
+        with tenant_scope(bench_tenant()):
+            questions = dict(
+                Message.objects.filter(
+                    author_id__in=users,
+                    role=MessageRole.USER,
+                    content__in=[content for _, content in sent],
+                ).values_list("pk", "content")
+            )
+            answered = set(
+                Message.objects.filter(
+                    answers_id__in=questions, status=Status.COMPLETE
+                ).values_list("answers_id", flat=True)
+            )
+        stored = {questions[pk] for pk in answered}
+        return sum(1 for _, content in sent if content not in stored)
