@@ -16,6 +16,7 @@ from django.http import HttpRequest
 
 from chatplatform.client_address import client_ip
 from chatplatform.models import AuditAction, AuditEvent
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
 #: A field whose name holds one of these is a secret: its values never enter the log.
 SECRET_WORDS = ("password", "secret", "key_hash", "api_key", "token", "ciphertext")
@@ -76,18 +77,19 @@ def audit_record(
         tenant_id = getattr(target, "tenant_id", None)
         if tenant_id is None and target._meta.label == "chatplatform.Tenant":
             tenant_id = target.pk
-    return AuditEvent.objects.create(
-        tenant_id=tenant_id,
-        actor=actor,
-        actor_label=(actor_label or (actor.get_username() if actor is not None else ""))[:150],
-        action=action,
-        target_type=target._meta.label_lower if target is not None else "",
-        target_id=str(target.pk) if target is not None and target.pk is not None else "",
-        target_label=str(target)[:200] if target is not None else "",
-        changes=dict(changes or {}),
-        ip_address=client_ip(request) if request is not None else address,
-        user_agent=(request.headers.get("User-Agent", "") if request is not None else "")[:300],
-    )
+    with tenant_scope(tenant_id) if tenant_id is not None else all_tenants():
+        return AuditEvent.objects.create(
+            tenant_id=tenant_id,
+            actor=actor,
+            actor_label=(actor_label or (actor.get_username() if actor is not None else ""))[:150],
+            action=action,
+            target_type=target._meta.label_lower if target is not None else "",
+            target_id=str(target.pk) if target is not None and target.pk is not None else "",
+            target_label=str(target)[:200] if target is not None else "",
+            changes=dict(changes or {}),
+            ip_address=client_ip(request) if request is not None else address,
+            user_agent=(request.headers.get("User-Agent", "") if request is not None else "")[:300],
+        )
 
 
 def _login_failed(sender: Any, credentials: Any = None, request: Any = None, **kwargs: Any) -> None:

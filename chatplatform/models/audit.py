@@ -6,6 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from chatplatform.tenancy.scoping import TenantScopedManager
+
 
 class AuditAction(models.TextChoices):
     CREATED = "created", "Created"
@@ -37,7 +39,9 @@ class AuditEvent(models.Model):
     changes = models.JSONField(default=dict, blank=True)
     ip_address = models.GenericIPAddressField(null=True, blank=True)
     user_agent = models.CharField(max_length=300, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TenantScopedManager()
 
     class Meta:
         ordering = ["-created_at", "-pk"]

@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from chatplatform.models import AuditAction, AuditEvent, ContextPolicy, MembershipRole
 from chatplatform.services import api_key_create
-from chatplatform.tenancy.scoping import tenant_scope
+from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from tests.factories import make_policy, membership_of, policy_form_data
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +25,13 @@ def admin_client_a(client, admin_a):
 
 
 def events(**filters) -> list[AuditEvent]:
-    return list(AuditEvent.objects.filter(**filters).order_by("pk"))
+    with all_tenants():
+        return list(AuditEvent.objects.filter(**filters).order_by("pk"))
+
+
+def entry(**values) -> AuditEvent:
+    with all_tenants():
+        return AuditEvent.objects.create(**values)
 
 
 def test_a_policy_change_is_recorded_with_before_and_after(admin_client_a, admin_a, tenant_a):
@@ -122,13 +128,9 @@ def test_the_log_is_read_only_and_a_tenant_admin_sees_only_their_tenants(
     admin_client_a, tenant_a, tenant_b, admin_a, django_user_model
 ):
     make_policy(tenant_a, name="Ours")
-    mine = AuditEvent.objects.create(
-        tenant=tenant_a, action=AuditAction.CHANGED, target_label="ours"
-    )
-    theirs = AuditEvent.objects.create(
-        tenant=tenant_b, action=AuditAction.CHANGED, target_label="theirs"
-    )
-    platform = AuditEvent.objects.create(action=AuditAction.LOGIN_FAILED, actor_label="root")
+    mine = entry(tenant=tenant_a, action=AuditAction.CHANGED, target_label="ours")
+    theirs = entry(tenant=tenant_b, action=AuditAction.CHANGED, target_label="theirs")
+    platform = entry(action=AuditAction.LOGIN_FAILED, actor_label="root")
     listing = admin_client_a.get(reverse("admin:chatplatform_auditevent_changelist"))
     assert listing.status_code == 200
     shown = {e.pk for e in listing.context["cl"].result_list}
@@ -140,7 +142,8 @@ def test_the_log_is_read_only_and_a_tenant_admin_sees_only_their_tenants(
     assert admin_client_a.get(reverse("admin:chatplatform_auditevent_add")).status_code == 403
     delete = reverse("admin:chatplatform_auditevent_delete", args=[mine.pk])
     assert admin_client_a.post(delete, {"post": "yes"}).status_code == 403
-    mine.refresh_from_db()
+    with all_tenants():
+        mine.refresh_from_db()
     assert mine.target_label == "ours"
 
     root = django_user_model.objects.create_superuser("root", "r@example.com", "pw")
@@ -151,11 +154,11 @@ def test_the_log_is_read_only_and_a_tenant_admin_sees_only_their_tenants(
 
 
 def test_selected_entries_export_as_json_lines(admin_client_a, tenant_a, tenant_b):
-    first = AuditEvent.objects.create(
+    first = entry(
         tenant=tenant_a, action=AuditAction.CHANGED, changes={"role": ["member", "admin"]}
     )
-    second = AuditEvent.objects.create(tenant=tenant_a, action=AuditAction.DELETED)
-    theirs = AuditEvent.objects.create(tenant=tenant_b, action=AuditAction.DELETED)
+    second = entry(tenant=tenant_a, action=AuditAction.DELETED)
+    theirs = entry(tenant=tenant_b, action=AuditAction.DELETED)
     response = admin_client_a.post(
         reverse("admin:chatplatform_auditevent_changelist"),
         {"action": "export_json_lines", "_selected_action": [second.pk, first.pk, theirs.pk]},
@@ -171,7 +174,7 @@ def test_a_change_that_fails_leaves_no_entry(admin_client_a, tenant_a):
     url = reverse("admin:chatplatform_contextpolicy_add")
     response = admin_client_a.post(url, policy_form_data(tenant_a, name="x", max_context_tokens=-1))
     assert response.status_code == 200
-    assert not AuditEvent.objects.exists()
+    assert not events()
     with tenant_scope(tenant_a):
         assert not ContextPolicy.objects.filter(name="x").exists()
 

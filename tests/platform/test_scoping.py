@@ -7,7 +7,7 @@ from django.apps import apps
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 
-from chatplatform.models import ContextPolicy, Membership, ModelProfile
+from chatplatform.models import AuditEvent, ContextPolicy, Membership, ModelProfile
 from chatplatform.tenancy.scoping import (
     ScopeError,
     TenantScopedManager,
@@ -17,7 +17,8 @@ from chatplatform.tenancy.scoping import (
 
 PROJECT_APPS = {"chatplatform", "chats", "memory", "summaries"}
 # Tenant-level reference data: NULL tenant means "shared by every tenant".
-SHARED_ALLOWED = {ContextPolicy, ModelProfile}
+# The audit log's entries without a tenant are the platform's own (failed log-ins).
+SHARED_ALLOWED = {AuditEvent, ContextPolicy, ModelProfile}
 # Lookups that resolve the tenant from outside it (a log-in, an incoming API key, an opened
 # invitation link): with Citus these tables are reference tables, so the lookup stays local
 # (see docs/scaling.md).

@@ -20,7 +20,15 @@ from django.utils.http import urlsafe_base64_encode
 from rest_framework.test import APIClient
 
 from chatplatform.invitations import invitation_create
-from chatplatform.models import ContextPolicy, Membership, MembershipRole, ModelProfile, Tenant
+from chatplatform.models import (
+    AuditAction,
+    AuditEvent,
+    ContextPolicy,
+    Membership,
+    MembershipRole,
+    ModelProfile,
+    Tenant,
+)
 from chatplatform.models.conversations import Participant, TurnRecord
 from chatplatform.services import api_key_create
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -134,6 +142,9 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
         backfill = TokenBackfillState.objects.create(tenant=tenant, signature=f"{label}-sig")
         membership = Membership.objects.get(user=member)
         participant = Participant.objects.get(conversation=conversation, user=member)
+        audit = AuditEvent.objects.create(
+            tenant=tenant, action=AuditAction.CHANGED, target_label=f"{label} policy"
+        )
     return World(
         ids={
             "tenant": tenant.pk,
@@ -153,6 +164,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
             "backfill": backfill.pk,
             "membership": membership.pk,
             "participant": participant.pk,
+            "audit": audit.pk,
             "user": member.pk,
             "admin_user": admin.pk,
             "username": member.username,

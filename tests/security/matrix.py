@@ -339,6 +339,7 @@ ADMIN_OBJECTS: dict[str, str] = {
     "chatplatform.conversation": "conversation",
     "chatplatform.message": "message",
     "chatplatform.turnrecord": "turnrecord",
+    "chatplatform.auditevent": "audit",
     "memory.userfact": "fact",
     "summaries.summary": "summary",
     "summaries.tokenbackfillstate": "backfill",

@@ -202,10 +202,11 @@ def test_summaries_refuse_an_endpoint_that_is_not_allowed(settings, fake_openai,
 
 def refused_events(tenant: Any) -> list[tuple[str, str]]:
     """The audit log's refused-endpoint events of ``tenant``: (profile, endpoint)."""
-    return [
-        (e.target_label, e.changes["endpoint"][1])
-        for e in AuditEvent.objects.filter(tenant=tenant, action=AuditAction.ENDPOINT_REFUSED)
-    ]
+    with tenant_scope(tenant):
+        return [
+            (e.target_label, e.changes["endpoint"][1])
+            for e in AuditEvent.objects.filter(action=AuditAction.ENDPOINT_REFUSED)
+        ]
 
 
 # --- redirects -----------------------------------------------------------------------------

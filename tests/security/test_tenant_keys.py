@@ -40,6 +40,7 @@ GLOBAL_KEYS = [
 #: Celery tasks that work across tenants by design: name -> why.
 CROSS_TENANT_TASKS = {
     "chats.tasks.mark_stale_replies": "finishes replies whose process died, in every tenant",
+    "chats.tasks.expire_conversations": "beat sweep; each tenant's retention in its own scope",
     "summaries.tasks.refresh_periodic_summaries": "beat sweep; dispatches per-tenant tasks",
     "summaries.tasks.backfill_token_counts": "beat sweep over every tenant, or one (tenant_id)",
     "chats.tasks.backfill_message_embeddings": "beat sweep; dispatches per-tenant tasks",
