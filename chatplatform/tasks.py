@@ -10,10 +10,13 @@ from django.conf import settings
 from chatplatform.jobs import task_options
 from chatplatform.locks import claim_run
 from chatplatform.model_catalog import CatalogUnavailable, model_profiles_update_from_provider
+from chatplatform.spend_limits import spend_warning_send
 
 logger = logging.getLogger(__name__)
 
 CATALOG_TASK = "chatplatform.tasks.update_model_profiles_from_provider"
+
+__all__ = ["spend_warning_send", "update_model_profiles_from_provider"]
 
 
 @shared_task(

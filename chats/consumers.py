@@ -32,6 +32,7 @@ from django.conf import settings
 from chatplatform.bruteforce import ApiKeyLookupsThrottled, authenticate_api_key_limited
 from chatplatform.client_address import scope_client_ip
 from chatplatform.models.conversations import Conversation
+from chatplatform.spend_limits import QuotaExceeded
 from chats.images import MAX_IMAGE_BASE64_CHARS
 from chats.replies import commands
 from chats.replies.coordination import coordination
@@ -247,10 +248,12 @@ class ConversationConsumer(AsyncJsonWebsocketConsumer):
                 image=data.get("image"),
                 origin=self.channel_name,
             )
-        except (SendRateLimited, MessageRejected) as exc:
+        except (SendRateLimited, QuotaExceeded, MessageRejected) as exc:
             await self._error(exc.code, exc.message, client_id)
             return
         await self.send_json(sent.ack)
+        if (warning := sent.spend_warning) is not None:
+            await self.send_json(warning)
         if sent.reply_state is not None:
             await self.send_json(sent.reply_state)
 

@@ -3,6 +3,7 @@ from .audit import AuditAction, AuditEvent
 from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy
 from .profiles import ModelProfile
+from .spending import MonthlySpend
 from .tenants import ApiKey, Membership, MembershipRole, Tenant
 
 __all__ = [
@@ -15,5 +16,6 @@ __all__ = [
     "Membership",
     "MembershipRole",
     "ModelProfile",
+    "MonthlySpend",
     "Tenant",
 ]

@@ -132,6 +132,11 @@ class Message(TenantOwnedModel):
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    #: The API key the message was sent with (its spending is counted against the key's
+    #: limit); empty for the web UI.
+    api_key = models.ForeignKey(
+        "chatplatform.ApiKey", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     role = models.CharField(max_length=16, choices=MessageRole.choices)
     content = models.TextField()
     reply_to = models.ForeignKey(
@@ -277,6 +282,10 @@ class TurnRecord(TenantOwnedModel):
     #: Whose message the turn answered: usage per member, kept when the message is gone.
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    #: The API key the turn's message was sent with: usage and spending per key.
+    api_key = models.ForeignKey(
+        "chatplatform.ApiKey", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     assistant_message = models.ForeignKey(
         Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"

@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from chatplatform.models.spending import MonthlyLimitFields
 from chatplatform.tenancy.scoping import TenantOwnedModel
 
 API_KEY_PREFIX = "cpk"
 
 
-class Tenant(models.Model):
+def time_zone_validate(value: str) -> None:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValidationError(f"{value!r} is not a time zone name (e.g. Europe/Paris).") from None
+
+
+class Tenant(MonthlyLimitFields):
     """An organisation. Everything a user creates belongs to exactly one tenant."""
 
     name = models.CharField(max_length=200)
@@ -45,6 +54,13 @@ class Tenant(models.Model):
         "messages, images, summaries and vectors; the cost figures of their turns stay in the "
         "usage reports). Empty: keep conversations until they are deleted.",
     )
+    time_zone = models.CharField(
+        max_length=64,
+        default="UTC",
+        validators=[time_zone_validate],
+        help_text="The tenant's time zone (IANA name, e.g. Europe/Paris): its spending months "
+        "start at midnight there.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -58,6 +74,7 @@ class Tenant(models.Model):
         return policy is None or getattr(policy, "tenant_id", None) in (None, self.pk)
 
     def clean(self) -> None:
+        super().clean()
         if not self.may_activate(self.active_policy):
             raise ValidationError(
                 {"active_policy": "Choose one of this tenant's own policies or a preset."}
@@ -69,7 +86,7 @@ class MembershipRole(models.TextChoices):
     ADMIN = "admin", "Admin"
 
 
-class Membership(TenantOwnedModel):
+class Membership(TenantOwnedModel, MonthlyLimitFields):
     """A user's role in a tenant; a user may belong to several tenants."""
 
     user = models.ForeignKey(
@@ -95,7 +112,7 @@ def hash_api_key(raw_key: str) -> str:
     return hashlib.sha256(raw_key.encode()).hexdigest()
 
 
-class ApiKey(TenantOwnedModel):
+class ApiKey(TenantOwnedModel, MonthlyLimitFields):
     """A tenant API key: stored hashed, shown once, revocable.
 
     A key acts for ``user`` (a member of the tenant) or, when empty, for the tenant's service

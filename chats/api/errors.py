@@ -66,6 +66,16 @@ class ServiceUnavailable(ApiError):
         )
 
 
+class SpendLimitReached(ApiError):
+    """429 ``quota_exceeded``: a hard spending limit of the tenant, the member or the key is
+    reached; nothing was stored. ``Retry-After`` says when the month ends; SDKs are told not
+    to retry (``x-should-retry: false``)."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(status.HTTP_429_TOO_MANY_REQUESTS, "quota_exceeded", message)
+        self.wait = retry_after
+
+
 def error_body(code: str, message: str, fields: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "fields": fields or {}}}
 
@@ -125,6 +135,8 @@ def handled_exception(
         )
     if isinstance(exc, ServiceUnavailable):
         response["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE_SECONDS)
+    if isinstance(exc, SpendLimitReached):
+        response["x-should-retry"] = "false"
     return exc, response
 
 

@@ -111,6 +111,8 @@ async def reply_items(
         sent = await send()
         message = sent.message
         yield ("ack", sent.ack)
+        if (warning := sent.spend_warning) is not None:
+            yield ("spend_warning", warning)
         reply_id: int | None = None
         last_seq = 0
         snapshot = sent.reply_state

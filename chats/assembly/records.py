@@ -52,6 +52,7 @@ def turn_record_build(
         conversation_id=user_message.conversation_id,
         user_message=user_message,
         user_id=user_message.author_id,
+        api_key_id=user_message.api_key_id,
         assistant_message_id=assistant_message_id,
         policy=turn.policy if turn.policy.pk else None,
         model_profile=turn.profile,

@@ -21,8 +21,10 @@ from typing import Any
 
 from django.db import transaction
 
+from chatplatform.core.llm.spend_limits import Standing
 from chatplatform.models.conversations import Conversation, Message, MessageRole
 from chatplatform.policies import cached_policy, policy_for
+from chatplatform.spend_limits import QuotaExceeded, spend_limits_check
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.images import ImageRejected, decode_base64_image
 from chats.replies.coordination import coordination, runner_lock_name
@@ -31,7 +33,7 @@ from chats.replies.events import emit, message_event
 from chats.replies.recovery import interrupted_reply_reopen
 from chats.replies.runner import runner_start
 from chats.replies.turns import NextTurn, turn_prepare_next
-from chats.selectors import row_id
+from chats.selectors import message_by_client_id, row_id
 from chats.services.messages import MessageRejected, message_create
 from memory.services import instructions_capture
 
@@ -46,6 +48,7 @@ def user_message_accept(
     client_id: str | None = None,
     reply_to_id: Any = None,
     image: Any = None,
+    api_key_id: int | None = None,
 ) -> tuple[Message, bool]:
     """Store the user's message (validated; idempotent by ``client_id``); return it and
     whether it is new. A message sent again whose reply was interrupted gets its reply
@@ -80,6 +83,7 @@ def user_message_accept(
         client_id=client_id,
         reply_to=reply_to,
         image=decoded,
+        api_key_id=api_key_id,
     )
     if not created:
         # A send again of a message whose reply was interrupted asks for the reply again.
@@ -129,6 +133,8 @@ class Stored:
     first: NextTurn | None = None
     #: The stored reply of a message sent again (its ``reply_state`` event), if any.
     reply_state: dict[str, Any] | None = None
+    #: The spending limits whose warning the sender reached this month.
+    warnings: tuple[Standing, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,18 @@ class Sent:
     reply_state: dict[str, Any] | None
     #: The conversation's reply runner, started for this send (it may find the queue empty).
     runner: asyncio.Task[Any]
+    #: The spending limits whose warning the sender reached this month.
+    warnings: tuple[Standing, ...] = ()
+
+    @property
+    def spend_warning(self) -> dict[str, Any] | None:
+        """The ``spend_warning`` event for the sending client, None without a warning."""
+        if not self.warnings:
+            return None
+        return {
+            "type": "spend_warning",
+            "message": " ".join(item.describe() for item in self.warnings),
+        }
 
     @property
     def ack(self) -> dict[str, Any]:
@@ -156,23 +174,36 @@ class Sent:
 
 
 def user_message_store(*, prepare: bool, **message: Any) -> Stored:
-    """:func:`user_message_accept` (``message`` are its arguments), then, in the same thread
+    """The sender's spending limits checked (QuotaExceeded: nothing stored), then
+    :func:`user_message_accept` (``message`` are its arguments), then, in the same thread
     trip: when the message is new and ``prepare`` (the caller holds the conversation's runner
     lock), the queue's next turn, what the runner would otherwise prepare first (the message
     is committed before; a preparation that fails gives None, and the runner tries again);
     when it was sent before, its reply's stored state. MessageRejected is raised as by
     :func:`user_message_accept`."""
+    conversation, user = message["conversation"], message["user"]
+    try:
+        warnings = spend_limits_check(
+            conversation.tenant_id, user.pk, message.get("api_key_id")
+        ).warnings
+    except QuotaExceeded:
+        # A message accepted before (sent again with its client id) is still answered.
+        client_id = message.get("client_id")
+        if not client_id or message_by_client_id(conversation, user, client_id) is None:
+            raise
+        warnings = ()
     stored, created = user_message_accept(**message)
     if not created:
-        return Stored(stored, created, reply_state=reply_snapshot(stored.tenant_id, stored))
+        snapshot = reply_snapshot(stored.tenant_id, stored)
+        return Stored(stored, created, reply_state=snapshot, warnings=warnings)
     if not prepare:
-        return Stored(stored, created)
+        return Stored(stored, created, warnings=warnings)
     try:
-        found = turn_prepare_next(stored.tenant_id, stored.conversation_id)
+        found = turn_prepare_next(stored.tenant_id, stored.conversation_id, spend_checked=stored.pk)
     except Exception:
         logger.exception("preparing the reply to message %s failed", stored.pk)
-        return Stored(stored, created)
-    return Stored(stored, created, first=found)
+        return Stored(stored, created, warnings=warnings)
+    return Stored(stored, created, first=found, warnings=warnings)
 
 
 async def user_message_send(
@@ -185,13 +216,16 @@ async def user_message_send(
     image: Any = None,
     origin: str = "",
     counted: bool = True,
+    api_key_id: int | None = None,
 ) -> Sent:
     """Accept the user's message and get it answered (see the module); returns what the
     sending client is told. ``origin``: the channel of the sending socket, which gets the new
     message's ``message`` event from its ``ack`` instead. ``counted``: whether the send counts
     against the policy's message rate (False for a retry the caller recognised as one).
+    ``api_key_id``: the API key the message is sent with (its spending limit applies).
 
-    Raises SendRateLimited or MessageRejected, with nothing stored and the lock let go. A
+    Raises SendRateLimited, QuotaExceeded or MessageRejected, with nothing stored and the
+    lock let go. A
     caller cancelled while the message is being stored does not cancel the storing: what it
     stores is answered all the same (an accepted message is never lost)."""
     tenant_id, conversation_id = conversation.tenant_id, conversation.pk
@@ -219,6 +253,7 @@ async def user_message_send(
             client_id=client_id,
             reply_to_id=reply_to_id,
             image=image,
+            api_key_id=api_key_id,
         )
     )
     try:
@@ -242,7 +277,7 @@ async def user_message_send(
         runner = runner_start(
             tenant_id, conversation_id, token=token, first=stored.first, lead=lead
         )
-        return Sent(message, created, stored.reply_state, runner)
+        return Sent(message, created, stored.reply_state, runner, stored.warnings)
     # Another reply is streaming: the message's event goes out at once, and the lock's
     # holder answers the message next; the runner started here looks at the queue whatever
     # became of the event.
@@ -250,7 +285,7 @@ async def user_message_send(
         await emit(tenant_id, conversation_id, [event], origin=origin)
     finally:
         runner = runner_start(tenant_id, conversation_id)
-    return Sent(message, created, stored.reply_state, runner)
+    return Sent(message, created, stored.reply_state, runner, stored.warnings)
 
 
 async def _let_go(tenant_id: int, conversation_id: int, token: str | None) -> None:

@@ -182,8 +182,8 @@ async def replies_run(
                         logger.exception("the reply queue of %s failed", conversation_id)
                         return False
                     attempted.update(found.tried)
-                    for _message_id, reply_id in found.failures:
-                        failure = internal_error_event(reply_id)
+                    for unanswered in found.failures:
+                        failure = unanswered.event()
                         await emit(tenant_id, conversation_id, [failure], leading=pending)
                         pending = ()
                     if found.prepared is None:

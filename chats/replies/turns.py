@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -21,6 +22,8 @@ from chatplatform.core.tokens import TokenCounter
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
 from chatplatform.policies import policy_for
+from chatplatform.spend_limits import QuotaExceeded, spend_limits_check
+from chatplatform.spending import SpendEntry, spend_month
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.records import turn_record_build, turn_record_retire
@@ -72,6 +75,8 @@ class PreparedTurn:
     simulated_cache: ConversationCache | None = None
     #: The counter the prompt was counted with (its blocks are counted again to simulate).
     counter: TokenCounter | None = None
+    #: The API key the message was sent with (its spending counts against the key's limit).
+    api_key_id: int | None = None
 
 
 def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
@@ -92,16 +97,40 @@ def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
     return [pk for pk, answered in reversed(recent) if not answered]
 
 
+@dataclass(frozen=True)
+class Unanswered:
+    """A waiting message given a failed reply without a provider call: its preparation
+    failed unexpectedly, or a spending limit refused it."""
+
+    message_id: int
+    reply_id: int | None
+    code: str
+    text: str
+    retryable: bool = True
+
+    def event(self) -> dict[str, Any]:
+        """The reply's closing event for the conversation's sockets."""
+        return {
+            "type": "error",
+            "code": self.code,
+            "message": self.text,
+            "message_id": self.reply_id,
+            "status": "failed",
+            "partial": False,
+            "retryable": self.retryable,
+        }
+
+
 @dataclass
 class NextTurn:
     """What :func:`turn_prepare_next` found: the message ids it tried, the prepared turn
-    (None when nothing is waiting), whether more messages wait after it, and the messages
-    whose preparation failed unexpectedly as ``(user message id, failed reply id)``."""
+    (None when nothing is waiting), whether more messages wait after it, and the messages it
+    gave a failed reply instead (:class:`Unanswered`)."""
 
     tried: list[int]
     prepared: PreparedTurn | None
     more: bool
-    failures: list[tuple[int, int | None]]
+    failures: list[Unanswered]
 
 
 #: What the user is told when their message could not be answered because of a bug of ours.
@@ -111,20 +140,35 @@ INTERNAL_ERROR_TEXT = (
 
 
 def turn_prepare_next(
-    tenant_id: int, conversation_id: int, skip: frozenset[int] = frozenset()
+    tenant_id: int,
+    conversation_id: int,
+    skip: frozenset[int] = frozenset(),
+    *,
+    spend_checked: int | None = None,
 ) -> NextTurn:
     """Prepare the reply to the oldest waiting message not in ``skip``. A message whose
-    preparation raises gets a failed reply (so it is never left without an outcome) and the
-    next one is tried."""
+    author, key or tenant reached a hard spending limit, or whose preparation raises, gets a
+    failed reply (so it is never left without an outcome) and the next one is tried.
+    ``spend_checked``: a message whose limits the caller checked a moment ago (not read
+    again)."""
     waiting = [m for m in waiting_messages(tenant_id, conversation_id) if m not in skip]
     found = NextTurn(tried=[], prepared=None, more=False, failures=[])
     for position, message_id in enumerate(waiting):
         found.tried.append(message_id)
         try:
-            prepared = turn_prepare(tenant_id, message_id)
+            prepared = turn_prepare(tenant_id, message_id, spend_check=message_id != spend_checked)
+        except QuotaExceeded as exc:
+            reply_id = turn_refuse(tenant_id, message_id, exc.code, exc.message)
+            found.failures.append(
+                Unanswered(message_id, reply_id, exc.code, exc.message, retryable=False)
+            )
+            continue
         except Exception:
             logger.exception("preparing the reply to message %s failed", message_id)
-            found.failures.append((message_id, internal_error_record(tenant_id, message_id)))
+            reply_id = internal_error_record(tenant_id, message_id)
+            found.failures.append(
+                Unanswered(message_id, reply_id, "internal_error", INTERNAL_ERROR_TEXT)
+            )
             continue
         if prepared is not None:
             found.prepared = prepared
@@ -146,6 +190,12 @@ def internal_error_record(tenant_id: int, user_message_id: int) -> int | None:
 def turn_fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> int | None:
     """Mark the reply to ``user_message_id`` failed after an unexpected error (creating the
     row if needed), so the user message is never left without an outcome. Returns its id."""
+    return turn_refuse(tenant_id, user_message_id, "internal_error", error)
+
+
+def turn_refuse(tenant_id: int, user_message_id: int, code: str, error: str) -> int | None:
+    """Give ``user_message_id`` a failed reply saying ``error`` (``code``), creating the row
+    if needed; a reply that had streamed text ends incomplete instead. Returns its id."""
     with tenant_scope(tenant_id):
         user_message = Message.objects.filter(pk=user_message_id).first()
         if user_message is None:
@@ -164,13 +214,11 @@ def turn_fail_unexpectedly(tenant_id: int, user_message_id: int, error: str) -> 
                 message=reply,
                 content=reply.content,
                 status=Status.INCOMPLETE if reply.content else Status.FAILED,
-                error_code="internal_error",
+                error_code=code,
                 error_message=error,
             )
         elif reply.status == Status.FAILED:
-            Message.objects.filter(pk=reply.pk).update(
-                error_code="internal_error", error_message=error
-            )
+            Message.objects.filter(pk=reply.pk).update(error_code=code, error_message=error)
     return reply.pk
 
 
@@ -179,10 +227,13 @@ def turn_prepare(
     user_message_id: int,
     *,
     budget_override: int | None = None,
+    spend_check: bool = False,
 ) -> PreparedTurn | None:
     """Create (or reuse a failed) streaming assistant row, assemble, record the turn.
 
     Returns None when the message already has a live reply (another runner answered it).
+    ``spend_check``: raise QuotaExceeded (nothing stored) when the message's author, its API
+    key or the tenant reached a hard spending limit.
     """
     with tenant_scope(tenant_id):
         user_message, reply_id, reply_status = _message_and_reply(tenant_id, user_message_id)
@@ -190,6 +241,8 @@ def turn_prepare(
         if reply_id is not None and reply_status != Status.FAILED and budget_override is None:
             if reply_status != Status.STREAMING:
                 return None
+        if spend_check:
+            spend_limits_check(tenant_id, user_message.author_id, user_message.api_key_id)
         image = attached_image(user_message, policy_for(conversation))
         if image is not None and image.tokens:
             # The image's tokens come off the prompt budget before the text is packed.
@@ -245,6 +298,7 @@ def turn_prepare(
         user_message_id=user_message.pk,
         assistant_message_id=reply_id,
         user_id=user_message.author_id,
+        api_key_id=user_message.api_key_id,
         provider_name=profile.provider,
         base_url=profile.base_url,
         request=chat_request(turn, tools, image),
@@ -376,6 +430,7 @@ def turn_finish(
     calibrate = reported and not simulated and not managed.compacted
     # The write is atomic by itself; the calibration joins it in a transaction.
     atomic = transaction.atomic() if calibrate or managed else contextlib.nullcontext()
+    now = timezone.now()
     with tenant_scope(prepared.tenant_id), atomic:
         token_count, counter = final_token_count(conversation, content)
         # The reply, its conversation's token total and the turn's usage, together.
@@ -391,7 +446,8 @@ def turn_finish(
             error_code=error_code,
             error_message=error_message,
             turn=fields,
-            now=timezone.now(),
+            now=now,
+            spend=_spend_entry(prepared, fields, usage, now),
         )
         provider_context_record(prepared, managed)
         if calibrate:
@@ -423,6 +479,29 @@ def turn_finish(
             ).as_dict(),
         )
     return summary
+
+
+def _spend_entry(
+    prepared: PreparedTurn, fields: dict[str, Any], usage: Usage | None, now: datetime
+) -> SpendEntry | None:
+    """What the turn adds to its month's spending totals (None: nothing was billed)."""
+    tokens = 0
+    if usage is not None:
+        tokens = (
+            usage.input_tokens
+            + usage.cache_read_tokens
+            + usage.cache_write_tokens
+            + usage.output_tokens
+        )
+    if not tokens and not fields["cost_usd"]:
+        return None
+    return SpendEntry(
+        month=spend_month(prepared.tenant_id, now),
+        user_pk=prepared.user_id or 0,
+        api_key_pk=prepared.api_key_id or 0,
+        cost_usd=fields["cost_usd"],
+        tokens=tokens,
+    )
 
 
 def unreported_prompt_usage(prepared: PreparedTurn) -> Usage:

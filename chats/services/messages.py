@@ -74,6 +74,7 @@ def message_create(
     validate: bool = True,
     image: tuple[bytes, ImageInfo] | None = None,
     in_caller_transaction: bool = False,
+    api_key_id: int | None = None,
 ) -> tuple[Message, bool]:
     """Store a message; return ``(message, created)``.
 
@@ -108,6 +109,7 @@ def message_create(
         status=status,
         token_count=token_count,
         token_counter=counter.name if token_count is not None else "",
+        api_key_id=api_key_id,
     )
     writes = hot_writes()
     attachment = _attachment_fields(image)
@@ -141,6 +143,7 @@ def message_fields(
     status: str,
     token_count: int | None,
     token_counter: str,
+    api_key_id: int | None = None,
 ) -> dict[str, Any]:
     """The fields of a new message row, as ``Message(**fields)`` takes them (without
     ``seq``, which the insert allocates)."""
@@ -156,6 +159,7 @@ def message_fields(
         status=status,
         token_count=token_count,
         token_counter=token_counter,
+        api_key_id=api_key_id,
     )
 
 

@@ -5,7 +5,7 @@ travels, the shape and type names of an error, the URL prefix. Everything else a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.http import HttpRequest
@@ -49,12 +49,17 @@ class CompatProtocol:
     shape: Callable[[str, str, str | None, str | None], Any]
     #: Where the client names its conversation (a request header).
     conversation_header: str = "X-Conversation-Id"
+    #: Error types named by the error's code rather than its status.
+    types_by_code: Mapping[str, str] = field(default_factory=dict)
 
     def error_body(
         self, status: int, message: str, code: str | None = None, param: str | None = None
     ) -> Any:
         """The protocol's error body for an HTTP ``status``."""
-        return self.shape(self.error_types.get(status, self.fallback), message, code, param)
+        error_type = self.types_by_code.get(code or "") or self.error_types.get(
+            status, self.fallback
+        )
+        return self.shape(error_type, message, code, param)
 
 
 OPENAI = CompatProtocol(
@@ -76,6 +81,8 @@ OPENAI = CompatProtocol(
     },
     fallback="server_error",
     shape=_openai_error,
+    # A spending limit reached is OpenAI's exhausted quota (429 ``insufficient_quota``).
+    types_by_code={"quota_exceeded": "insufficient_quota"},
 )
 
 ANTHROPIC = CompatProtocol(
@@ -97,6 +104,7 @@ ANTHROPIC = CompatProtocol(
     },
     fallback="api_error",
     shape=_anthropic_error,
+    types_by_code={"quota_exceeded": "billing_error"},
 )
 
 PROTOCOLS = (OPENAI, ANTHROPIC)

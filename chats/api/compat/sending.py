@@ -13,10 +13,11 @@ from rest_framework import status
 from rest_framework.exceptions import Throttled
 
 from chatplatform.models.conversations import Status
+from chatplatform.spend_limits import QuotaExceeded
 from chats.api.bridge import run_async
 from chats.api.compat.outcomes import Outcome, outcome_of
 from chats.api.compat.threads import Thread, thread_record
-from chats.api.errors import ApiError
+from chats.api.errors import ApiError, SpendLimitReached
 from chats.api.principal import ApiPrincipal
 from chats.api.replies import reply_after_send
 from chats.api.streaming import reply_items, stream_grant, stream_timing
@@ -43,12 +44,15 @@ def _send(principal: ApiPrincipal, thread: Thread) -> Callable[[], Awaitable[Sen
         client_id=thread.client_id,
         image=thread.image,
         counted=earlier is None,
+        api_key_id=principal.key.pk if principal.key is not None else None,
     )
 
 
 def _refused(exc: Exception) -> Exception:
     if isinstance(exc, SendRateLimited):
         return Throttled(wait=exc.window_seconds, detail=exc.message)
+    if isinstance(exc, QuotaExceeded):
+        return SpendLimitReached(exc.message, exc.retry_after)
     if isinstance(exc, MessageRejected):
         return rejected(exc)
     return exc
@@ -60,7 +64,7 @@ def answer(request: HttpRequest, principal: ApiPrincipal, thread: Thread) -> Out
     sent again is answered from it (its client id)."""
     try:
         sent = run_async(request, _send(principal, thread), timeout=SEND_TIMEOUT_SECONDS)
-    except (SendRateLimited, MessageRejected) as exc:
+    except (SendRateLimited, QuotaExceeded, MessageRejected) as exc:
         raise _refused(exc) from None
     thread_record(thread, principal.user, sent.message.seq)
     reply = reply_after_send(request, sent)
@@ -97,7 +101,7 @@ def stream(
     )
     try:
         first = run_async(request, lambda: anext(items), timeout=SEND_TIMEOUT_SECONDS)
-    except (SendRateLimited, MessageRejected) as exc:
+    except (SendRateLimited, QuotaExceeded, MessageRejected) as exc:
         raise _refused(exc) from None
     assert first is not None and first[0] == "ack"
     ack = first[1]

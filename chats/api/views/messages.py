@@ -22,10 +22,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from chatplatform.models.conversations import Conversation, Message
+from chatplatform.spend_limits import QuotaExceeded
 from chats.api import selectors
 from chats.api.bridge import event_stream_response, run_async
 from chats.api.drf_internals import django_request
-from chats.api.errors import ApiError
+from chats.api.errors import ApiError, SpendLimitReached
 from chats.api.pagination import MessageCursor
 from chats.api.renderers import EventStreamRenderer
 from chats.api.replies import is_final, reply_after_send
@@ -63,7 +64,10 @@ A retried request gets `ack` with `duplicate: true` and `reply_state`.
 
 Idempotent by `client_id` or the `Idempotency-Key` header: a retried request returns the first
 message (and its reply) with `duplicate: true` and status 200, and creates nothing new.
-Messages per minute are limited by the tenant's policy (429 `rate_limited`). While the
+Messages per minute are limited by the tenant's policy (429 `rate_limited`). A monthly
+spending limit of the tenant, the member or the API key that is reached refuses new messages
+(429 `quota_exceeded`, `Retry-After`: when the month ends); one whose warning is reached adds
+the `X-Spend-Warning` header (a `spend_warning` event after `ack` on the event stream). While the
 reply service (Redis) is unreachable a send answers 503 `service_unavailable` with
 `Retry-After` and stores nothing; send it again later with the same `client_id`.
 
@@ -84,6 +88,10 @@ RESPONSE_200_JSON = PolymorphicProxySerializer(
     serializers=[MessageExchangeSerializer, CommandAnswerSerializer],
     resource_type_field_name=None,
 )
+
+
+#: The header that carries a spending limit's warning on an accepted message.
+SPEND_WARNING_HEADER = "X-Spend-Warning"
 
 
 class RateLimited(Throttled):
@@ -192,6 +200,7 @@ class MessageListView(TenantAPIView):
             reply_to_id=data.get("reply_to"),
             image=data.get("image"),
             counted=earlier is None,
+            api_key_id=self.principal.key.pk if self.principal.key is not None else None,
         )
         try:
             if isinstance(request.accepted_renderer, EventStreamRenderer):
@@ -206,6 +215,8 @@ class MessageListView(TenantAPIView):
             sent = run_async(django_request(request), send, timeout=SEND_TIMEOUT_SECONDS)
         except SendRateLimited as exc:
             raise RateLimited(wait=exc.window_seconds, detail=exc.message) from None
+        except QuotaExceeded as exc:
+            raise SpendLimitReached(exc.message, exc.retry_after) from None
         except MessageRejected as exc:
             raise rejected(exc) from None
         return self._answer(sent)
@@ -246,7 +257,10 @@ class MessageListView(TenantAPIView):
         else:
             code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
         exchanged = exchange(message, reply, duplicate=not created, viewer=self.principal.user)
-        return Response(exchanged, status=code)
+        response = Response(exchanged, status=code)
+        if (warning := sent.spend_warning) is not None:
+            response[SPEND_WARNING_HEADER] = warning["message"]
+        return response
 
     def _grant(self, conversation: Conversation) -> SocketGrant:
         """What opened this request's event stream: it ends when that credential does."""

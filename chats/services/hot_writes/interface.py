@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from chatplatform.models.conversations import Message, TurnRecord
+from chatplatform.spending import SpendEntry
 
 #: A user message (conversation and author loaded), its reply's id and status (None and ""
 #: without one).
@@ -74,11 +75,13 @@ class HotWrites(abc.ABC):
         error_message: str,
         turn: dict[str, Any],
         now: datetime,
+        spend: SpendEntry | None = None,
     ) -> bool:
         """Store a reply's final text, status and token count, add ``tokens_added`` to its
         conversation's history total and the usage ``turn`` (TurnRecord fields) to the
-        current record of the turn (never a superseded one), atomically. Returns whether that
-        record exists. A reply of another tenant is left as it is."""
+        current record of the turn (never a superseded one), and, when that record exists,
+        the turn's bill ``spend`` to its month's totals, atomically. Returns whether the record
+        exists. A reply of another tenant is left as it is."""
 
     @abc.abstractmethod
     def message_for_reply(self, tenant_id: int, message_id: int) -> MessageAndReply | None:

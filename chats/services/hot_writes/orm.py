@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F
 
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
+from chatplatform.spending import SpendEntry, monthly_spend_add
 from chatplatform.tenancy.scoping import all_tenants
 
 from .inserts import insert_instance
@@ -61,6 +62,7 @@ class OrmHotWrites(HotWrites):
         error_message: str,
         turn: dict[str, Any],
         now: datetime,
+        spend: SpendEntry | None = None,
     ) -> bool:
         # No savepoint: nothing here recovers from an error, so the caller's transaction (or
         # this one) is all that is needed.
@@ -79,11 +81,14 @@ class OrmHotWrites(HotWrites):
                 Conversation.objects.filter(
                     tenant_id=tenant_id, pk__in=reply.values("conversation_id")
                 ).update(history_tokens=F("history_tokens") + tokens_added)
-            return bool(
+            recorded = bool(
                 TurnRecord.objects.current()
                 .filter(tenant_id=tenant_id, user_message_id=user_message_id)
                 .update(**turn)
             )
+            if recorded and spend is not None:
+                monthly_spend_add(tenant_id, spend)
+            return recorded
 
     def message_for_reply(self, tenant_id: int, message_id: int) -> MessageAndReply | None:
         with all_tenants():

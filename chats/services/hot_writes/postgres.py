@@ -21,6 +21,8 @@ from django.db.models import Model
 
 from chatplatform.django_internals import instance_mark_saved
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
+from chatplatform.models.spending import MonthlySpend
+from chatplatform.spending import SpendEntry
 
 from .inserts import db_values, insert_statement
 from .interface import HotWrites, MessageAndReply
@@ -29,6 +31,7 @@ from .orm import OrmHotWrites
 _MESSAGES = Message._meta.db_table
 _CONVERSATIONS = Conversation._meta.db_table
 _TURN_RECORDS = TurnRecord._meta.db_table
+_MONTHLY_SPEND = MonthlySpend._meta.db_table
 
 _BUMP_CONVERSATION = (
     f"UPDATE {_CONVERSATIONS} SET last_seq = last_seq + 1, "  # noqa: S608
@@ -37,10 +40,10 @@ _BUMP_CONVERSATION = (
 )
 _INSERT_MESSAGE_AFTER_BUMP = (
     f"INSERT INTO {_MESSAGES} (tenant_id, conversation_id, seq, author_id, role, content, "  # noqa: S608
-    "reply_to_id, answers_id, status, token_count, token_counter, client_id, error_code, "
-    "error_message, attachment, attachment_type, attachment_bytes, created_at, updated_at) "
-    "SELECT %s, %s, c.last_seq, %s, %s, %s, %s, %s, %s, %s, %s, %s, '', '', NULL, '', NULL, "
-    "%s, %s FROM c RETURNING id, seq"
+    "reply_to_id, answers_id, status, token_count, token_counter, client_id, api_key_id, "
+    "error_code, error_message, attachment, attachment_type, attachment_bytes, created_at, "
+    "updated_at) SELECT %s, %s, c.last_seq, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, '', '', "
+    "NULL, '', NULL, %s, %s FROM c RETURNING id, seq"
 )
 _INSERT_MESSAGE = f"WITH c AS ({_BUMP_CONVERSATION}) {_INSERT_MESSAGE_AFTER_BUMP}"
 
@@ -55,7 +58,20 @@ _FINISH_REPLY = (
     "cache_read_tokens = %s, cache_write_tokens = %s, cost_usd = %s, "
     "full_history_cost_usd = %s "
     "WHERE tenant_id = %s AND user_message_id = %s AND superseded_at IS NULL RETURNING id) "
+)
+_FINISH_COUNTS = (
     "SELECT (SELECT count(*) FROM m), (SELECT count(*) FROM c), (SELECT count(*) FROM t)"
+)
+#: The turn's bill added to its month's totals (the tenant's, the author's, the key's) when
+#: its record was updated; a total's first turn creates its row.
+_ADD_SPEND = (
+    f", s AS (INSERT INTO {_MONTHLY_SPEND} (tenant_id, month, user_pk, api_key_pk, cost_usd, "  # noqa: S608
+    "tokens, turns) SELECT %s, %s, x.u, x.k, %s, %s, 1 FROM (VALUES (0::bigint, 0::bigint, "
+    "true), (%s, 0, %s), (0, %s, %s)) AS x(u, k, kept) WHERE x.kept AND EXISTS (SELECT 1 FROM t) "
+    "ON CONFLICT (tenant_id, month, user_pk, api_key_pk) DO UPDATE SET "
+    f"cost_usd = {_MONTHLY_SPEND}.cost_usd + EXCLUDED.cost_usd, "
+    f"tokens = {_MONTHLY_SPEND}.tokens + EXCLUDED.tokens, turns = {_MONTHLY_SPEND}.turns + 1 "
+    "RETURNING 1) "
 )
 
 #: The usage columns of the turn record that the finish writes, in the statement's order.
@@ -143,17 +159,23 @@ class PostgresHotWrites(HotWrites):
         error_message: str,
         turn: dict[str, Any],
         now: datetime,
+        spend: SpendEntry | None = None,
     ) -> bool:
+        params = [
+            *(content, status, token_count, token_counter, error_code, error_message),
+            *(now, tenant_id, message_id, tokens_added, tenant_id),
+            *(turn[name] for name in USAGE_FIELDS),
+            *(tenant_id, user_message_id),
+        ]
+        statement = f"{_FINISH_REPLY} {_FINISH_COUNTS}"
+        if spend is not None:
+            statement = f"{_FINISH_REPLY}{_ADD_SPEND}{_FINISH_COUNTS}"
+            params += [
+                *(tenant_id, spend.month, spend.cost_usd, spend.tokens),
+                *(spend.user_pk, bool(spend.user_pk), spend.api_key_pk, bool(spend.api_key_pk)),
+            ]
         with connection.cursor() as cursor:
-            cursor.execute(
-                _FINISH_REPLY,
-                [
-                    *(content, status, token_count, token_counter, error_code, error_message),
-                    *(now, tenant_id, message_id, tokens_added, tenant_id),
-                    *(turn[name] for name in USAGE_FIELDS),
-                    *(tenant_id, user_message_id),
-                ],
-            )
+            cursor.execute(statement, params)
             row = cursor.fetchone()
         return bool(row and row[2])
 
@@ -212,6 +234,7 @@ def _insert_message_params(fields: dict[str, Any], tokens_added: int, now: datet
         fields["token_count"],
         fields["token_counter"],
         fields["client_id"],
+        fields.get("api_key_id"),
         now,
         now,
     ]
