@@ -139,8 +139,11 @@ def _before(form: forms.BaseForm, field: str) -> Any:
 
 
 def _form_changes(form: forms.BaseForm, formsets: Any, add: bool) -> dict[str, list[Any]]:
-    # A new object: every field it was created with; a change: the fields changed.
-    changed = list(form.cleaned_data) if add else form.changed_data
+    # A new object: every field it was created with a value for; a change: the fields changed.
+    if add:
+        changed = [name for name, value in form.cleaned_data.items() if value not in (None, "")]
+    else:
+        changed = form.changed_data
     changes = field_changes(
         changed,
         {} if add else {field: _before(form, field) for field in changed},

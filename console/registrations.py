@@ -17,6 +17,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from chatplatform.admin_base import AuditedAdminMixin, TenantScopedAdmin, _tenant_ids
 from chatplatform.audit import audit_record
+from chatplatform.core.llm.spend_limits import API_KEY, MEMBER, TENANT
 from chatplatform.models import (
     ApiKey,
     AuditAction,
@@ -29,13 +30,43 @@ from chatplatform.services import api_key_revoke, membership_remove, user_sync_s
 from console.model_catalog import ModelCatalogActionMixin
 from console.profile_form import ModelProfileForm
 from console.reports import calibrations, job_status, usage_report
+from console.spending import SPEND_LIMIT_FIELDS, SpendUsedMixin
 
 
 @admin.register(Tenant)
-class TenantAdmin(AuditedAdminMixin, admin.ModelAdmin):
-    list_display = ("name", "slug", "is_active", "active_policy", "retention_days", "created_at")
+class TenantAdmin(SpendUsedMixin, AuditedAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "name",
+        "slug",
+        "is_active",
+        "active_policy",
+        "retention_days",
+        "spend_hard_usd",
+        "created_at",
+    )
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
+    spender = TENANT
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "slug",
+                    "is_active",
+                    "active_policy",
+                    "service_user",
+                    "retention_days",
+                    "time_zone",
+                )
+            },
+        ),
+        (
+            "Monthly spending limit (set by the platform operator)",
+            {"fields": (*SPEND_LIMIT_FIELDS, "used_this_month")},
+        ),
+    )
 
     def get_queryset(self, request: HttpRequest) -> models.QuerySet:
         queryset = super().get_queryset(request)
@@ -45,8 +76,9 @@ class TenantAdmin(AuditedAdminMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if request.user.is_superuser:
-            return ()
-        return ("name", "slug", "is_active", "service_user")
+            return ("used_this_month",)
+        # The tenant's own spending limit is the operator's to set.
+        return ("name", "slug", "is_active", "service_user", *SPEND_LIMIT_FIELDS, "used_this_month")
 
     def get_prepopulated_fields(self, request: HttpRequest, obj: Any = None) -> dict[str, Any]:
         # The slug is read-only for tenant admins: a prepopulated field must be in the form.
@@ -161,12 +193,16 @@ class TenantAdmin(AuditedAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(TenantScopedAdmin):
-    """Memberships; the staff flag (the admin log-in) follows the admin role."""
+class MembershipAdmin(SpendUsedMixin, TenantScopedAdmin):
+    """Memberships; the staff flag (the admin log-in) follows the admin role. A member's
+    monthly spending limit is set here."""
 
-    list_display = ("user", "tenant", "role", "created_at")
+    list_display = ("user", "tenant", "role", "spend_hard_usd", "created_at")
     list_filter = ("role",)
     search_fields = ("user__username", "user__email")
+    fields = ("tenant", "user", "role", *SPEND_LIMIT_FIELDS, "used_this_month")
+    readonly_fields = ("used_this_month",)
+    spender = MEMBER
 
     def save_model(self, request: HttpRequest, obj: Membership, form: Any, change: bool) -> None:
         previous_user_id = form.initial.get("user") if change else None
@@ -203,7 +239,8 @@ class ApiKeyStatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(TenantScopedAdmin):
+class ApiKeyAdmin(SpendUsedMixin, TenantScopedAdmin):
+    spender = API_KEY
     list_filter = (ApiKeyStatusFilter, "role")
     list_display = (
         "name",
@@ -215,7 +252,7 @@ class ApiKeyAdmin(TenantScopedAdmin):
         "last_used_at",
         "revoked_at",
     )
-    readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("prefix", "created_at", "last_used_at", "revoked_at", "used_this_month")
     fields = (
         "tenant",
         "name",
@@ -225,6 +262,8 @@ class ApiKeyAdmin(TenantScopedAdmin):
         "created_at",
         "last_used_at",
         "revoked_at",
+        *SPEND_LIMIT_FIELDS,
+        "used_this_month",
     )
     actions = ("revoke",)
 

@@ -19,8 +19,10 @@ from chatplatform.models.conversations import (
     Participant,
     TurnRecord,
 )
+from chatplatform.core.llm.spend_limits import MEMBER
 from chatplatform.policies import policy_for
 from chatplatform.selectors import administered_tenant_ids
+from chatplatform.spending import spend_used_this_month
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.selectors import revision_counts
 from chats.services.conversations import conversation_may_delete
@@ -213,3 +215,32 @@ def turn_record_for(
                 Q(user_message_id=message_id) | Q(assistant_message_id=message_id)
             )
         return records.order_by("-created_at", "-pk").first()
+
+
+@dataclass(frozen=True)
+class SpendingShown:
+    """What a member is shown of their spending: "used this month" (when a limit applies to
+    them) and the banner of a limit whose warning, or whose hard limit, is reached."""
+
+    used: str
+    banner: str
+    refused: bool
+
+
+def spending_shown(tenant: Tenant, user: Any) -> SpendingShown | None:
+    """The member's spending this month against the limits that apply to them (theirs and
+    the tenant's); None when none does."""
+    spent, standings = spend_used_this_month(tenant.pk, user.pk)
+    if not standings.items:
+        return None
+    used = f"${spent.cost_usd:.2f}"
+    mine = next((item for item in standings.items if item.spender is MEMBER), None)
+    if mine is not None and mine.limit.hard_usd is not None:
+        used += f" of ${mine.limit.hard_usd:.2f}"
+    if spent.tokens:
+        used += f" · {spent.tokens:,} tokens"
+    refusal = standings.refusal
+    banner = refusal.describe() if refusal is not None else " ".join(
+        item.describe() for item in standings.warnings
+    )
+    return SpendingShown(used=used, banner=banner, refused=refusal is not None)

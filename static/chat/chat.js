@@ -165,6 +165,7 @@
       case "error": return onError(data);
       case "resync": case "reply_state": return onState(data);
       case "command": return onCommand(data);
+      case "spend_warning": return showSpending(data.message, false);
       default: document.dispatchEvent(new CustomEvent("chat:event", { detail: data })); // sidebar.js
     }
   }
@@ -272,6 +273,7 @@
   }
 
   function onError(data) {
+    if (data.code === "quota_exceeded") showSpending(data.message, true);
     if (data.message_id) {
       var reply = replyFor(data.message_id);
       finish(reply, data.status || "failed");
@@ -294,6 +296,15 @@
       return;
     }
     composer.showError(data.message || "Something went wrong.");
+  }
+
+  // A spending limit's warning, or its hard limit, reached: the banner above the messages.
+  function showSpending(text, refused) {
+    var banner = document.getElementById("spend-banner");
+    if (!banner || !text) return;
+    banner.textContent = text;
+    banner.classList.toggle("spend-refused", refused);
+    banner.hidden = false;
   }
 
   function onState(data) {

@@ -46,11 +46,11 @@ def test_the_tenant_admin_opens_their_tenant_page_and_saves_the_active_policy(
     html = page.content.decode()
     assert f'value="{mine.pk}"' in html and f'value="{theirs.pk}"' not in html
 
-    response = admin_client_a.post(url, {"active_policy": mine.pk})
+    response = admin_client_a.post(url, {"active_policy": mine.pk, "time_zone": "UTC"})
     assert response.status_code == 302, response.content[:500]
     assert active_policy_id(tenant_a) == mine.pk
 
-    refused = admin_client_a.post(url, {"active_policy": theirs.pk})
+    refused = admin_client_a.post(url, {"active_policy": theirs.pk, "time_zone": "UTC"})
     assert refused.status_code == 200  # the form again, with the error
     assert refused.context["adminform"].form.errors["active_policy"]
     assert active_policy_id(tenant_a) == mine.pk

@@ -23,6 +23,7 @@ from chats.ui.selectors import (
     message_window,
     participants_of,
     sidebar_rows,
+    spending_shown,
 )
 from chats.ui.views._common import (
     conversation_or_404,
@@ -47,6 +48,7 @@ def sidebar(request: HttpRequest, *, current: Any = None) -> dict[str, Any]:
         "archived_count": archived_count(tenant, request.user),
         "current": current,
         "here": request.get_full_path(),
+        "spending": spending_shown(tenant, request.user),
     }
 
 
