@@ -16,8 +16,7 @@ from decimal import Decimal
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db import connection
 from django.utils import timezone
 
 from chatplatform.core.llm.spend_limits import (
@@ -34,7 +33,6 @@ from chatplatform.core.llm.spend_limits import (
 )
 from chatplatform.models.spending import MonthlySpend as MonthlySpendRow
 from chatplatform.models.tenants import ApiKey, Membership, Tenant
-from chatplatform.tenancy.scoping import all_tenants
 
 #: How long a tenant's time zone is kept in this process before it is read again.
 ZONE_CACHE_SECONDS = 60.0
@@ -206,30 +204,19 @@ class SpendEntry:
 
 
 def monthly_spend_add(tenant_id: int, entry: SpendEntry) -> None:
-    """Add a turn to its month's totals through the ORM (inside the caller's transaction;
-    PostgreSQL adds them in the statement that stores the turn's usage instead)."""
-    with all_tenants():
-        for user_pk, api_key_pk in entry.rows():
-            keys = {
-                "tenant_id": tenant_id,
-                "month": entry.month,
-                "user_pk": user_pk,
-                "api_key_pk": api_key_pk,
-            }
-            updated = MonthlySpendRow.objects.filter(**keys).update(
-                cost_usd=F("cost_usd") + entry.cost_usd,
-                tokens=F("tokens") + entry.tokens,
-                turns=F("turns") + 1,
-            )
-            if not updated:
-                try:
-                    with transaction.atomic():
-                        MonthlySpendRow.objects.create(
-                            **keys, cost_usd=entry.cost_usd, tokens=entry.tokens, turns=1
-                        )
-                except IntegrityError:  # a concurrent turn created it first
-                    MonthlySpendRow.objects.filter(**keys).update(
-                        cost_usd=F("cost_usd") + entry.cost_usd,
-                        tokens=F("tokens") + entry.tokens,
-                        turns=F("turns") + 1,
-                    )
+    """Add a turn to its month's totals, in one statement (inside the caller's transaction;
+    PostgreSQL's reply finish adds them in the statement that stores the turn's usage)."""
+    table = MonthlySpendRow._meta.db_table
+    rows = entry.rows()
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s, 1)"] * len(rows))
+    params: list[Any] = []
+    for user_pk, api_key_pk in rows:
+        params += [tenant_id, entry.month, user_pk, api_key_pk, entry.cost_usd, entry.tokens]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (tenant_id, month, user_pk, api_key_pk, cost_usd, tokens, "  # noqa: S608
+            f"turns) VALUES {values} ON CONFLICT (tenant_id, month, user_pk, api_key_pk) DO "
+            f"UPDATE SET cost_usd = {table}.cost_usd + excluded.cost_usd, "
+            f"tokens = {table}.tokens + excluded.tokens, turns = {table}.turns + 1",
+            params,
+        )

@@ -9,7 +9,6 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from chatplatform.core.llm.spend_limits import MonthlyLimit
 from chatplatform.tenancy.scoping import TenantOwnedModel
 
 _NOT_NEGATIVE = [MinValueValidator(Decimal(0))]
@@ -55,15 +54,6 @@ class MonthlyLimitFields(models.Model):
 
     class Meta:
         abstract = True
-
-    @property
-    def monthly_limit(self) -> MonthlyLimit:
-        return MonthlyLimit(
-            soft_usd=self.spend_soft_usd,
-            hard_usd=self.spend_hard_usd,
-            soft_tokens=self.spend_soft_tokens,
-            hard_tokens=self.spend_hard_tokens,
-        )
 
     def clean(self) -> None:
         super().clean()

@@ -11,6 +11,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from chatplatform.core.context.formatting import person_label
+from chatplatform.core.llm.spend_limits import MEMBER
 from chatplatform.models import Membership, Tenant
 from chatplatform.models.conversations import (
     Conversation,
@@ -19,7 +20,6 @@ from chatplatform.models.conversations import (
     Participant,
     TurnRecord,
 )
-from chatplatform.core.llm.spend_limits import MEMBER
 from chatplatform.policies import policy_for
 from chatplatform.selectors import administered_tenant_ids
 from chatplatform.spending import spend_used_this_month
@@ -240,7 +240,9 @@ def spending_shown(tenant: Tenant, user: Any) -> SpendingShown | None:
     if spent.tokens:
         used += f" · {spent.tokens:,} tokens"
     refusal = standings.refusal
-    banner = refusal.describe() if refusal is not None else " ".join(
-        item.describe() for item in standings.warnings
+    banner = (
+        refusal.describe()
+        if refusal is not None
+        else " ".join(item.describe() for item in standings.warnings)
     )
     return SpendingShown(used=used, banner=banner, refused=refusal is not None)

@@ -27,13 +27,15 @@ from chatplatform.core.llm.spend_limits import (
     month_end,
     month_start,
 )
-from chatplatform.models import ApiKey, AuditEvent, Membership, MonthlySpend as SpendRow, Tenant
+from chatplatform.models import ApiKey, AuditEvent, Membership, Tenant
+from chatplatform.models import MonthlySpend as SpendRow
 from chatplatform.models.conversations import Message, MessageRole, Status, TurnRecord
 from chatplatform.services import api_key_create
 from chatplatform.spend_limits import QuotaExceeded, spend_limits_check
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from chats.replies.turns import turn_prepare_next
 from chats.services.messages import message_create
+from config.celery import app as celery_app
 from tests.api.conftest import API, error_of, key_client
 from tests.api.sse import parse_events
 
@@ -190,11 +192,20 @@ def test_a_members_limit_and_a_keys_limit_apply_to_them_alone(
     assert spend_limits_check(tenant_a.pk, admin_a.pk, None).refusal is None
 
 
+@pytest.fixture
+def eager_tasks():
+    """Background jobs run in-process (the warning's e-mail is sent by one)."""
+    old = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = True
+    yield
+    celery_app.conf.task_always_eager = old
+
+
 @pytestmark_db
+@pytest.mark.usefixtures("eager_tasks")
 def test_a_soft_limit_warns_the_sender_and_emails_the_admins_once_a_month(
-    keyed_a, tenant_a, admin_a, conversation_a, settings
+    keyed_a, tenant_a, admin_a, conversation_a
 ):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
     admin_a.email = "admin-a@example.com"
     admin_a.save(update_fields=["email"])
     _key, client = keyed_a
