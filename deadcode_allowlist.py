@@ -187,3 +187,9 @@ _.CONTENT_SECURITY_POLICY_REPORT_ONLY  # a setting overridden in a test
 # usearch's index reads its search setting through a property the adapter sets
 # (chats/retrieval/ann.py).
 _.expansion_search
+
+# Spending-limit fields: set in the admin, read by the limit check's SQL
+# (chatplatform/spending.py selects the columns by name).
+_.spend_soft_usd
+_.spend_soft_tokens
+_.spend_hard_tokens
