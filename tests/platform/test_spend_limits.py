@@ -315,3 +315,20 @@ def test_the_operator_sets_the_tenants_limit_and_the_tenant_admin_the_members(
         assert AuditEvent.objects.count() == before + 1
         changed = AuditEvent.objects.latest("pk")
     assert "spend_hard_usd" in str(changed.changes)
+
+
+@pytestmark_db
+def test_the_chat_page_shows_used_this_month_and_the_banner(
+    client, keyed_a, tenant_a, member_a, conversation_a
+):
+    _key, api = keyed_a
+    assert api.post(url(conversation_a), {"content": "Hello"}, format="json").status_code == 201
+    client.force_login(member_a)
+    page = client.get(f"/chats/{conversation_a.pk}/").content.decode()
+    assert "Used this month" not in page  # no limit applies: nothing to show
+    with all_tenants():
+        membership = Membership.objects.get(tenant=tenant_a, user=member_a)
+    set_limit(Membership, membership.pk, spend_hard_usd=Decimal("25"), spend_soft_tokens=1)
+    page = client.get(f"/chats/{conversation_a.pk}/").content.decode()
+    assert "Used this month: $" in page and "of $25.00" in page
+    assert 'id="spend-banner"' in page and "Your monthly spending is near its limit" in page
