@@ -14,7 +14,9 @@ from typing import Any
 
 from django.conf import settings
 
+from chatplatform.audit import endpoint_refused_record
 from chatplatform.core.llm.base import Provider, Usage
+from chatplatform.core.llm.endpoints import EndpointRefused
 from chatplatform.core.llm.providers import build_provider
 from chatplatform.counting import storage_counter_for
 from chatplatform.model_endpoints import can_work, provider_access
@@ -54,7 +56,13 @@ def summarizer_for(
 
         def provider_factory() -> Provider:
             if access is not None:
-                access.check()  # a tenant's endpoint, checked before every call
+                try:
+                    access.check()  # a tenant's endpoint, checked before every call
+                except EndpointRefused as exc:
+                    endpoint_refused_record(
+                        tenant_id=profile.tenant_id, profile=profile, reason=str(exc)
+                    )
+                    raise
             return build_provider(name, **options)
 
     def pricing(usage: Usage) -> Decimal:

@@ -247,8 +247,7 @@ class ModelSummarizer:
         )
 
     def _call(self, request: ChatRequest) -> tuple[str, str, Usage]:
-        async def collect() -> tuple[str, str, Usage]:
-            provider = self.provider_factory()
+        async def collect(provider: Provider) -> tuple[str, str, Usage]:
             parts: list[str] = []
             stop_reason, usage = "", Usage()
             try:
@@ -262,7 +261,9 @@ class ModelSummarizer:
             return "".join(parts), stop_reason, usage
 
         try:
-            return async_to_sync(collect)()
+            # Built in the caller's thread: a refused endpoint is recorded there.
+            provider = self.provider_factory()
+            return async_to_sync(collect)(provider)
         except ProviderError as exc:
             if exc.retryable or isinstance(exc, StreamInterrupted):
                 raise SummaryUnavailable(

@@ -198,6 +198,7 @@ def test_summaries_refuse_an_endpoint_that_is_not_allowed(settings, fake_openai,
         summarizer.summarize_messages(SOURCE, max_tokens=200)
     assert refused.value.code == "endpoint_refused"
     assert fake_openai.requests == []
+    assert refused_events(tenant_a) == [(str(profile), fake_openai.url + "/v1")]
 
 
 def refused_events(tenant: Any) -> list[tuple[str, str]]:
