@@ -38,7 +38,6 @@ from .provider_endpoints import (
     checked_browser_url,
     endpoint_check,
     get_json,
-    http_session,
     timeout,
 )
 

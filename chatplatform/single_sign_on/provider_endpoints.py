@@ -82,7 +82,10 @@ def get_json(url: str) -> dict[str, Any]:
     try:
         with http_session() as session:
             response = session.get(
-                url, timeout=timeout(), allow_redirects=False, headers={"Accept": "application/json"}
+                url,
+                timeout=timeout(),
+                allow_redirects=False,
+                headers={"Accept": "application/json"},
             )
         if response.status_code != 200:
             raise ProviderUnavailable(f"{url} answered HTTP {response.status_code}")

@@ -28,9 +28,7 @@ def identity_provider_for_tenant(slug: str) -> IdentityProvider | None:
     if tenant is None:
         return None
     with tenant_scope(tenant):
-        return (
-            IdentityProvider.objects.filter(enabled=True).select_related("tenant").first()
-        )
+        return IdentityProvider.objects.filter(enabled=True).select_related("tenant").first()
 
 
 def identity_provider_for_email(email: str) -> IdentityProvider | None:
@@ -49,7 +47,9 @@ def identity_provider_for_email(email: str) -> IdentityProvider | None:
     return None
 
 
-def sign_on_member(*, provider: IdentityProvider, identity: VouchedIdentity) -> tuple[Any, Membership]:
+def sign_on_member(
+    *, provider: IdentityProvider, identity: VouchedIdentity
+) -> tuple[Any, Membership]:
     """The user the provider vouched for, a member of the provider's tenant (created when
     new). Raises :class:`SignOnRefused` for an account this provider may not log in."""
     user_model = get_user_model()

@@ -48,7 +48,9 @@ logger = logging.getLogger(__name__)
 SESSION_PENDING_KEY = "sso_pending"
 LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 NOT_OFFERED = "Single sign-on is not set up for this address. Log in with your password."
-UNAVAILABLE = "Single sign-on is not available right now. Try again later, or log in with your password."
+UNAVAILABLE = (
+    "Single sign-on is not available right now. Try again later, or log in with your password."
+)
 
 
 def _next_url(request: HttpRequest, value: str) -> str:

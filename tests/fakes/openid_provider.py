@@ -28,7 +28,7 @@ from starlette.routing import Route
 from .server import ServerThread
 
 CLIENT_ID = "chatplatform-test-client"
-CLIENT_SECRET = "fake-op-client-secret-5521"  # noqa: S105 (the fake's own)
+CLIENT_SECRET = "fake-op-client-secret-5521"
 
 
 @dataclass

@@ -103,7 +103,9 @@ HTTP_CASES: dict[str, list[Case]] = {
     # Single sign-on starts per tenant by design (the tenant's slug is its public address);
     # a slug or a domain that names no provider gets the page of one without single sign-on.
     "sso_by_email": [
-        Case(public=True, methods=("post",), body={"post": const({"sso_email": "x@nowhere.example"})})
+        Case(
+            public=True, methods=("post",), body={"post": const({"sso_email": "x@nowhere.example"})}
+        )
     ],
     "sso_start": [Case(public=True, kwargs=const({"slug": "nosuch-tenant"}), note="public")],
     "sso_callback": [Case(public=True, kwargs=const({"slug": "nosuch-tenant"}), note="public")],

@@ -3,6 +3,8 @@ in the audit log, the issuer checked against the operator's rules, a domain for 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 from django.urls import reverse
@@ -21,9 +23,8 @@ ADD = reverse("admin:chatplatform_identityprovider_add")
 @pytest.fixture
 def operator_client() -> Client:
     client = Client()
-    client.force_login(
-        UserFactory(username="operator", is_superuser=True, is_staff=True)
-    )
+    operator: Any = UserFactory(username="operator", is_superuser=True, is_staff=True)
+    client.force_login(operator)
     return client
 
 

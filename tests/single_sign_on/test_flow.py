@@ -21,12 +21,10 @@ User = get_user_model()
 
 def memberships_of(email: str) -> list[tuple[int, str]]:
     with all_tenants():
-        return sorted(
-            Membership.objects.filter(user__email=email).values_list("tenant_id", "role")
-        )
+        return sorted(Membership.objects.filter(user__email=email).values_list("tenant_id", "role"))
 
 
-def failures() -> list[dict[str, Any]]:
+def failures() -> list[Any]:
     with all_tenants():
         return list(
             AuditEvent.objects.filter(action=AuditAction.LOGIN_FAILED).values(
@@ -42,7 +40,7 @@ def test_a_new_address_gets_a_user_and_a_membership_with_the_default_role(
     client = Client()
     response = sso_login(client, tenant_a.slug)
     assert response.status_code == 302
-    assert response["Location"] == "/"  or response["Location"].startswith("/")
+    assert response["Location"] == "/" or response["Location"].startswith("/")
     user = User.objects.get(email="ada@acme.example")
     assert not user.has_usable_password()
     assert client.session[SESSION_KEY] == str(user.pk)
