@@ -64,7 +64,9 @@ def _refused(request: HttpRequest, message: str, *, status: int) -> HttpResponse
     return render(request, "registration/sso_refused.html", {"message": message}, status=status)
 
 
-def _begin(request: HttpRequest, provider: IdentityProvider, next_url: str) -> HttpResponse:
+def _begin(
+    request: HttpRequest, provider: IdentityProvider, next_url: str, *, from_form: bool = False
+) -> HttpResponse:
     callback = reverse("sso_callback", kwargs={"slug": provider.tenant.slug})
     try:
         url, pending = sign_on_begin(
@@ -79,6 +81,10 @@ def _begin(request: HttpRequest, provider: IdentityProvider, next_url: str) -> H
         logger.warning("single sign-on of tenant %s: %s", provider.tenant_id, exc)
         return _refused(request, UNAVAILABLE, status=503)
     request.session[SESSION_PENDING_KEY] = pending.as_session()
+    if from_form:
+        # The log-in page's policy lets forms send only to this site (CSP form-action, which
+        # browsers apply to a form's redirects too): a page moves on to the provider instead.
+        return render(request, "registration/sso_continue.html", {"url": url})
     return redirect(url)
 
 
@@ -91,7 +97,7 @@ def sso_by_email_view(request: HttpRequest) -> HttpResponse:
     if provider is None:
         context = {"sso_error": NOT_OFFERED, "sso_email": email, "next": next_url}
         return render(request, "registration/login.html", context, status=200)
-    return _begin(request, provider, next_url)
+    return _begin(request, provider, next_url, from_form=True)
 
 
 @never_cache

@@ -13,7 +13,7 @@ from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 from tests.factories import UserFactory, make_member
 from tests.fakes.openid_provider import FakeOpenIDProvider
 
-from .conftest import make_provider, sso_login, through_provider
+from .conftest import make_provider, provider_url, sso_login, through_provider
 
 pytestmark = pytest.mark.django_db(transaction=False)
 User = get_user_model()
@@ -153,7 +153,7 @@ def test_the_login_page_email_picks_the_tenants_provider(op: FakeOpenIDProvider,
     page = client.get("/accounts/login/")
     assert b'name="sso_email"' in page.content
     start = client.post("/accounts/sso/", {"sso_email": "ada@ACME.example", "next": "/"})
-    assert start.status_code == 302 and start["Location"].startswith(op.url)
+    assert start.status_code == 200 and provider_url(start).startswith(op.url)
     assert through_provider(client, start).status_code == 302
 
 
