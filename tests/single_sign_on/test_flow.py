@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.test import Client
+from django.urls import reverse
 
 from chatplatform.models import AuditAction, AuditEvent, Membership, MembershipRole
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
@@ -40,7 +41,7 @@ def test_a_new_address_gets_a_user_and_a_membership_with_the_default_role(
     client = Client()
     response = sso_login(client, tenant_a.slug)
     assert response.status_code == 302
-    assert response["Location"] == "/" or response["Location"].startswith("/")
+    assert response["Location"] == reverse("chats_ui:conversation_list")
     user = User.objects.get(email="ada@acme.example")
     assert not user.has_usable_password()
     assert client.session[SESSION_KEY] == str(user.pk)
@@ -155,6 +156,19 @@ def test_the_login_page_email_picks_the_tenants_provider(op: FakeOpenIDProvider,
     start = client.post("/accounts/sso/", {"sso_email": "ada@ACME.example", "next": "/"})
     assert start.status_code == 200 and provider_url(start).startswith(op.url)
     assert through_provider(client, start).status_code == 302
+
+
+@pytest.mark.parametrize(
+    ("next_url", "lands"), [("/memories/", "/memories/"), ("https://evil.example/", None)]
+)
+def test_next_is_followed_only_on_this_site(
+    op: FakeOpenIDProvider, tenant_a, next_url: str, lands: str | None
+):
+    make_provider(tenant_a, op.issuer)
+    client = Client()
+    start = client.post("/accounts/sso/", {"sso_email": "ada@acme.example", "next": next_url})
+    response = through_provider(client, start)
+    assert response["Location"] == (lands or reverse("chats_ui:conversation_list"))
 
 
 def test_an_unknown_domain_and_one_without_sso_get_the_same_message(
