@@ -94,6 +94,11 @@ _.add_arguments
 # Forms: fields declared on the class, read by Django's form machinery.
 _.clear_api_key
 _.clean_kind  # a form's ``clean_<field>``, called by Django's form validation
+_.clean_issuer
+_.clean_email_domains
+
+# requests' session attribute, read by requests (single sign-on ignores proxy variables).
+_.trust_env
 
 # The REST API (Django REST framework, drf-spectacular): serializer fields and Meta options,
 # ``get_<field>`` of method fields, ``validate_<field>``, view and renderer attributes and

@@ -272,6 +272,17 @@ IMAGE_URL_ALLOW_HTTP = env.bool("IMAGE_URL_ALLOW_HTTP", default=False)
 IMAGE_URL_ALLOW_PRIVATE_NETWORKS = env.bool("IMAGE_URL_ALLOW_PRIVATE_NETWORKS", default=False)
 IMAGE_URL_TIMEOUT_SECONDS = env.float("IMAGE_URL_TIMEOUT_SECONDS", default=10.0)
 
+# Single sign-on (OpenID Connect, per tenant: chatplatform/single_sign_on/). The operator's rules
+# for the identity providers' endpoints (the issuer and every URL its discovery names), the
+# same rules as tenants' model endpoints: hosts on the list (exact, or *.example.com), https
+# unless SSO_ALLOW_HTTP, public addresses unless SSO_ALLOW_PRIVATE_NETWORKS. Empty list: no
+# single sign-on at all.
+SSO_PROVIDER_HOSTS = env.list("SSO_PROVIDER_HOSTS", default=[])
+SSO_ALLOW_HTTP = env.bool("SSO_ALLOW_HTTP", default=False)
+SSO_ALLOW_PRIVATE_NETWORKS = env.bool("SSO_ALLOW_PRIVATE_NETWORKS", default=False)
+SSO_TIMEOUT_SECONDS = env.float("SSO_TIMEOUT_SECONDS", default=10.0)
+SSO_DISCOVERY_CACHE_SECONDS = env.int("SSO_DISCOVERY_CACHE_SECONDS", default=3600)
+
 # Background jobs: time limits, locks and redelivery, each derived from the one before
 # (docs/jobs.md). A job's hard time limit < the lock it holds < the broker's visibility
 # timeout: a live task never outlives its lock, and a task whose worker died is handed out

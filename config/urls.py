@@ -11,6 +11,7 @@ urlpatterns = [
     path("healthz", home.healthz, name="healthz"),
     path("favicon.ico", home.favicon, name="favicon"),
     path("accounts/password_reset/", LimitedPasswordResetView.as_view(), name="password_reset"),
+    path("accounts/sso/", include("chatplatform.single_sign_on.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("invitations/<str:token>/", invitation_accept_view, name="invitation_accept"),
     path("admin/", admin.site.urls),

@@ -13,6 +13,8 @@ from tests.fakes.fixtures import (  # noqa: F401  (fixtures for every test)
     fake_anthropic_server,
     fake_openai,
     fake_openai_server,
+    fake_openid_provider,
+    fake_openid_provider_server,
 )
 from tests.tokens.fixtures import dev_rows, estimator, reference  # noqa: F401  (token tests)
 

@@ -1,5 +1,6 @@
 from . import conversations  # noqa: F401  (the conversation records, this app's models too)
 from .audit import AuditAction, AuditEvent
+from .identity import IdentityProvider
 from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy
 from .profiles import ModelProfile
@@ -11,6 +12,7 @@ __all__ = [
     "AuditAction",
     "AuditEvent",
     "ContextPolicy",
+    "IdentityProvider",
     "Invitation",
     "InvitationStatus",
     "Membership",

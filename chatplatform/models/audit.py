@@ -16,7 +16,7 @@ class AuditAction(models.TextChoices):
     LOGIN_FAILED = "login_failed", "Log-in failed"
     LOCKED_OUT = "locked_out", "Locked out"
     KEY_NEW_ADDRESS = "key_new_address", "API key used from a new address"
-    ENDPOINT_REFUSED = "endpoint_refused", "Model endpoint refused"
+    ENDPOINT_REFUSED = "endpoint_refused", "Endpoint refused"
 
 
 class AuditEvent(models.Model):

@@ -13,6 +13,7 @@ import pytest
 
 from .anthropic_fake import FakeAnthropic
 from .openai_fake import FakeOpenAI
+from .openid_provider import FakeOpenIDProvider
 
 
 @pytest.fixture(scope="session")
@@ -47,3 +48,22 @@ def fake_openai(fake_openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
     fake_openai_server.reset()
     yield fake_openai_server
     fake_openai_server.reset()
+
+
+@pytest.fixture(scope="session")
+def fake_openid_provider_server() -> Iterator[FakeOpenIDProvider]:
+    server = FakeOpenIDProvider().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake_openid_provider(
+    fake_openid_provider_server: FakeOpenIDProvider,
+) -> Iterator[FakeOpenIDProvider]:
+    """A running fake OpenID Connect provider (``.issuer``), with no faults, for this test."""
+    fake_openid_provider_server.reset()
+    yield fake_openid_provider_server
+    fake_openid_provider_server.reset()

@@ -24,6 +24,7 @@ from chatplatform.models import (
     AuditAction,
     AuditEvent,
     ContextPolicy,
+    IdentityProvider,
     Membership,
     MembershipRole,
     ModelProfile,
@@ -145,6 +146,12 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
         audit = AuditEvent.objects.create(
             tenant=tenant, action=AuditAction.CHANGED, target_label=f"{label} policy"
         )
+        identity_provider = IdentityProvider.objects.create(
+            tenant=tenant,
+            issuer=f"https://login.{label.lower()}.example",
+            client_id=f"{label}-client",
+            email_domains=f"{label.lower()}.example",
+        )
     return World(
         ids={
             "tenant": tenant.pk,
@@ -165,6 +172,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
             "membership": membership.pk,
             "participant": participant.pk,
             "audit": audit.pk,
+            "identity_provider": identity_provider.pk,
             "user": member.pk,
             "admin_user": admin.pk,
             "username": member.username,

@@ -100,6 +100,15 @@ HTTP_CASES: dict[str, list[Case]] = {
     "invitation_accept": [
         Case(public=True, kwargs=const({"token": "nosuch-invitation"}), note="token is the key")
     ],
+    # Single sign-on starts per tenant by design (the tenant's slug is its public address);
+    # a slug or a domain that names no provider gets the page of one without single sign-on.
+    "sso_by_email": [
+        Case(
+            public=True, methods=("post",), body={"post": const({"sso_email": "x@nowhere.example"})}
+        )
+    ],
+    "sso_start": [Case(public=True, kwargs=const({"slug": "nosuch-tenant"}), note="public")],
+    "sso_callback": [Case(public=True, kwargs=const({"slug": "nosuch-tenant"}), note="public")],
     # --- the REST API --------------------------------------------------------------------
     "api:root": PUBLIC,
     "api:schema": PUBLIC,
@@ -340,6 +349,7 @@ ADMIN_OBJECTS: dict[str, str] = {
     "chatplatform.message": "message",
     "chatplatform.turnrecord": "turnrecord",
     "chatplatform.auditevent": "audit",
+    "chatplatform.identityprovider": "identity_provider",
     "memory.userfact": "fact",
     "summaries.summary": "summary",
     "summaries.tokenbackfillstate": "backfill",
