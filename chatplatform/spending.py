@@ -174,11 +174,14 @@ def spend_standings(
     return Standings(month=month, items=items, month_end=month_end(month, zone)), found
 
 
-def spend_used_this_month(tenant_id: int, user_id: int | None) -> tuple[MonthlySpend, Standings]:
+def spend_used_this_month(
+    tenant_id: int, user_id: int | None, api_key_id: int | None = None
+) -> tuple[MonthlySpend, Standings]:
     """What ``user_id`` spent this month in the tenant (every key acting for them counts),
-    and where they stand against their limits: the "used this month" people are shown."""
-    standings, found = spend_standings(tenant_id, user_id, None)
-    member = next(item for item in found if item.spender is MEMBER) if found else None
+    and where they (and the key ``api_key_id`` they use, if any) stand against their limits:
+    the "used this month" people are shown."""
+    standings, found = spend_standings(tenant_id, user_id, api_key_id)
+    member = next((item for item in found if item.spender is MEMBER), None)
     return (member.spent if member is not None else MonthlySpend()), standings
 
 

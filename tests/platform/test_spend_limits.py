@@ -332,3 +332,17 @@ def test_the_chat_page_shows_used_this_month_and_the_banner(
     page = client.get(f"/chats/{conversation_a.pk}/").content.decode()
     assert "Used this month: $" in page and "of $25.00" in page
     assert 'id="spend-banner"' in page and "Your monthly spending is near its limit" in page
+
+
+@pytestmark_db
+def test_the_usage_api_says_what_was_used_this_month_against_which_limits(
+    keyed_a, tenant_a, member_a, conversation_a
+):
+    key, client = keyed_a
+    assert client.post(url(conversation_a), {"content": "Hello"}, format="json").status_code == 201
+    set_limit(ApiKey, key.pk, spend_hard_usd=Decimal("3"))
+    month = client.get(f"{API}/usage/").json()["this_month"]
+    assert month["spent_tokens"] == totals(tenant_a)[(member_a.pk, 0)][1] > 0
+    [limit] = month["limits"]
+    assert limit["spender"] == "api_key" and limit["hard_usd"] == "3.00"
+    assert limit["exceeded"] is False and limit["spent_tokens"] == month["spent_tokens"]

@@ -65,6 +65,30 @@ class UsageRowSerializer(UsageNumbersSerializer):
     model = serializers.CharField()
 
 
+class SpendLimitSerializer(serializers.Serializer):
+    spender = serializers.ChoiceField(
+        choices=["tenant", "member", "api_key"],
+        help_text="Whose limit: the tenant's, the caller's own, or the key's used.",
+    )
+    soft_usd = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    hard_usd = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    soft_tokens = serializers.IntegerField(allow_null=True)
+    hard_tokens = serializers.IntegerField(allow_null=True)
+    spent_usd = serializers.DecimalField(max_digits=14, decimal_places=6)
+    spent_tokens = serializers.IntegerField()
+    warned = serializers.BooleanField(help_text="A warning (or the limit) is reached.")
+    exceeded = serializers.BooleanField(help_text="The limit is reached: messages are refused.")
+
+
+class ThisMonthSerializer(serializers.Serializer):
+    month = serializers.DateField(help_text="The first day of the month, in the tenant's zone.")
+    spent_usd = serializers.DecimalField(
+        max_digits=14, decimal_places=6, help_text="What the caller's turns were billed."
+    )
+    spent_tokens = serializers.IntegerField()
+    limits = SpendLimitSerializer(many=True, help_text="The spending limits that apply.")
+
+
 class UsageReportSerializer(serializers.Serializer):
     since = serializers.DateField()
     until = serializers.DateField()
@@ -74,3 +98,7 @@ class UsageReportSerializer(serializers.Serializer):
     )
     rows = UsageRowSerializer(many=True)
     totals = UsageNumbersSerializer()
+    this_month = ThisMonthSerializer(
+        help_text="Used this month by the caller (their turns, from any key), against the "
+        "spending limits of the tenant, the caller and the key used."
+    )

@@ -12,6 +12,8 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from chatplatform.spending import spend_used_this_month
+from chats.api.principal import ApiPrincipal
 from chats.api.selectors import UsageRow, usage_by_day_and_model
 from chats.api.serializers.usage import UsageQuerySerializer, UsageReportSerializer
 from chats.api.views.base import TenantAPIView
@@ -103,5 +105,31 @@ class UsageView(TenantAPIView):
                 for row in rows
             ],
             "totals": _numbers(_totals(rows)),
+            "this_month": _this_month(principal),
         }
         return Response(UsageReportSerializer(report).data)
+
+
+def _this_month(principal: ApiPrincipal) -> dict[str, Any]:
+    """The caller's spending this month and the limits that apply to them."""
+    key_id = principal.key.pk if principal.key is not None else None
+    spent, standings = spend_used_this_month(principal.tenant_id, principal.user.pk, key_id)
+    return {
+        "month": standings.month,
+        "spent_usd": spent.cost_usd,
+        "spent_tokens": spent.tokens,
+        "limits": [
+            {
+                "spender": item.spender.name,
+                "soft_usd": item.limit.soft_usd,
+                "hard_usd": item.limit.hard_usd,
+                "soft_tokens": item.limit.soft_tokens,
+                "hard_tokens": item.limit.hard_tokens,
+                "spent_usd": item.spent.cost_usd,
+                "spent_tokens": item.spent.tokens,
+                "warned": item.warned,
+                "exceeded": item.exceeded,
+            }
+            for item in standings.items
+        ],
+    }
