@@ -107,6 +107,7 @@ _.read_only_fields
 _.extra_kwargs
 _.key_prefix
 _.savings_tokens
+_.this_month
 _.savings_usd
 _.extra_cost_usd
 _.cache_simulated
