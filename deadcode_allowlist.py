@@ -108,6 +108,8 @@ _.extra_kwargs
 _.key_prefix
 _.savings_tokens
 _.this_month
+_.spent_usd
+_.spent_tokens
 _.savings_usd
 _.extra_cost_usd
 _.cache_simulated
