@@ -4,6 +4,7 @@ from .invitations import Invitation, InvitationStatus
 from .policies import ContextPolicy
 from .profiles import ModelProfile
 from .tenants import ApiKey, Membership, MembershipRole, Tenant
+from .transfers import Transfer, TransferFormat, TransferKind, TransferStatus
 
 __all__ = [
     "ApiKey",
@@ -16,4 +17,8 @@ __all__ = [
     "MembershipRole",
     "ModelProfile",
     "Tenant",
+    "Transfer",
+    "TransferFormat",
+    "TransferKind",
+    "TransferStatus",
 ]
