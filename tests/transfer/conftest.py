@@ -22,3 +22,19 @@ def followups(monkeypatch):
         lambda tenant_id, ids: queued.append((tenant_id, list(ids))),
     )
     return queued
+
+
+@pytest.fixture
+def jobs_run(monkeypatch):
+    """Queued transfer jobs run at once, in this process, after the commit (as a worker
+    would run them)."""
+    from chats.transfer import tasks
+
+    ran: list[int] = []
+
+    def run(tenant_id, transfer_id):
+        ran.append(transfer_id)
+        return tasks.run_transfer(tenant_id, transfer_id)
+
+    monkeypatch.setattr(tasks.run_transfer, "delay", run)
+    return ran
