@@ -20,6 +20,7 @@ import contextlib
 from functools import partial
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Sum
 
@@ -52,7 +53,7 @@ def account_delete(user: Any) -> dict[int, dict[str, int]]:
             changes={name: [count, 0] for name, count in removed[tenant_id].items()},
         )
     with all_tenants(), transaction.atomic():
-        type(user).objects.filter(pk=user.pk).delete()
+        get_user_model().objects.filter(pk=user.pk).delete()
     return removed
 
 
