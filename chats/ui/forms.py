@@ -142,14 +142,10 @@ class TenantSwitchForm(forms.Form):
 class ImportForm(forms.Form):
     format = forms.ChoiceField(
         label="Exported from",
-        choices=[],
+        choices=list(FORMAT_LABELS.items()),
         help_text="The conversations.json of the export, or the zip archive the service sent.",
     )
     file = forms.FileField(label="Export file")
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["format"].choices = list(FORMAT_LABELS.items())
 
 
 class ExportForm(forms.Form):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from chatplatform.models import (
     MembershipRole,
     ModelProfile,
     Tenant,
+    Transfer,
 )
 from chatplatform.models.conversations import Participant, TurnRecord
 from chatplatform.services import api_key_create
@@ -145,6 +147,15 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
         audit = AuditEvent.objects.create(
             tenant=tenant, action=AuditAction.CHANGED, target_label=f"{label} policy"
         )
+        transfer = Transfer.objects.create(
+            tenant=tenant,
+            user=member,
+            kind="export",
+            format="claude",
+            status="done",
+            file=f"t{tenant.pk}/exports/{label}.json",
+            expires_at=timezone.now() + timedelta(hours=1),
+        )
     return World(
         ids={
             "tenant": tenant.pk,
@@ -165,6 +176,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
             "membership": membership.pk,
             "participant": participant.pk,
             "audit": audit.pk,
+            "transfer": transfer.pk,
             "user": member.pk,
             "admin_user": admin.pk,
             "username": member.username,
