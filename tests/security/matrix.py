@@ -115,6 +115,9 @@ HTTP_CASES: dict[str, list[Case]] = {
     "api:schema": PUBLIC,
     "api:docs": PUBLIC,
     "api:me": [Case()],
+    "api:exports": [Case(body={"post": const({"format": "nosuch"})})],
+    "api:export": [Case(kwargs=lambda t, own: {"export_id": t["transfer"]})],
+    "api:export-download": [Case(kwargs=lambda t, own: {"export_id": t["transfer"]})],
     "api:conversations": [
         Case(query=const("q=a")),
         Case(
