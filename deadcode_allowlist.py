@@ -187,3 +187,10 @@ _.CONTENT_SECURITY_POLICY_REPORT_ONLY  # a setting overridden in a test
 # usearch's index reads its search setting through a property the adapter sets
 # (chats/retrieval/ann.py).
 _.expansion_search
+
+# Conversations moved in and out: a format choice the import form names by its value, when a
+# transfer ended (shown in the admin's listing of the row), the deletion form's confirmation
+# (read from cleaned_data by its name).
+_.CHATGPT
+_.finished_at
+_.confirm

@@ -36,7 +36,7 @@ def test_export_through_the_api(tenant_a, member_a, tenant_b, member_b, jobs_run
     assert detail["download"] == f"/api/v1/exports/{export_id}/download/"
     file = api.get(detail["download"])
     assert file.status_code == 200
-    items = json.loads(b"".join(file.streaming_content))
+    items = json.loads(b"".join(file.streaming_content))  # type: ignore[attr-defined]
     assert [i["name"] for i in items] == ["Via API"]
     assert api.get("/api/v1/exports/").json()["results"][0]["id"] == export_id
     assert api.post("/api/v1/exports/", {"format": "pdf"}, format="json").status_code == 400
