@@ -174,6 +174,7 @@ _.reaches
 _.alices_facts
 _.endless
 _.redis_down
+_.jobs_now
 _.reader  # asyncio.start_server's callback signature
 _.exc_type  # __exit__'s signature
 _.tb
