@@ -182,6 +182,7 @@ _.reaches
 _.alices_facts
 _.endless
 _.redis_down
+_.jobs_now
 _.reader  # asyncio.start_server's callback signature
 _.exc_type  # __exit__'s signature
 _.tb
@@ -201,3 +202,9 @@ _.expansion_search
 _.spend_soft_usd
 _.spend_soft_tokens
 _.spend_hard_tokens
+# Conversations moved in and out: a format choice the import form names by its value, when a
+# transfer ended (shown in the admin's listing of the row), the deletion form's confirmation
+# (read from cleaned_data by its name).
+_.CHATGPT
+_.finished_at
+_.confirm

@@ -14,6 +14,8 @@ from chats.replies import recovery
 from chats.retrieval.tasks import backfill_message_embeddings, embed_conversation_messages
 from chats.services.retention import conversations_expire
 from chats.token_counts.tasks import backfill_token_counts, recount_message_tokens
+from chats.transfer.followup import process_imported_conversations
+from chats.transfer.tasks import remove_expired_exports, run_transfer
 
 #: The sweep runs every minute: it is done well before the next one.
 SWEEP_SOFT_LIMIT, SWEEP_HARD_LIMIT = 45, 55
@@ -64,7 +66,10 @@ __all__ = [
     "backfill_token_counts",
     "embed_conversation_messages",
     "mark_stale_replies",
+    "process_imported_conversations",
     "recount_message_tokens",
+    "remove_expired_exports",
+    "run_transfer",
 ]
 
 

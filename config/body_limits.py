@@ -34,8 +34,16 @@ API_PREFIX = "/api/"
 COMPAT_PREFIX = "/compat/"
 
 
+#: The upload of a conversations export (the Account page's import): its own, larger limit.
+IMPORT_UPLOAD_PATH = "/account/import/"
+#: Room for the form's other fields and the multipart framing around the file.
+IMPORT_UPLOAD_OVERHEAD = 64 * 1024
+
+
 def body_limit(path: str) -> int:
     """The largest body, in bytes, accepted for a request to ``path``."""
+    if path == IMPORT_UPLOAD_PATH:
+        return int(settings.TRANSFER_IMPORT_MAX_BYTES) + IMPORT_UPLOAD_OVERHEAD
     if path.startswith((API_PREFIX, COMPAT_PREFIX)):
         return int(settings.API_MAX_BODY_BYTES)
     return int(settings.REQUEST_MAX_BODY_BYTES)

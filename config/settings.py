@@ -320,6 +320,15 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2 *
 #: is read (config/body_limits.py); the API's is API_MAX_BODY_BYTES.
 REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=8 * 1024 * 1024)
 
+# Conversations moved in and out (chats/transfer/, docs/operations.md): the private folder of
+# uploaded imports and written exports (never served publicly; downloads go through signed,
+# expiring links), the largest import file (bytes, upload and command alike; the upload's
+# request may be this large), and how long an export's download link works (hours; then the
+# file is removed).
+TRANSFER_ROOT = env.path("TRANSFER_ROOT", default=str(BASE_DIR / "var" / "transfers"))
+TRANSFER_IMPORT_MAX_BYTES = env.int("TRANSFER_IMPORT_MAX_BYTES", default=50 * 1024 * 1024)
+TRANSFER_LINK_HOURS = env.float("TRANSFER_LINK_HOURS", default=24.0)
+
 # Production hardening: on whenever DEBUG is off (check --deploy prints no warning).
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

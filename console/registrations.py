@@ -27,6 +27,7 @@ from chatplatform.models import (
     Tenant,
 )
 from chatplatform.services import api_key_revoke, membership_remove, user_sync_staff
+from console.exports import tenant_exports_view
 from console.model_catalog import ModelCatalogActionMixin
 from console.profile_form import ModelProfileForm
 from console.reports import calibrations, job_status, usage_report
@@ -130,6 +131,11 @@ class TenantAdmin(SpendUsedMixin, AuditedAdminMixin, admin.ModelAdmin):
                 wrap(self.usage_view),
                 name="chatplatform_tenant_usage",
             ),
+            path(
+                "<path:object_id>/exports/",
+                wrap(self.exports_view),
+                name="chatplatform_tenant_exports",
+            ),
             *super().get_urls(),
         ]
 
@@ -175,6 +181,10 @@ class TenantAdmin(SpendUsedMixin, AuditedAdminMixin, admin.ModelAdmin):
             "calibrations": calibrations(report.profiles),
         }
         return TemplateResponse(request, "admin/chatplatform/tenant/usage.html", context)
+
+    def exports_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Export the whole tenant's conversations (``console.exports``)."""
+        return tenant_exports_view(self, request, self.get_object(request, unquote(object_id)))
 
     def jobs_view(self, request: HttpRequest) -> HttpResponse:
         """Backfill and summary jobs, and API keys created and revoked, for the admin's

@@ -456,3 +456,11 @@ def instructions_recapture(tenant: Tenant | int, message: Message) -> list[Saved
             source_message_id=message.pk, superseded_at__isnull=True, kind__in=standing
         ).update(superseded_at=timezone.now(), ended_reason=FactEnd.EDITED)
     return instructions_capture(tenant_id, message)
+
+
+def user_memories_remove(tenant: Tenant | int, user: Any) -> int:
+    """Delete every memory of ``user`` in the tenant, current and past (their account is
+    being deleted); returns how many rows went."""
+    with tenant_scope(_id(tenant)):
+        deleted, _ = UserFact.objects.filter(user_id=_id(user)).delete()
+    return int(deleted)

@@ -6,6 +6,7 @@ from .policies import ContextPolicy
 from .profiles import ModelProfile
 from .spending import MonthlySpend
 from .tenants import ApiKey, Membership, MembershipRole, Tenant
+from .transfers import Transfer, TransferFormat, TransferKind, TransferStatus
 
 __all__ = [
     "ApiKey",
@@ -20,4 +21,8 @@ __all__ = [
     "ModelProfile",
     "MonthlySpend",
     "Tenant",
+    "Transfer",
+    "TransferFormat",
+    "TransferKind",
+    "TransferStatus",
 ]

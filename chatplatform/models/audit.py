@@ -17,6 +17,8 @@ class AuditAction(models.TextChoices):
     LOCKED_OUT = "locked_out", "Locked out"
     KEY_NEW_ADDRESS = "key_new_address", "API key used from a new address"
     ENDPOINT_REFUSED = "endpoint_refused", "Endpoint refused"
+    ACCOUNT_DELETED = "account_deleted", "Account deleted by its user"
+    TENANT_EXPORTED = "tenant_exported", "Tenant's conversations exported"
 
 
 class AuditEvent(models.Model):

@@ -75,6 +75,10 @@ class Conversation(TenantOwnedModel):
     #: The system prompt an SDK client sent with its latest request (the SDK-compatible API):
     #: framed as data after the platform's own system prompt, never in its place.
     client_system = models.TextField(blank=True, default="", editable=False)
+    #: The id an export gave the conversation it was imported from (ChatGPT's conversation
+    #: id, Claude's uuid, or the platform's own export id): importing it again for the same
+    #: user adds only the messages it lacks. Empty for conversations started here.
+    source_id = models.CharField(max_length=200, blank=True, default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -82,6 +86,13 @@ class Conversation(TenantOwnedModel):
         db_table = "chats_conversation"
         indexes = [
             models.Index(fields=["tenant", "-updated_at"], name="conversation_recent_idx"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "created_by", "source_id"],
+                condition=~Q(source_id=""),
+                name="conversation_unique_source",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -14,6 +14,7 @@ from chats.api.views.conversations import (
     ConversationLeaveView,
     ConversationListView,
 )
+from chats.api.views.exports import ExportDetailView, ExportDownloadView, ExportListView
 from chats.api.views.facts import FactByKeyView, FactDetailView, FactListView
 from chats.api.views.messages import MessageDetailView, MessageImageView, MessageListView
 from chats.api.views.platform import (
@@ -40,6 +41,9 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
     path("me/", MeView.as_view(), name="me"),
+    path("exports/", ExportListView.as_view(), name="exports"),
+    path("exports/<int:export_id>/", ExportDetailView.as_view(), name="export"),
+    path("exports/<int:export_id>/download/", ExportDownloadView.as_view(), name="export-download"),
     path("conversations/", ConversationListView.as_view(), name="conversations"),
     path(CONVERSATION, ConversationDetailView.as_view(), name="conversation"),
     path(CONVERSATION + "archive/", ConversationArchiveView.as_view(), name="archive"),

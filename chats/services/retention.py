@@ -35,6 +35,13 @@ def _files_remove(names: list[str]) -> None:
             logger.warning("could not remove the image file %s", name)
 
 
+def files_remove_after_commit(names: list[str]) -> None:
+    """Remove these image files once the caller's transaction commits (never before: a
+    rolled-back deletion keeps its files)."""
+    if names:
+        transaction.on_commit(partial(_files_remove, names))
+
+
 def conversations_remove(tenant_id: int, conversation_ids: Iterable[int]) -> int:
     """Delete these conversations of the tenant (see the module); returns how many were."""
     ids = list(conversation_ids)
@@ -50,7 +57,7 @@ def conversations_remove(tenant_id: int, conversation_ids: Iterable[int]) -> int
         ]
         TurnRecord.objects.filter(conversation_id__in=ids).update(included=[], excluded=[])
         _, by_model = Conversation.objects.filter(pk__in=ids, tenant_id=tenant_id).delete()
-        transaction.on_commit(partial(_files_remove, files))
+        files_remove_after_commit(files)
     return int(by_model.get(Conversation._meta.label, 0))
 
 

@@ -5,6 +5,7 @@ conversation so that its next request is recognised (:class:`ConversationFingerp
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -28,7 +29,12 @@ IMPORT_BATCH = 500
 
 
 def transcript_import(
-    conversation: Conversation, user: Any, turns: Sequence[tuple[str, str]]
+    conversation: Conversation,
+    user: Any,
+    turns: Sequence[tuple[str, str]],
+    *,
+    client_ids: Sequence[str | None] | None = None,
+    written_at: Sequence[datetime] | None = None,
 ) -> list[Message]:
     """Store ``turns`` (``(role, text)``, roles ``user`` or ``assistant``, oldest first) as
     complete messages of ``conversation``, atomically: a user turn as ``user``'s message, an
@@ -44,7 +50,11 @@ def transcript_import(
     nothing else happens per message there either: the full-text index is the database's own
     (a generated column on PostgreSQL, triggers on SQLite), and the jobs that embed and
     summarise new messages are scheduled after the reply to the client's new turn, for
-    everything it has not handled yet."""
+    everything it has not handled yet.
+
+    ``client_ids`` and ``written_at`` (one per turn) give the messages their client ids and
+    their original times (an imported export's: ``chats.transfer.conversation_import``);
+    without them the messages have none and the time of the import."""
     if not turns:
         return []
     policy = policy_for(conversation)
@@ -70,6 +80,7 @@ def transcript_import(
                 status=Status.COMPLETE,
                 token_count=tokens,
                 token_counter=counter.name,
+                client_id=client_ids[offset] if client_ids else None,
             )
             message = Message(seq=first_seq + offset, **fields)
             stored.append(message)
@@ -84,6 +95,11 @@ def transcript_import(
         for reply, question in replies:
             reply.answers = question
         Message.objects.bulk_create([reply for reply, _ in replies], batch_size=IMPORT_BATCH)
+        if written_at:
+            # The insert stamps every row with the time of the import (auto_now_add).
+            for message, moment in zip(stored, written_at, strict=True):
+                message.created_at = moment
+            Message.objects.bulk_update(stored, ["created_at"], batch_size=IMPORT_BATCH)
     return stored
 
 

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from chatplatform.core.memory.kinds import FACT, memory_kind_choices
+from chatplatform.core.transfer.formats import FORMAT_LABELS
 from chatplatform.models import Tenant
 from chatplatform.models.conversations import Conversation, Participant
 from chatplatform.tenancy.scoping import tenant_scope
@@ -136,3 +137,28 @@ class FactShareForm(forms.Form):
 
 class TenantSwitchForm(forms.Form):
     tenant_id = forms.IntegerField()
+
+
+class ImportForm(forms.Form):
+    format = forms.ChoiceField(
+        label="Exported from",
+        choices=list(FORMAT_LABELS.items()),
+        help_text="The conversations.json of the export, or the zip archive the service sent.",
+    )
+    file = forms.FileField(label="Export file")
+
+
+class ExportForm(forms.Form):
+    format = forms.ChoiceField(
+        choices=[
+            ("claude", "JSON (Claude's export shape; can be imported again)"),
+            ("markdown", "Markdown (a zip of one file per conversation)"),
+        ]
+    )
+
+
+class AccountDeleteForm(forms.Form):
+    password = forms.CharField(
+        label="Your password", widget=forms.PasswordInput, required=False, strip=False
+    )
+    confirm = forms.CharField(label="Type your username to confirm", max_length=150, required=True)

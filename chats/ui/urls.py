@@ -10,6 +10,11 @@ app_name = "chats_ui"
 
 urlpatterns = [
     path("tenant/switch/", views.tenant_switch, name="tenant_switch"),
+    path("account/", views.account, name="account"),
+    path("account/import/", views.account_import, name="account_import"),
+    path("account/export/", views.account_export, name="account_export"),
+    path("account/delete/", views.account_delete_view, name="account_delete"),
+    path("account/downloads/<str:token>/", views.transfer_download, name="transfer_download"),
     path("chats/", views.conversation_list, name="conversation_list"),
     path("chats/new/", views.conversation_new, name="conversation_new"),
     path("chats/start/", views.conversation_start_view, name="conversation_start"),

@@ -29,6 +29,7 @@ class World:
     fact: int
     profile: int
     image: int  # a message with an image
+    export: int = MISSING  # an export of the conversations, done, its file there
 
 
 @pytest.fixture
@@ -48,7 +49,26 @@ def world_b(tenant_b, member_b, conversation_b) -> World:
             max_output_tokens=256,
         )
     assert record.user_message_id
-    return World(conversation_b.pk, record.user_message_id, fact.pk, profile.pk, message.pk)
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from chatplatform.models import Transfer
+    from chats.transfer.files import file_save
+
+    with tenant_scope(tenant_b):
+        export = Transfer.objects.create(
+            tenant=tenant_b,
+            user=member_b,
+            kind="export",
+            format="claude",
+            status="done",
+            file=file_save(tenant_b.pk, "exports", b"[]", "json"),
+            expires_at=timezone.now() + timedelta(hours=1),
+        )
+    return World(
+        conversation_b.pk, record.user_message_id, fact.pk, profile.pk, message.pk, export.pk
+    )
 
 
 def missing_world() -> World:
@@ -56,7 +76,7 @@ def missing_world() -> World:
 
 
 # (route name, method, path template, body); {c} conversation, {m} message, {f} fact, {p} profile,
-# {i} a message with an image
+# {i} a message with an image, {x} an export
 OBJECT_ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("conversation", "get", "conversations/{c}/", None),
     ("conversation", "patch", "conversations/{c}/", {"title": "taken"}),
@@ -72,6 +92,8 @@ OBJECT_ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("message-edit", "post", "conversations/{c}/messages/{m}/edit/", {"content": "taken"}),
     ("message-versions", "get", "conversations/{c}/messages/{m}/versions/", None),
     ("context-preview", "get", "conversations/{c}/context/", None),
+    ("export", "get", "exports/{x}/", None),
+    ("export-download", "get", "exports/{x}/download/", None),
     ("summaries", "get", "conversations/{c}/summaries/", None),
     ("summaries-refresh", "post", "conversations/{c}/summaries/refresh/", None),
     ("fact", "get", "facts/{f}/", None),
@@ -87,13 +109,19 @@ LIST_ENDPOINTS = [
     "usage",
     "policy",
     "model-profiles",
+    "exports",
 ]
 NOT_TENANT_DATA = ["root", "schema", "docs", "not-found"]
 
 
 def call(client, method: str, template: str, body: Any, world: World):
     path = template.format(
-        c=world.conversation, m=world.message, f=world.fact, p=world.profile, i=world.image
+        c=world.conversation,
+        m=world.message,
+        f=world.fact,
+        p=world.profile,
+        i=world.image,
+        x=world.export,
     )
     function = getattr(client, method)
     if body is None:

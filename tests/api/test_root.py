@@ -34,6 +34,7 @@ def test_the_root_lists_every_endpoint_with_its_methods(presets: None) -> None:
         assert endpoint["methods"], endpoint
         path = endpoint["path"].replace("{conversation_id}", "1").replace("{message_id}", "2")
         path = path.replace("{fact_id}", "3").replace("{profile_id}", "4").replace("{key}", "k")
+        path = path.replace("{export_id}", "5")
         assert "{" not in path, endpoint
         assert resolve(path).url_name == endpoint["name"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from chatplatform.models import (
     MembershipRole,
     ModelProfile,
     Tenant,
+    Transfer,
 )
 from chatplatform.models.conversations import Participant, TurnRecord
 from chatplatform.services import api_key_create
@@ -151,6 +153,14 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
             issuer=f"https://login.{label.lower()}.example",
             client_id=f"{label}-client",
             email_domains=f"{label.lower()}.example",
+        transfer = Transfer.objects.create(
+            tenant=tenant,
+            user=member,
+            kind="export",
+            format="claude",
+            status="done",
+            file=f"t{tenant.pk}/exports/{label}.json",
+            expires_at=timezone.now() + timedelta(hours=1),
         )
     return World(
         ids={
@@ -173,6 +183,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
             "participant": participant.pk,
             "audit": audit.pk,
             "identity_provider": identity_provider.pk,
+            "transfer": transfer.pk,
             "user": member.pk,
             "admin_user": admin.pk,
             "username": member.username,

@@ -40,6 +40,16 @@ class Case:
     note: str = ""
 
 
+def download_link_token(tenant_id: Any, transfer_id: Any) -> str:
+    """A signed download link's token naming that tenant's export (as the Account page
+    gives its owner)."""
+    from django.core import signing
+
+    from chats.transfer.files import SALT
+
+    return signing.dumps({"t": tenant_id, "x": transfer_id}, salt=SALT, compress=True)
+
+
 def conv(t: World, own: World) -> dict[str, Any]:
     return {"conversation_id": t["conversation"]}
 
@@ -114,6 +124,9 @@ HTTP_CASES: dict[str, list[Case]] = {
     "api:schema": PUBLIC,
     "api:docs": PUBLIC,
     "api:me": [Case()],
+    "api:exports": [Case(body={"post": const({"format": "nosuch"})})],
+    "api:export": [Case(kwargs=lambda t, own: {"export_id": t["transfer"]})],
+    "api:export-download": [Case(kwargs=lambda t, own: {"export_id": t["transfer"]})],
     "api:conversations": [
         Case(query=const("q=a")),
         Case(
@@ -233,6 +246,15 @@ HTTP_CASES: dict[str, list[Case]] = {
         Case(methods=("post",), body={"post": lambda t, own: {"tenant_id": t["tenant"]}})
     ],
     "chats_ui:conversation_list": [Case(query=const("q=a"))],
+    "chats_ui:account": [Case()],
+    "chats_ui:account_import": [Case(body={"post": const({"format": "chatgpt"})})],
+    "chats_ui:account_export": [Case(body={"post": const({"format": "nosuch"})})],
+    "chats_ui:account_delete": [
+        Case(body={"post": const({"password": "wrong", "confirm": "wrong"})})
+    ],
+    "chats_ui:transfer_download": [
+        Case(kwargs=lambda t, own: {"token": download_link_token(t["tenant"], t["transfer"])})
+    ],
     "chats_ui:conversation_new": [
         Case(
             body={
@@ -318,6 +340,12 @@ HTTP_CASES: dict[str, list[Case]] = {
     "admin:chatplatform_tenant_usage_index": [Case()],
     "admin:chatplatform_tenant_jobs": [Case()],
     "admin:chatplatform_tenant_usage": [Case(kwargs=lambda t, own: {"object_id": t["tenant"]})],
+    "admin:chatplatform_tenant_exports": [
+        Case(
+            kwargs=lambda t, own: {"object_id": t["tenant"]},
+            body={"post": const({"format": "claude"})},
+        )
+    ],
     "admin:auth_user_password_change": [
         Case(
             kwargs=lambda t, own: {"id": t["user"]},

@@ -41,6 +41,7 @@ GLOBAL_KEYS = [
 CROSS_TENANT_TASKS = {
     "chats.tasks.mark_stale_replies": "finishes replies whose process died, in every tenant",
     "chats.tasks.expire_conversations": "beat sweep; each tenant's retention in its own scope",
+    "chats.tasks.remove_expired_exports": "beat sweep; each tenant's expired exports in its scope",
     "summaries.tasks.refresh_periodic_summaries": "beat sweep; dispatches per-tenant tasks",
     "summaries.tasks.backfill_token_counts": "beat sweep over every tenant, or one (tenant_id)",
     "chats.tasks.backfill_message_embeddings": "beat sweep; dispatches per-tenant tasks",

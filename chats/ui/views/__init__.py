@@ -1,5 +1,12 @@
 """Views of the web UI: thin adapters over the services and selectors."""
 
+from .account import (
+    account,
+    account_delete_view,
+    account_export,
+    account_import,
+    transfer_download,
+)
 from .attachments import message_image
 from .composer import message_fit_view, message_versions_view
 from .conversation_actions import (
@@ -29,6 +36,10 @@ from .summaries import conversation_summaries
 from .tenants import tenant_switch
 
 __all__ = [
+    "account",
+    "account_delete_view",
+    "account_export",
+    "account_import",
     "conversation_archive_view",
     "conversation_delete_view",
     "conversation_detail",
@@ -50,5 +61,6 @@ __all__ = [
     "message_versions_view",
     "participant_add_view",
     "tenant_switch",
+    "transfer_download",
     "turn_meter",
 ]
