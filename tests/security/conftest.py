@@ -153,6 +153,7 @@ def build_world(tenant: Tenant, admin: Any, member: Any, label: str) -> World:
             issuer=f"https://login.{label.lower()}.example",
             client_id=f"{label}-client",
             email_domains=f"{label.lower()}.example",
+        )
         transfer = Transfer.objects.create(
             tenant=tenant,
             user=member,
