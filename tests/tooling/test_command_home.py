@@ -11,6 +11,7 @@ TOOLING_COMMANDS = {
     "bench_chat",
     "bench_compat",
     "bench_cost",
+    "bench_quota",
     "eval_recall",
     "eval_tokens",
     "fit_token_estimator",
