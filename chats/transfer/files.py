@@ -8,13 +8,15 @@ transfer's owner (a tenant export: an admin of that tenant)."""
 from __future__ import annotations
 
 import uuid
+from typing import IO, Any
 
 from django.conf import settings
 from django.core import signing
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage
+from django.utils import timezone
 
-from chatplatform.models import Transfer
+from chatplatform.models import Transfer, TransferKind, TransferStatus
 
 SALT = "chats.transfer.download"
 
@@ -55,3 +57,27 @@ def token_transfer(token: str) -> tuple[int, int] | None:
     if not isinstance(tenant_id, int) or not isinstance(transfer_id, int):
         return None
     return tenant_id, transfer_id
+
+
+def export_available(transfer: Transfer) -> bool:
+    """An export whose file is written and whose link has not expired."""
+    return bool(
+        transfer.kind != TransferKind.IMPORT
+        and transfer.status == TransferStatus.DONE
+        and transfer.file
+        and transfer.expires_at is not None
+        and transfer.expires_at > timezone.now()
+    )
+
+
+def export_file(transfer: Transfer) -> tuple[IO[Any], str] | None:
+    """The open file of an available export and the name it is downloaded as; None when it
+    is not available (not done, expired, removed)."""
+    if not export_available(transfer):
+        return None
+    try:
+        handle = transfer_storage().open(transfer.file, "rb")
+    except OSError:
+        return None
+    extension = transfer.file.rsplit(".", 1)[-1]
+    return handle, f"conversations-{transfer.created_at:%Y%m%d}.{extension}"

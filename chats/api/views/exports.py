@@ -7,7 +7,6 @@ from typing import Any
 
 from django.http import FileResponse
 from django.urls import reverse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
@@ -15,7 +14,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from chatplatform.models import Transfer, TransferKind, TransferStatus
+from chatplatform.models import Transfer, TransferKind
 from chats.api.schema import error_response
 from chats.api.serializers.exports import (
     ExportListSerializer,
@@ -23,23 +22,14 @@ from chats.api.serializers.exports import (
     ExportSerializer,
 )
 from chats.api.views.base import TenantAPIView, valid_id
-from chats.transfer.files import transfer_storage
+from chats.transfer.files import export_available, export_file
 from chats.transfer.jobs import transfer_export_start, transfer_get, transfers_of
 
 TAG = ["exports"]
 
 
-def _available(row: Transfer) -> bool:
-    return bool(
-        row.status == TransferStatus.DONE
-        and row.file
-        and row.expires_at is not None
-        and row.expires_at > timezone.now()
-    )
-
-
 def _data(row: Transfer) -> dict[str, Any]:
-    download = reverse("api:export-download", args=[row.pk]) if _available(row) else None
+    download = reverse("api:export-download", args=[row.pk]) if export_available(row) else None
     return {**ExportSerializer(row).data, "download": download}
 
 
@@ -107,16 +97,8 @@ class ExportDownloadView(ExportDetailView):
         },
     )
     def get(self, request: Request, export_id: int) -> FileResponse:  # type: ignore[override]
-        row = self.row(export_id)
-        if not _available(row):
+        opened = export_file(self.row(export_id))
+        if opened is None:
             raise NotFound("No such export file: not done yet, or its link expired.")
-        try:
-            handle = transfer_storage().open(row.file, "rb")
-        except OSError:
-            raise NotFound("No such export file.") from None
-        extension = row.file.rsplit(".", 1)[-1]
-        return FileResponse(
-            handle,
-            as_attachment=True,
-            filename=f"conversations-{row.created_at:%Y%m%d}.{extension}",
-        )
+        handle, filename = opened
+        return FileResponse(handle, as_attachment=True, filename=filename)

@@ -20,7 +20,7 @@ from django.views.decorators.http import require_POST
 from chatplatform.models import Membership, MembershipRole, Transfer, TransferKind, TransferStatus
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.transfer.account_deletion import account_delete
-from chats.transfer.files import download_token, token_transfer, transfer_storage
+from chats.transfer.files import download_token, export_file, token_transfer
 from chats.transfer.jobs import (
     TransferRejected,
     transfer_export_start,
@@ -116,22 +116,11 @@ def transfer_download(request: HttpRequest, token: str) -> HttpResponseBase:
     row = transfer_get(
         tenant_id, transfer_id, request.user, admin=membership.role == MembershipRole.ADMIN
     )
-    if (
-        row is None
-        or row.kind == TransferKind.IMPORT
-        or not row.file
-        or row.expires_at is None
-        or row.expires_at <= timezone.now()
-    ):
+    opened = export_file(row) if row is not None else None
+    if opened is None:
         raise Http404("This download link is not valid or has expired.")
-    try:
-        handle = transfer_storage().open(row.file, "rb")
-    except OSError:
-        raise Http404("This download link is not valid or has expired.") from None
-    extension = row.file.rsplit(".", 1)[-1]
-    return FileResponse(
-        handle, as_attachment=True, filename=f"conversations-{row.created_at:%Y%m%d}.{extension}"
-    )
+    handle, filename = opened
+    return FileResponse(handle, as_attachment=True, filename=filename)
 
 
 @require_POST
