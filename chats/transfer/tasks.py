@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from chatplatform.audit import audit_record
@@ -70,6 +71,16 @@ def _import(transfer: Transfer) -> None:
         )
     except (TransferFormatError, MessageRejected) as exc:
         jobs.transfer_fail(transfer.tenant_id, transfer.pk, f"{exc} Nothing was imported.")
+        file_remove(transfer.file)
+        return
+    except SoftTimeLimitExceeded:
+        # Ended for good (run again, it would end the same way): the transaction rolled back.
+        jobs.transfer_fail(
+            transfer.tenant_id,
+            transfer.pk,
+            "The import took longer than a job may run; nothing was imported. Import the "
+            "conversations in smaller files.",
+        )
         file_remove(transfer.file)
         return
     jobs.transfer_done(transfer, result.as_dict())

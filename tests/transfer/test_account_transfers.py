@@ -196,3 +196,21 @@ def test_an_expired_link_is_refused_and_the_beat_job_removes_the_file(
     # A link older than TRANSFER_LINK_HOURS is refused by its signature too.
     settings.TRANSFER_LINK_HOURS = 0
     assert client.get(link).status_code == 404
+
+
+def test_an_import_past_the_jobs_time_fails_once_and_stores_nothing(
+    client, tenant_a, member_a, jobs_run, followups, monkeypatch
+):
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    def slow(*args, **kwargs):
+        raise SoftTimeLimitExceeded()  # the job's time ran out inside the import
+
+    monkeypatch.setattr(tasks, "conversations_import_file", slow)
+    client.force_login(member_a)
+    upload(client, chatgpt_export())
+    transfer = latest(tenant_a)
+    assert transfer.status == TransferStatus.FAILED and "smaller files" in transfer.error
+    assert tasks.run_transfer(tenant_a.pk, transfer.pk) == TransferStatus.FAILED  # not again
+    with tenant_scope(tenant_a):
+        assert not Message.objects.exists()
