@@ -2,8 +2,9 @@
 naming the parameter otherwise), the input items read into turns and system text.
 
 Input items are read by kind, one reader per item ``type`` (:data:`ITEM_READERS`) and one per
-content part ``type`` (:data:`PART_READERS`); a kind without a reader (tool calls and their
-outputs, images, files, references to stored items) is refused naming it, never dropped.
+content part ``type`` (:data:`PART_READERS`: text, and images by URL or inline); a kind without
+a reader (tool calls and their outputs, files, references to stored items) is refused naming
+it, never dropped.
 
 Fields are an allow-list: anything else the body sets (tools, ``background``, ``conversation``
 objects, reasoning options, prompt templates...) is refused naming it."""
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from chats.api.compat.images import ImageRef, new_message_image, openai_image
 from chats.api.compat.openai_chat import SYSTEM_ROLES
 from chats.api.compat.threads import invalid
 from chats.api.compat.transcript import ASSISTANT, USER, Turn
@@ -39,6 +41,8 @@ class ResponsesCall:
     metadata: dict[str, str] = field(default_factory=dict)
     #: The ``X-Conversation-Id`` header's value, else ``metadata.conversation_id``.
     conversation_id: Any = None
+    #: The image of the client's new message, if it carries one.
+    image: ImageRef | None = None
 
 
 @dataclass
@@ -47,6 +51,8 @@ class _Read:
 
     turns: list[Turn] = field(default_factory=list)
     system: list[str] = field(default_factory=list)
+    #: The images of the user turn the input ends with.
+    trailing: list[ImageRef] = field(default_factory=list)
 
 
 def _text_part(part: dict[str, Any], where: str) -> str:
@@ -56,39 +62,57 @@ def _text_part(part: dict[str, Any], where: str) -> str:
     return text
 
 
-#: Content part ``type`` -> its text. Images and files are not read on this endpoint yet.
-PART_READERS: Mapping[str, Callable[[dict[str, Any], str], str]] = {
+def _image_part(part: dict[str, Any], where: str) -> ImageRef:
+    """``input_image``: ``image_url`` a data URL or an http(s) URL (a stored file's
+    ``file_id`` is not read: this platform keeps no files of OpenAI's)."""
+    if part.get("file_id") and not part.get("image_url"):
+        raise invalid(f"{where}: images by file_id are not supported; send image_url.", "input")
+    return openai_image(part, where)
+
+
+#: Content part ``type`` -> its text, or the image it carries. Files are not read here.
+PART_READERS: Mapping[str, Callable[[dict[str, Any], str], str | ImageRef]] = {
     "input_text": _text_part,
     "output_text": _text_part,
+    "input_image": _image_part,
 }
 
 
-def _content_text(content: Any, where: str) -> str:
+def _content(content: Any, where: str) -> tuple[str, list[ImageRef]]:
+    """A message's text (its text parts joined) and its images."""
     if isinstance(content, str):
-        return content
+        return content, []
     if not isinstance(content, list):
         raise invalid(f"{where}.content must be a string or a list of content parts.", "input")
-    parts = []
+    parts: list[str] = []
+    images: list[ImageRef] = []
     for index, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         reader = PART_READERS.get(kind) if isinstance(kind, str) else None
         if reader is None:
             raise invalid(
                 f"{where}.content[{index}]: content parts of type {kind!r} are not supported "
-                "by this endpoint (text parts only).",
+                "by this endpoint (text and images only).",
                 "input",
             )
-        parts.append(reader(part, f"{where}.content[{index}]"))
-    return "\n".join(parts)
+        found = reader(part, f"{where}.content[{index}]")
+        if isinstance(found, ImageRef):
+            images.append(found)
+        else:
+            parts.append(found)
+    return "\n".join(parts), images
 
 
 def _message_item(item: dict[str, Any], where: str, read: _Read) -> None:
     role = item.get("role")
-    text = _content_text(item.get("content"), where)
+    text, images = _content(item.get("content"), where)
+    if images and role != USER:
+        raise invalid(f"{where}: only a user message can carry images.", "input")
     if role in SYSTEM_ROLES:
         read.system.append(text)
     elif role in (USER, ASSISTANT):
         read.turns.append((str(role), text))
+        read.trailing = read.trailing + images if role == USER else []
     else:
         raise invalid(f"{where}.role must be user, assistant, system or developer.", "input")
 
@@ -99,10 +123,11 @@ ITEM_READERS: Mapping[str, Callable[[dict[str, Any], str, _Read], None]] = {
 }
 
 
-def input_read(value: Any) -> tuple[list[Turn], list[str]]:
-    """The turns and system texts of ``input`` (a string: one user turn)."""
+def input_read(value: Any) -> _Read:
+    """The turns, system texts and the new message's images of ``input`` (a string: one
+    user turn)."""
     if isinstance(value, str):
-        return [(USER, value)], []
+        return _Read(turns=[(USER, value)])
     if not isinstance(value, list) or not value:
         raise invalid("input must be a string or a non-empty list of input items.", "input")
     read = _Read()
@@ -118,7 +143,7 @@ def input_read(value: Any) -> tuple[list[Turn], list[str]]:
                 "input",
             )
         reader(item, where, read)
-    return read.turns, read.system
+    return read
 
 
 def _none_listed(value: Any) -> bool:
@@ -245,7 +270,8 @@ def responses_call(data: Any, named: str | None) -> ResponsesCall:
             raise invalid(f"{name}: this value is not supported by this endpoint.", name)
     if "input" not in data:
         raise invalid("input is required.", "input")
-    turns, system = input_read(data["input"])
+    read = input_read(data["input"])
+    turns, system = read.turns, read.system
     if not turns or turns[-1][0] != USER:
         raise invalid("The last input message must be the user's.", "input")
     instructions = _optional(data, "instructions", str, None)
@@ -260,4 +286,5 @@ def responses_call(data: Any, named: str | None) -> ResponsesCall:
         previous_response_id=previous or None,
         metadata=metadata,
         conversation_id=named if named is not None else metadata.get(CONVERSATION_KEY),
+        image=new_message_image(read.trailing),
     )

@@ -116,6 +116,7 @@ class ResponsesView(CompatView):
             principal,
             call.turns,
             system=call.system,
+            image=image_payload(call.image),
             conversation_id=_conversation_named(principal, call),
             idempotency_key=request.headers.get("Idempotency-Key"),
             all_new=call.previous_response_id is not None,

@@ -252,3 +252,40 @@ def test_an_image_host_resolving_to_a_private_address_is_refused(image_host, set
     settings.IMAGE_URL_ALLOW_PRIVATE_NETWORKS = False
     with pytest.raises(ImageRejected, match="private or reserved"):
         fetch_image("http://images.example.test/cat.png", resolver=lambda host, port: ["10.0.0.7"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_responses_input_image_is_stored_and_shown_to_the_model(
+    live_url, seen, vision, key_a, tenant_a
+):
+    sdk = client(live_url, key_a)
+    raw = sdk.responses.with_raw_response.create(
+        model="m",
+        input=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "What is this?"},
+                    {"type": "input_image", "image_url": DATA_URL, "detail": "auto"},
+                ],
+            }
+        ],
+    )
+    conversation_id = int(raw.headers["x-conversation-id"])
+    assert stored_images(tenant_a, conversation_id)[0] == ("What is this?", PNG)
+    assert [base64.b64decode(p.data) for p in image_parts(seen[-1])] == [PNG]
+    for refused, wording in (
+        ({"type": "input_image", "file_id": "file-1"}, "file_id"),
+        ({"type": "input_image", "image_url": "data:image/png;base64,bm90IGFuIGltYWdl"}, "PNG"),
+    ):
+        with pytest.raises(openai.BadRequestError) as error:
+            sdk.responses.create(model="m", input=[{"role": "user", "content": [refused]}])
+        assert wording in str(error.value)
+    with pytest.raises(openai.BadRequestError, match="only a user message"):
+        sdk.responses.create(
+            model="m",
+            input=[
+                {"role": "assistant", "content": [{"type": "input_image", "image_url": DATA_URL}]},
+                {"role": "user", "content": "Hi"},
+            ],
+        )

@@ -231,7 +231,7 @@ def test_malformed_and_unsupported_bodies_are_400_naming_the_parameter(live_url,
         (
             {
                 "model": "m",
-                "input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}],
+                "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}],
             },
             "input",
         ),
