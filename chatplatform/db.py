@@ -1,12 +1,15 @@
 """Database helpers of the raw-SQL reads and writes on the hot paths: statements prepared
-once per connection, and datetime columns read back as the ORM would give them."""
+once per connection, and datetime columns read back as the ORM would give them; and telling
+a database that cannot be reached from a statement that failed."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any, cast
 
+import psycopg
 from django.conf import settings
+from django.db import OperationalError as DjangoOperationalError
 from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -54,3 +57,25 @@ def column_datetime(value: Any) -> datetime | None:
     if value is not None and settings.USE_TZ and timezone.is_naive(value):
         value = timezone.make_aware(value, UTC)
     return cast(datetime | None, value)
+
+
+#: PostgreSQL's answers that mean "not now": too many connections, out of connection slots,
+#: the server starting or shutting down.
+UNREACHABLE_STATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03"})
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database could not be reached (a refused or failed
+    connection, no connection slot left), as opposed to a statement that failed: then
+    nothing was written, and the same request later can succeed."""
+    if not isinstance(exc, DjangoOperationalError):
+        return False
+    cause = exc.__cause__
+    if not isinstance(cause, psycopg.OperationalError):
+        return False
+    state = cause.sqlstate or ""
+    return (
+        state in UNREACHABLE_STATES
+        or state.startswith("08")
+        or str(cause).startswith("connection failed")
+    )

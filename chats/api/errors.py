@@ -21,6 +21,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
 from chatplatform.bruteforce import CACHE_UNAVAILABLE
+from chatplatform.db import database_unreachable
 
 logger = logging.getLogger("chats.api")
 
@@ -52,7 +53,8 @@ RETRY_AFTER_UNAVAILABLE_SECONDS = 10
 
 
 class ServiceUnavailable(ApiError):
-    """503: a service the request needs (Redis: reply coordination, the channel layer) cannot
+    """503: a service the request needs (Redis: reply coordination, the channel layer; the
+    database, when it takes no more connections) cannot
     be reached. Nothing was stored, or what was stored is answered when the client sends it
     again with the same ``client_id``."""
 
@@ -120,6 +122,12 @@ def handled_exception(
         exc = RequestTooLarge("The request body is too large.")
     if isinstance(exc, CACHE_UNAVAILABLE):
         logger.warning("a service the API needs is unavailable: %s", exc)
+        exc = ServiceUnavailable()
+    elif database_unreachable(exc):
+        # No connection, so nothing of this request was written: the same request later can
+        # succeed (a 500 would say the request itself is at fault).
+        logger.warning("the database is unreachable: %s", exc)
+        set_rollback()
         exc = ServiceUnavailable()
     response = drf_exception_handler(exc, context)
     if response is None:
