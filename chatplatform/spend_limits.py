@@ -63,8 +63,7 @@ def spend_limits_check(
     now = now or timezone.now()
     standings, found = spend_standings(tenant_id, user_id, api_key_id, now=now)
     for item in found:
-        standing = Standing(item.spender, item.limit, item.spent)
-        if item.row_id is not None and standing.warned and item.warned_month != standings.month:
+        if item.limited and item.standing.warned and item.warned_month != standings.month:
             _warn_once(tenant_id, item, standings.month)
     refusal = standings.refusal
     if refusal is not None:
@@ -103,12 +102,12 @@ def spend_warning_email(tenant_id: int, spender: str, row_id: int, month: str) -
     with tenant_scope(tenant_id):
         user_id = key_id = None
         who = f"The workspace {tenant.name}"
-        if spender == "member":
+        if kind is MEMBER:
             membership = Membership.objects.select_related("user").filter(pk=row_id).first()
             if membership is None:
                 return 0
             user_id, who = membership.user_id, f"{membership.user.get_username()} in {tenant.name}"
-        elif spender == "api_key":
+        elif kind is API_KEY:
             key = ApiKey.objects.filter(pk=row_id).first()
             if key is None:
                 return 0

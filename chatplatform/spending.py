@@ -106,6 +106,15 @@ class LimitRow:
     row_id: int | None
     spent: MonthlySpend
 
+    @property
+    def limited(self) -> bool:
+        """The spender exists and has a limit set."""
+        return self.row_id is not None and self.limit.is_set
+
+    @property
+    def standing(self) -> Standing:
+        return Standing(self.spender, self.limit, self.spent)
+
 
 def _read(
     tenant_id: int, user_id: int | None, api_key_id: int | None, month: date
@@ -166,11 +175,7 @@ def spend_standings(
         if month_start(now, zone) != month:
             month = month_start(now, zone)
             zone_name, found = _read(tenant_id, user_id, api_key_id, month) or (zone_name, [])
-    items = tuple(
-        Standing(item.spender, item.limit, item.spent)
-        for item in found
-        if item.row_id is not None and item.limit.is_set
-    )
+    items = tuple(item.standing for item in found if item.limited)
     return Standings(month=month, items=items, month_end=month_end(month, zone)), found
 
 
@@ -206,20 +211,26 @@ class SpendEntry:
         return rows
 
 
+def spend_upsert_sql(source: str) -> str:
+    """The statement adding the rows of ``source`` (a VALUES list or a SELECT of tenant,
+    month, user_pk, api_key_pk, cost_usd, tokens, turns) to the month's totals: a total's
+    first turn creates its row, the next ones add to it."""
+    table = MonthlySpendRow._meta.db_table
+    return (
+        f"INSERT INTO {table} (tenant_id, month, user_pk, api_key_pk, cost_usd, tokens, turns) "
+        f"{source} ON CONFLICT (tenant_id, month, user_pk, api_key_pk) DO UPDATE SET "
+        f"cost_usd = {table}.cost_usd + excluded.cost_usd, "
+        f"tokens = {table}.tokens + excluded.tokens, turns = {table}.turns + 1"
+    )
+
+
 def monthly_spend_add(tenant_id: int, entry: SpendEntry) -> None:
     """Add a turn to its month's totals, in one statement (inside the caller's transaction;
     PostgreSQL's reply finish adds them in the statement that stores the turn's usage)."""
-    table = MonthlySpendRow._meta.db_table
     rows = entry.rows()
     values = ", ".join(["(%s, %s, %s, %s, %s, %s, 1)"] * len(rows))
     params: list[Any] = []
     for user_pk, api_key_pk in rows:
         params += [tenant_id, entry.month, user_pk, api_key_pk, entry.cost_usd, entry.tokens]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (tenant_id, month, user_pk, api_key_pk, cost_usd, tokens, "  # noqa: S608
-            f"turns) VALUES {values} ON CONFLICT (tenant_id, month, user_pk, api_key_pk) DO "
-            f"UPDATE SET cost_usd = {table}.cost_usd + excluded.cost_usd, "
-            f"tokens = {table}.tokens + excluded.tokens, turns = {table}.turns + 1",
-            params,
-        )
+        cursor.execute(spend_upsert_sql(f"VALUES {values}"), params)

@@ -22,15 +22,7 @@ logger = logging.getLogger(__name__)
 
 def internal_error_event(reply_id: int | None) -> dict[str, Any]:
     """The closing event of a reply that failed for a reason of ours, not the provider's."""
-    return {
-        "type": "error",
-        "code": "internal_error",
-        "message": turns.INTERNAL_ERROR_TEXT,
-        "message_id": reply_id,
-        "status": "failed",
-        "partial": False,
-        "retryable": True,
-    }
+    return turns.Unanswered(reply_id, "internal_error", turns.INTERNAL_ERROR_TEXT).event()
 
 
 def elapsed_ms(start: float, end: float | None) -> int | None:

@@ -102,7 +102,6 @@ class Unanswered:
     """A waiting message given a failed reply without a provider call: its preparation
     failed unexpectedly, or a spending limit refused it."""
 
-    message_id: int
     reply_id: int | None
     code: str
     text: str
@@ -159,16 +158,12 @@ def turn_prepare_next(
             prepared = turn_prepare(tenant_id, message_id, spend_check=message_id != spend_checked)
         except QuotaExceeded as exc:
             reply_id = turn_refuse(tenant_id, message_id, exc.code, exc.message)
-            found.failures.append(
-                Unanswered(message_id, reply_id, exc.code, exc.message, retryable=False)
-            )
+            found.failures.append(Unanswered(reply_id, exc.code, exc.message, retryable=False))
             continue
         except Exception:
             logger.exception("preparing the reply to message %s failed", message_id)
             reply_id = internal_error_record(tenant_id, message_id)
-            found.failures.append(
-                Unanswered(message_id, reply_id, "internal_error", INTERNAL_ERROR_TEXT)
-            )
+            found.failures.append(Unanswered(reply_id, "internal_error", INTERNAL_ERROR_TEXT))
             continue
         if prepared is not None:
             found.prepared = prepared

@@ -15,7 +15,7 @@ from chatplatform.core.transfer.records import (
     TransferConversation,
     TransferMessage,
     Where,
-    conversation_list,
+    conversations_read,
     iso_time,
     text_id,
 )
@@ -25,12 +25,8 @@ SENDERS = {"human": USER, "user": USER, "assistant": ASSISTANT}
 
 
 def read_claude(document: Any) -> list[TransferConversation]:
-    """The conversations of a Claude export's parsed JSON; raises TransferFormatError naming
-    what is wrong (nothing is read from a file that has an error anywhere)."""
-    return [
-        _conversation(item, Where(n, item))
-        for n, item in enumerate(conversation_list(document, SERVICE))
-    ]
+    """The conversations of a Claude export's parsed JSON (see :func:`conversations_read`)."""
+    return conversations_read(document, SERVICE, _conversation)
 
 
 def _conversation(item: Any, where: Where) -> TransferConversation:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -81,6 +82,17 @@ def _from_zip(raw: bytes, max_bytes: int) -> bytes:
                 f"{CONVERSATIONS_FILE} in the archive is larger than {max_bytes:,} bytes."
             )
         return data
+
+
+def conversations_read(
+    document: Any, service: str, read: Callable[[Any, Where], TransferConversation]
+) -> list[TransferConversation]:
+    """Each conversation of an export's parsed JSON read by ``read``; raises
+    TransferFormatError naming what is wrong (nothing is read from a file that has an error
+    anywhere)."""
+    return [
+        read(item, Where(n, item)) for n, item in enumerate(conversation_list(document, service))
+    ]
 
 
 def conversation_list(document: Any, service: str) -> list[Any]:

@@ -21,8 +21,7 @@ from django.db.models import Model
 
 from chatplatform.django_internals import instance_mark_saved
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
-from chatplatform.models.spending import MonthlySpend
-from chatplatform.spending import SpendEntry
+from chatplatform.spending import SpendEntry, spend_upsert_sql
 
 from .inserts import db_values, insert_statement
 from .interface import HotWrites, MessageAndReply
@@ -31,7 +30,6 @@ from .orm import OrmHotWrites
 _MESSAGES = Message._meta.db_table
 _CONVERSATIONS = Conversation._meta.db_table
 _TURN_RECORDS = TurnRecord._meta.db_table
-_MONTHLY_SPEND = MonthlySpend._meta.db_table
 
 _BUMP_CONVERSATION = (
     f"UPDATE {_CONVERSATIONS} SET last_seq = last_seq + 1, "  # noqa: S608
@@ -64,15 +62,11 @@ _FINISH_COUNTS = (
 )
 #: The turn's bill added to its month's totals (the tenant's, the author's, the key's) when
 #: its record was updated; a total's first turn creates its row.
-_ADD_SPEND = (
-    f", s AS (INSERT INTO {_MONTHLY_SPEND} (tenant_id, month, user_pk, api_key_pk, cost_usd, "  # noqa: S608
-    "tokens, turns) SELECT %s, %s, x.u, x.k, %s, %s, 1 FROM (VALUES (0::bigint, 0::bigint, "
-    "true), (%s, 0, %s), (0, %s, %s)) AS x(u, k, kept) WHERE x.kept AND EXISTS (SELECT 1 FROM t) "
-    "ON CONFLICT (tenant_id, month, user_pk, api_key_pk) DO UPDATE SET "
-    f"cost_usd = {_MONTHLY_SPEND}.cost_usd + EXCLUDED.cost_usd, "
-    f"tokens = {_MONTHLY_SPEND}.tokens + EXCLUDED.tokens, turns = {_MONTHLY_SPEND}.turns + 1 "
-    "RETURNING 1) "
+_SPEND_ROWS = (
+    "SELECT %s, %s, x.u, x.k, %s, %s, 1 FROM (VALUES (0::bigint, 0::bigint, true), "
+    "(%s, 0, %s), (0, %s, %s)) AS x(u, k, kept) WHERE x.kept AND EXISTS (SELECT 1 FROM t)"
 )
+_ADD_SPEND = f", s AS ({spend_upsert_sql(_SPEND_ROWS)} RETURNING 1) "
 
 #: The usage columns of the turn record that the finish writes, in the statement's order.
 USAGE_FIELDS = (
