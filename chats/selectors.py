@@ -192,7 +192,21 @@ def messages_after(conversation: Conversation, seq: int, limit: int) -> list[Mes
         return list(
             Message.objects.filter(conversation_id=conversation.pk, seq__gt=seq)
             .order_by("seq")
-            .only("id", "seq", "role", "content", "status")[:limit]
+            .only("id", "seq", "role", "content", "status", "tool_calls", "tool_results")[:limit]
+        )
+
+
+def tool_call_message(conversation: Conversation, call_ids: set[str]) -> Message | None:
+    """The newest reply of ``conversation`` that called tools, whose round is one of
+    ``call_ids`` (a round is named by its first call's id)."""
+    with tenant_scope(conversation.tenant_id):
+        return (
+            Message.objects.filter(
+                conversation_id=conversation.pk, role="assistant", tool_group__in=call_ids
+            )
+            .order_by("-seq")
+            .only("id", "tool_calls", "tool_group")
+            .first()
         )
 
 

@@ -177,6 +177,19 @@ class Message(TenantOwnedModel):
     attachment_bytes = models.PositiveIntegerField(null=True, blank=True)
     #: When its author last edited the text (the earlier texts are its revisions).
     edited_at = models.DateTimeField(null=True, blank=True)
+    #: The tools an assistant reply called, for the client that offered them to run
+    #: (``[{"id", "name", "input"}]``, the SDK-compatible API); its text may be empty.
+    tool_calls = models.JSONField(null=True, blank=True, editable=False)
+    #: What a tool message holds: the results of those calls as the client sent them
+    #: (``[{"tool_use_id", "content", "is_error"}]``); ``content`` is their text.
+    tool_results = models.JSONField(null=True, blank=True, editable=False)
+    #: Shared by a reply's tool calls and the message of their results, which the prompt
+    #: keeps or drops together (the calls' first id).
+    tool_group = models.CharField(max_length=64, null=True, blank=True, editable=False)  # noqa: DJ001
+    #: The tools the client offered the reply to this message, which the client runs itself
+    #: (``{"tools": [{"name", "description", "input_schema"}], "choice": ...}``, the
+    #: SDK-compatible API).
+    offered_tools = models.JSONField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

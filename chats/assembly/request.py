@@ -17,6 +17,7 @@ from chatplatform.core.llm.base import (
     ImagePart,
     RequestMessage,
     TextPart,
+    ToolSpec,
 )
 from chatplatform.core.llm.context_management import (
     EDITING_CHOICES,
@@ -33,8 +34,10 @@ from chatplatform.core.llm.context_report import (
     PromptSummary,
 )
 from chatplatform.core.llm.prompt_cache import CacheUsage, full_history_usage, still_cached
+from chatplatform.core.llm.tool_rounds import with_tool_parts
 from chatplatform.core.llm.tools import FACT_TOOLS
 from chatplatform.models.conversations import Conversation, Message
+from chats.assembly.selectors import tool_turns
 from chats.assembly.service import TurnContext
 from chats.images import ImageRejected, describe_image, inspect_image
 
@@ -131,7 +134,22 @@ def image_for_prompt(data: bytes, media_type: str | None, policy: Any) -> Attach
     return AttachedImage(info.media_type, "", 0, describe_image(info), prompt_budget)
 
 
-def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = None) -> ChatRequest:
+def offered_specs(offered: Any) -> tuple[ToolSpec, ...]:
+    """The tools a client offered with its message (``Message.offered_tools``)."""
+    if not offered:
+        return ()
+    return tuple(
+        ToolSpec(str(t["name"]), str(t.get("description") or ""), dict(t["input_schema"]))
+        for t in offered.get("tools") or ()
+    )
+
+
+def chat_request(
+    turn: TurnContext,
+    tools: bool,
+    image: AttachedImage | None = None,
+    offered: Any = None,
+) -> ChatRequest:
     """The request answering ``turn``: the system prompt as one cached block; for a provider
     billed by the breakpoint cache (``ProviderKind.breakpoint_cache``: Anthropic, and the
     offline provider that simulates it), one content block per turn with breakpoints at the
@@ -149,6 +167,14 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
         else:
             messages.append(RequestMessage(role, m["content"]))
     breakpoints = message_breakpoints(turn) if per_block else ()
+    if prompt.block_ids:
+        messages, breakpoints = with_tool_parts(
+            messages,
+            prompt.blocks,
+            prompt.block_ids,
+            tool_turns([i for ids in prompt.block_ids for i in ids if i is not None]),
+            breakpoints,
+        )
     if image is not None and image.tokens and messages:
         last = messages[-1]
         parts: list[Any] = (
@@ -160,6 +186,8 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
         )
         last_index = len(messages) - 1
         breakpoints = tuple((i, k + 1 if i == last_index else k) for i, k in breakpoints)
+    client_tools = offered_specs(offered)
+    choice = str((offered or {}).get("choice") or "auto") if client_tools else "auto"
     if turn.compaction_block is not None and _compaction_included(turn):
         messages, breakpoints = with_compaction(messages, breakpoints, turn.compaction_block)
     return ChatRequest(
@@ -169,7 +197,9 @@ def chat_request(turn: TurnContext, tools: bool, image: AttachedImage | None = N
         cache_breakpoints=breakpoints,
         cache_ttl=turn.policy.cache_ttl,
         messages=messages,
-        tools=FACT_TOOLS if tools else (),
+        tools=(*(FACT_TOOLS if tools else ()), *client_tools),
+        tool_choice="none" if choice == "none" else "any" if choice == "any" else "auto",
+        tool_name=str((offered or {}).get("name") or "") if choice == "tool" else "",
         # Within the model's output limit even when the policy no longer fits its model.
         max_tokens=min(turn.policy.reserved_response_tokens, turn.profile.max_output_tokens),
         context_report=_context_report(turn),

@@ -20,10 +20,11 @@ from typing import Any, cast
 
 from django.db import connection
 
-from chatplatform.core.context.formatting import person_label
+from chatplatform.core.context.formatting import person_label, tool_calls_text
 from chatplatform.core.context.types import FactItem, MessageItem
+from chatplatform.core.llm.tool_rounds import ToolTurn, tool_turn
 from chatplatform.db import execute_prepared
-from chatplatform.models.conversations import Conversation
+from chatplatform.models.conversations import Conversation, Message
 
 REPLY_EXCERPT_CHARS = 120
 
@@ -37,12 +38,26 @@ def _labelled_rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
     append = out.append
     for row in rows:
-        pk, seq, role, content, author, tokens, counter, _, excerpt, _, username, first, last = row
+        (
+            pk,
+            seq,
+            role,
+            content,
+            author,
+            tokens,
+            counter,
+            _,
+            excerpt,
+            group,
+            username,
+            first,
+            last,
+        ) = row
         if role != "assistant":
             author = labels.get(username)
             if author is None:
                 author = labels[username] = person_label(username, first, last)
-        append((pk, seq, role, content, author, tokens, counter, None, excerpt, None))
+        append((pk, seq, role, content, author, tokens, counter, None, excerpt, group))
     return out
 
 
@@ -133,7 +148,7 @@ SELECT m.id, m.seq, CASE WHEN m.role IN ('assistant', 'tool') THEN m.role ELSE '
            SELECT SUBSTR(r.content, 1, {excerpt}) FROM chats_message r
            WHERE r.id = m.reply_to_id AND r.tenant_id = m.tenant_id
        ) END,
-       CAST(NULL AS text){names}
+       m.tool_group{names}
 FROM chats_message m{join}
 WHERE m.tenant_id = %(tenant)s AND m.conversation_id = %(conversation)s
   AND m.seq < %(before)s
@@ -316,8 +331,27 @@ def recent_messages_and_facts(
         for row in rows[split:]
     ]
     del rows[split:]
-    items = item_memo.items(_labelled_rows(rows) if labels else rows)
-    return items, facts
+    if labels:
+        rows = _labelled_rows(rows)
+    if any(map(_tool_group, rows)):
+        rows = _with_tool_calls(rows)
+    return item_memo.items(rows), facts
+
+
+_tool_group = itemgetter(9)
+
+
+def _with_tool_calls(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Item rows with the contents of replies that called tools as the prompt counts and
+    reads them: their text, then their calls (``tool_calls_text``)."""
+    ids = [row[0] for row in rows if row[9] is not None and row[2] == "assistant"]
+    calls = dict(Message.objects.filter(pk__in=ids).values_list("pk", "tool_calls"))
+    return [
+        (*row[:3], tool_calls_text(row[3], calls[row[0]] or ()), *row[4:])
+        if calls.get(row[0])
+        else row
+        for row in rows
+    ]
 
 
 _second = itemgetter(1)
@@ -327,3 +361,13 @@ _second = itemgetter(1)
 #: ``rolling`` ones, the newest ``recent`` (7-day) and ``long`` (30-day) one, each part by
 #: the ``(tenant, conversation, kind, -last_seq)`` index. ``part`` numbers the parts:
 #: UNION ALL promises no order, so rows are ordered in Python.
+
+
+def tool_turns(ids: list[Any]) -> dict[Any, ToolTurn]:
+    """The tool rounds' parts of the messages ``ids`` (a reply's calls, their results), by
+    id; messages of no round are left out. Runs in the tenant's scope."""
+    rows = Message.objects.filter(pk__in=ids, tool_group__isnull=False).values_list(
+        "pk", "content", "tool_calls", "tool_results"
+    )
+    turns = {pk: tool_turn(content, calls, results) for pk, content, calls, results in rows}
+    return {pk: turn for pk, turn in turns.items() if turn is not None}

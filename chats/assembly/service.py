@@ -23,7 +23,7 @@ from chatplatform.core.context.budget import (
     history_fetch_ceiling,
     sections_within_room,
 )
-from chatplatform.core.context.formatting import person_label
+from chatplatform.core.context.formatting import person_label, tool_calls_text
 from chatplatform.core.context.packing import assemble
 from chatplatform.core.context.strategies import strategy_for
 from chatplatform.core.context.template import time_values
@@ -319,11 +319,14 @@ def message_content(content: str, note: str = "") -> str:
 def message_item(message: Message, author: Any = None, content_note: str = "") -> MessageItem:
     """The pure view of a stored message; ``content_note`` is appended to its text (and then
     counted afresh)."""
+    content = message.content
+    if message.tool_calls:
+        content = tool_calls_text(content, message.tool_calls)
     return MessageItem(
         id=message.pk,
         seq=message.seq,
         role=message.role if message.role in ("user", "assistant", "tool") else "user",  # type: ignore[arg-type]
-        content=message_content(message.content, content_note),
+        content=message_content(content, content_note),
         author=person_label(
             getattr(author, "username", None),
             getattr(author, "first_name", None),
@@ -332,6 +335,7 @@ def message_item(message: Message, author: Any = None, content_note: str = "") -
         tokens=None if content_note else message.token_count,
         counted_by=None if content_note else message.token_counter or None,
         created_at=message.created_at,
+        tool_group=message.tool_group,
     )
 
 

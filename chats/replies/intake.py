@@ -49,13 +49,17 @@ def user_message_accept(
     reply_to_id: Any = None,
     image: Any = None,
     api_key_id: int | None = None,
+    tool_fields: dict[str, Any] | None = None,
 ) -> tuple[Message, bool]:
     """Store the user's message (validated; idempotent by ``client_id``); return it and
     whether it is new. A message sent again whose reply was interrupted gets its reply
     regenerated (it is marked failed, as a retried failed reply is); any other reply stays
     as it is. The caller starts the reply runner afterwards. Raises
     MessageRejected (nothing stored) for bad input. ``image`` is
-    ``{"media_type": ..., "data": <base64>}``: checked by its own header and size."""
+    ``{"media_type": ..., "data": <base64>}``: checked by its own header and size.
+    ``tool_fields`` (the SDK-compatible API): the tools the client offers the reply, and, for
+    the results of the last reply's tool calls, their round (the message is then a tool
+    message)."""
     decoded = None
     if image is not None:
         if not isinstance(image, dict):
@@ -77,13 +81,14 @@ def user_message_accept(
             raise MessageRejected("invalid", "The message replied to is not in this conversation.")
     stored, created = message_create(
         conversation=conversation,
-        role=MessageRole.USER,
+        role=MessageRole.TOOL if (tool_fields or {}).get("tool_results") else MessageRole.USER,
         content=content,
         author=user,
         client_id=client_id,
         reply_to=reply_to,
         image=decoded,
         api_key_id=api_key_id,
+        tool_fields=tool_fields,
     )
     if not created:
         # A send again of a message whose reply was interrupted asks for the reply again.
@@ -217,6 +222,7 @@ async def user_message_send(
     origin: str = "",
     counted: bool = True,
     api_key_id: int | None = None,
+    tool_fields: dict[str, Any] | None = None,
 ) -> Sent:
     """Accept the user's message and get it answered (see the module); returns what the
     sending client is told. ``origin``: the channel of the sending socket, which gets the new
@@ -254,6 +260,7 @@ async def user_message_send(
             reply_to_id=reply_to_id,
             image=image,
             api_key_id=api_key_id,
+            tool_fields=tool_fields,
         )
     )
     try:

@@ -119,7 +119,7 @@ def unanswered_conversations(now: datetime | None = None) -> list[tuple[int, int
                 updated_at__lt=now - timedelta(seconds=UNANSWERED_GRACE_SECONDS),
             )
             .annotate(last_role=Subquery(last_role))
-            .filter(last_role=MessageRole.USER)
+            .filter(last_role__in=(MessageRole.USER, MessageRole.TOOL))
             .values_list("tenant_id", "pk")[:SWEEP_BATCH]
         )
         return [(tenant_id, pk) for tenant_id, pk in rows]

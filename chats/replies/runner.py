@@ -338,9 +338,13 @@ async def _stream(
     usage: Usage | None = None
     stop_reason = ""
     managed = ProviderManaged()
+    client_calls: list[dict[str, Any]] = []
     if prepared.tools:
         events = stream_with_tools(
-            provider, prepared.request, lambda call: _execute_tool(prepared, call)
+            provider,
+            prepared.request,
+            lambda call: _execute_tool(prepared, call),
+            client_tools=prepared.client_tools,
         )
     else:
         events = provider.stream(prepared.request)
@@ -367,6 +371,8 @@ async def _stream(
                         return await stopped(
                             prepared, "".join(parts), seq, started, first_token, usage
                         )
+            elif isinstance(event, ToolCall) and event.name in prepared.client_tools:
+                client_calls.append({"id": event.id, "name": event.name, "input": event.input})
             elif isinstance(event, Usage):
                 usage = event
             elif isinstance(event, Compaction | ContextEdited):
@@ -396,6 +402,8 @@ async def _stream(
         return await cut_short(
             prepared, content, stop_reason, seq=seq, usage=usage, managed=managed, timing=timing
         )
+    # The tools the client runs: their calls end the reply (the client sends the results).
+    tool_calls = client_calls if stop_reason == "tool_use" else []
     summary = await db(turns.turn_finish)(
         prepared,
         content=content,
@@ -404,6 +412,7 @@ async def _stream(
         ttft_ms=timing[0],
         duration_ms=timing[1],
         managed=managed,
+        tool_calls=tool_calls,
     )
     done: dict[str, Any] = {
         "type": "done",
@@ -412,4 +421,6 @@ async def _stream(
         "last_seq": seq,
         "usage": summary,
     }
+    if tool_calls:
+        done["tool_calls"] = tool_calls
     return done

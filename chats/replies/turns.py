@@ -14,6 +14,7 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from chatplatform.core.context.formatting import tool_calls_text
 from chatplatform.core.llm.base import ChatRequest, Usage
 from chatplatform.core.llm.cache_simulation import simulated_prompt_usage
 from chatplatform.core.llm.cost_comparison import COST_QUANTUM, CostComparison
@@ -27,7 +28,12 @@ from chatplatform.spending import SpendEntry, spend_month
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import assemble_turn, turn_record_create
 from chats.assembly.records import turn_record_build, turn_record_retire
-from chats.assembly.request import attached_image, chat_request, full_history_usage_for
+from chats.assembly.request import (
+    attached_image,
+    chat_request,
+    full_history_usage_for,
+    offered_specs,
+)
 from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
 from chats.replies.provider_context import NOTHING_MANAGED, ProviderManaged, provider_context_record
@@ -77,10 +83,13 @@ class PreparedTurn:
     counter: TokenCounter | None = None
     #: The API key the message was sent with (its spending counts against the key's limit).
     api_key_id: int | None = None
+    #: The names of the tools the client offered (it runs them: a call ends the turn).
+    client_tools: frozenset[str] = frozenset()
 
 
 def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
-    """User messages among the newest ``QUEUE_WINDOW`` without a live reply, oldest first (a
+    """User messages (and tool results a client sent: an imported history's have no author
+    and need no reply) among the newest ``QUEUE_WINDOW`` without a live reply, oldest first (a
     failed reply counts as none, so a retried send is answered again). One indexed query
     (written out: it runs on every turn, and the ORM's subquery building costs more than the
     query)."""
@@ -89,9 +98,17 @@ def waiting_messages(tenant_id: int, conversation_id: int) -> list[int]:
         cursor.execute(
             f"SELECT m.id, EXISTS (SELECT 1 FROM {table} r WHERE r.tenant_id = m.tenant_id "  # noqa: S608
             "AND r.answers_id = m.id AND r.status <> %s) "
-            f"FROM {table} m WHERE m.tenant_id = %s AND m.conversation_id = %s AND m.role = %s "
+            f"FROM {table} m WHERE m.tenant_id = %s AND m.conversation_id = %s "
+            "AND (m.role = %s OR (m.role = %s AND m.author_id IS NOT NULL)) "
             "ORDER BY m.seq DESC LIMIT %s",
-            [Status.FAILED, tenant_id, conversation_id, MessageRole.USER, QUEUE_WINDOW],
+            [
+                Status.FAILED,
+                tenant_id,
+                conversation_id,
+                MessageRole.USER,
+                MessageRole.TOOL,
+                QUEUE_WINDOW,
+            ],
         )
         recent = cursor.fetchall()
     return [pk for pk, answered in reversed(recent) if not answered]
@@ -287,6 +304,7 @@ def turn_prepare(
         )
     profile = turn.profile
     tools = bool(turn.policy.tools_enabled and profile.supports_tools)
+    request = chat_request(turn, tools, image, offered=user_message.offered_tools)
     return PreparedTurn(
         tenant_id=tenant_id,
         conversation_id=conversation.pk,
@@ -296,9 +314,10 @@ def turn_prepare(
         api_key_id=user_message.api_key_id,
         provider_name=profile.provider,
         base_url=profile.base_url,
-        request=chat_request(turn, tools, image),
+        request=request,
         estimated_prompt_tokens=turn.prompt.prompt_tokens,
         tools=tools,
+        client_tools=frozenset(t.name for t in offered_specs(user_message.offered_tools)),
         profile=profile,
         hypothetical_tokens=turn.hypothetical_tokens,
         conversation=conversation,
@@ -373,13 +392,16 @@ def turn_finish(
     duration_ms: int | None = None,
     managed: ProviderManaged = NOTHING_MANAGED,
     prompt_sent: bool = False,
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Store the reply, its usage and cost and what the provider's context management did (one
     transaction); schedule follow-up work after commit. Returns the usage summary for clients.
 
     ``prompt_sent``: the provider started answering (a reply stopped or cut off midway), so
     its prompt was billed: without a usage report, the prompt is recorded as the provider's
-    cache would have billed it (:func:`unreported_prompt_usage`)."""
+    cache would have billed it (:func:`unreported_prompt_usage`). ``tool_calls``: the calls of
+    the tools the client runs, which ended the reply (``[{"id", "name", "input"}]``), stored
+    with it and counted in its tokens."""
     reported = usage is not None
     if usage is None and prompt_sent:
         usage = unreported_prompt_usage(prepared)
@@ -424,10 +446,14 @@ def turn_finish(
     simulated = profile.provider_kind.simulated
     calibrate = reported and not simulated and not managed.compacted
     # The write is atomic by itself; the calibration joins it in a transaction.
-    atomic = transaction.atomic() if calibrate or managed else contextlib.nullcontext()
+    atomic = (
+        transaction.atomic() if calibrate or managed or tool_calls else contextlib.nullcontext()
+    )
     now = timezone.now()
     with tenant_scope(prepared.tenant_id), atomic:
-        token_count, counter = final_token_count(conversation, content)
+        token_count, counter = final_token_count(
+            conversation, tool_calls_text(content, tool_calls) if tool_calls else content
+        )
         # The reply, its conversation's token total and the turn's usage, together.
         recorded = hot_writes().reply_finish(
             tenant_id=prepared.tenant_id,
@@ -444,6 +470,10 @@ def turn_finish(
             now=now,
             spend=_spend_entry(prepared, fields, usage, now),
         )
+        if tool_calls:
+            Message.objects.filter(pk=prepared.assistant_message_id).update(
+                tool_calls=tool_calls, tool_group=tool_calls[0]["id"]
+            )
         provider_context_record(prepared, managed)
         if calibrate:
             calibration_record(

@@ -75,8 +75,11 @@ def message_create(
     image: tuple[bytes, ImageInfo] | None = None,
     in_caller_transaction: bool = False,
     api_key_id: int | None = None,
+    tool_fields: dict[str, Any] | None = None,
 ) -> tuple[Message, bool]:
-    """Store a message; return ``(message, created)``.
+    """Store a message; return ``(message, created)``. ``tool_fields``: its tool round
+    (``tool_results`` and ``tool_group`` of a tool message) and the tools its client offered
+    (``offered_tools``).
 
     Idempotent: a second call by the same ``author`` with the same ``client_id`` (or, for a
     reply, the same ``answers``) returns the first message and ``created=False``; the
@@ -90,7 +93,7 @@ def message_create(
     transaction to roll back) instead of returning the first message.
     """
     policy = policy_for(conversation)
-    if validate and role == MessageRole.USER:
+    if validate and role in (MessageRole.USER, MessageRole.TOOL):
         if image is not None and isinstance(content, str) and not content.strip():
             content = ""  # an image alone is a message
         else:
@@ -112,17 +115,15 @@ def message_create(
         api_key_id=api_key_id,
     )
     writes = hot_writes()
-    attachment = _attachment_fields(image)
+    attachment = {**(_attachment_fields(image) or {}), **(tool_fields or {})} or None
     with tenant_scope(conversation.tenant_id):
         if in_caller_transaction:
             message = writes.message_insert(
-                fields, tokens_added, timezone.now(), attachment=attachment, own_transaction=False
+                fields, tokens_added, timezone.now(), extra=attachment, own_transaction=False
             )
             return message, True
         try:
-            message = writes.message_insert(
-                fields, tokens_added, timezone.now(), attachment=attachment
-            )
+            message = writes.message_insert(fields, tokens_added, timezone.now(), extra=attachment)
         except IntegrityError:
             existing = _existing(conversation, author, client_id, answers)
             if existing is None:

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from chatplatform.core.context.formatting import tool_calls_text
 from chatplatform.counting import storage_counter_for
 from chatplatform.models.conversations import (
     Conversation,
@@ -35,10 +36,11 @@ def transcript_import(
     *,
     client_ids: Sequence[str | None] | None = None,
     written_at: Sequence[datetime] | None = None,
+    tools: Sequence[dict[str, Any] | None] | None = None,
 ) -> list[Message]:
-    """Store ``turns`` (``(role, text)``, roles ``user`` or ``assistant``, oldest first) as
-    complete messages of ``conversation``, atomically: a user turn as ``user``'s message, an
-    assistant turn as the reply to the user turn just before it (so nothing imported waits
+    """Store ``turns`` (``(role, text)``, roles ``user``, ``assistant`` or ``tool``, oldest
+    first) as complete messages of ``conversation``, atomically: a user turn as ``user``'s
+    message, an assistant turn as the reply to the user turn just before it (so nothing imported waits
     for a reply). Counted once, with the policy model's counter, like any message. Raises
     MessageRejected (nothing stored) for a user turn the conversation would refuse.
 
@@ -54,16 +56,27 @@ def transcript_import(
 
     ``client_ids`` and ``written_at`` (one per turn) give the messages their client ids and
     their original times (an imported export's: ``chats.transfer.conversation_import``);
-    without them the messages have none and the time of the import."""
+    without them the messages have none and the time of the import. ``tools`` (one per
+    turn, or None) gives a turn of a tool round its fields: a reply's ``tool_calls``, the
+    ``tool_results`` of a ``tool`` turn (answered, like a user turn, by the reply after it),
+    and their ``tool_group``."""
     if not turns:
         return []
     policy = policy_for(conversation)
     counter = storage_counter_for(policy.model_profile)
     limit = max_message_chars(policy)
+    rounds = list(tools) if tools else [None] * len(turns)
     for role, text in turns:
-        if role == MessageRole.USER:
+        if role in (MessageRole.USER, MessageRole.TOOL):
             validate_message_content(text, max_chars=limit)
-    counts = counter.count_many([text for _, text in turns])
+    counts = counter.count_many(
+        [
+            tool_calls_text(text, extra["tool_calls"])
+            if extra and extra.get("tool_calls")
+            else text
+            for (_, text), extra in zip(turns, rounds, strict=True)
+        ]
+    )
     tokens_added = sum(counts) + counter.message_overhead * len(turns)
     now = timezone.now()
     with tenant_scope(conversation.tenant_id), transaction.atomic():
@@ -82,11 +95,11 @@ def transcript_import(
                 token_counter=counter.name,
                 client_id=client_ids[offset] if client_ids else None,
             )
-            message = Message(seq=first_seq + offset, **fields)
+            message = Message(seq=first_seq + offset, **fields, **(rounds[offset] or {}))
             stored.append(message)
             if role == MessageRole.ASSISTANT and previous is not None:
                 replies.append((message, previous))
-            previous = message if role == MessageRole.USER else None
+            previous = message if role in (MessageRole.USER, MessageRole.TOOL) else None
         # PostgreSQL and SQLite return the new rows' keys from a bulk insert.
         answering = {id(reply) for reply, _ in replies}
         Message.objects.bulk_create(

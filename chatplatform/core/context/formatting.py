@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import re
 from collections.abc import Iterable
 from datetime import datetime
@@ -87,6 +88,9 @@ USER_MEMORIES_POINTER = "(see the stored user facts block below)"
 #: Inserted as the first user turn when history would otherwise start with the assistant.
 CONVERSATION_START = "(start of the visible conversation)"
 TOOL_RESULT_PREFIX = "[tool result]: "
+#: Heads each tool call in the text of a reply that called tools (what is counted and what a
+#: provider shown the history as text reads); the provider request sends the calls as such.
+TOOL_CALL_PREFIX = "[tool call] "
 
 _INVISIBLE = re.compile(
     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\u200b\u200e\u200f\u202a-\u202e"
@@ -459,3 +463,14 @@ def person_label(username: str | None, first: str | None, last: str | None) -> s
     if username:
         return f"@{username}"
     return full_name
+
+
+def tool_calls_text(text: str, calls: Iterable[dict[str, object]]) -> str:
+    """The text of a reply that called tools: its own text, then one line per call (its
+    name and input as JSON), so the calls are counted and read like the rest of the turn."""
+    lines = [
+        TOOL_CALL_PREFIX
+        + json.dumps({"name": c.get("name"), "input": c.get("input")}, ensure_ascii=False)
+        for c in calls
+    ]
+    return "\n".join([text, *lines] if text else lines)

@@ -104,6 +104,13 @@ class History:
         return self._units
 
     @property
+    def tool_groups(self) -> bool:
+        """Whether any message of the history belongs to a tool group."""
+        return self._plain is None and any(
+            m.tool_group is not None for unit in self._units for m in unit
+        )
+
+    @property
     def size(self) -> int:
         """The number of units."""
         return len(self._plain.items) if self._plain is not None else len(self._units)

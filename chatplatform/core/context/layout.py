@@ -16,6 +16,7 @@ from operator import eq, itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from .formatting import BLOCK_SEPARATOR, CONVERSATION_START, TURN_SEPARATOR
+from .types import ItemId
 
 if TYPE_CHECKING:
     # The draft renders itself through this module (``fit``), so the type is only named.
@@ -33,6 +34,9 @@ class Rendered(NamedTuple):
     blocks: tuple[tuple[str, ...], ...]
     tail: str
     contents: list[str]
+    #: The message each block renders (``None``: the tail, a synthetic start), when the
+    #: prompt holds tool calls; empty otherwise.
+    block_ids: tuple[tuple[ItemId | None, ...], ...] = ()
 
 
 def render(d: Draft) -> Rendered:
@@ -83,7 +87,36 @@ def render(d: Draft) -> Rendered:
             "role": messages[-1]["role"],
             "content": messages[-1]["content"] + TURN_SEPARATOR + tail,
         }
-    return Rendered(system, messages, tuple(blocks), tail, list(map(_content_of, messages)))
+    block_ids: tuple[tuple[ItemId | None, ...], ...] = ()
+    if d.history.tool_groups or d.inputs.new_message.tool_group is not None:
+        ids = [record.id for record in d.history.included()]
+        ids.append(d.inputs.new_message.id)
+        block_ids = turn_block_ids(roles, ids, bool(tail))
+    return Rendered(
+        system, messages, tuple(blocks), tail, list(map(_content_of, messages)), block_ids
+    )
+
+
+def turn_block_ids(
+    roles: Sequence[str], ids: Sequence[ItemId], tail: bool
+) -> tuple[tuple[ItemId | None, ...], ...]:
+    """The id of the message behind each content block, laid out as :func:`render` lays out
+    the blocks of turns with these ``roles`` (``None``: a synthetic start, the ``tail``)."""
+    out: list[list[ItemId | None]]
+    if turns_alternate(roles):
+        out = [[i] for i in ids]
+    else:
+        out = [[None]] if roles and roles[0] != "user" else []
+        previous = "user" if out else ""
+        for role, i in zip(roles, ids, strict=True):
+            if out and previous == role:
+                out[-1].append(i)
+            else:
+                out.append([i])
+            previous = role
+    if tail and out:
+        out[-1].append(None)
+    return tuple(map(tuple, out))
 
 
 def turns_alternate(roles: Sequence[str]) -> bool:

@@ -239,6 +239,7 @@ def _assemble(
         strategy=policy.strategy,
         trimmed_after_recount=trimmed,
         blocks=out.blocks,
+        block_ids=out.block_ids,
         tail=out.tail,
         tail_tokens=meter.text(out.tail) + SEPARATOR_TOKENS if out.tail else 0,
         window_start_seq=d.history.oldest_seq(),

@@ -314,6 +314,10 @@ class AssembledPrompt:
     #: last block is ``tail`` when there is one): ``TURN_SEPARATOR.join(blocks[i]) ==
     #: messages[i]["content"]``. Providers that cache prompt prefixes mark block boundaries.
     blocks: tuple[tuple[str, ...], ...] = ()
+    #: The message behind each of ``blocks`` (``None``: the tail, a synthetic start) when the
+    #: prompt holds tool calls or their results (empty otherwise): the provider request sends
+    #: those blocks as the calls and results themselves.
+    block_ids: tuple[tuple[ItemId | None, ...], ...] = ()
     #: What was chosen for this turn alone (per-turn values, retrieved messages, a group
     #: chat's author's facts), framed as data after the new message, outside the cached prefix.
     tail: str = ""

@@ -19,14 +19,18 @@ _tool_group = attrgetter("tool_group")
 
 
 def drop_incomplete_groups(
-    messages: Sequence[MessageItem], excluded: list[Excluded], kind: str = "message"
+    messages: Sequence[MessageItem],
+    excluded: list[Excluded],
+    kind: str = "message",
+    present: MessageItem | None = None,
 ) -> list[MessageItem]:
-    """Messages whose tool group lacks its call (assistant) or its result (tool) are left out."""
+    """Messages whose tool group lacks its call (assistant) or its result (tool) are left out;
+    ``present`` (the new message) counts as part of the group it belongs to."""
     groups = list(map(_tool_group, messages))
     if groups.count(None) == len(groups):  # the common case: no tool groups
         return list(messages)
     roles: dict[str, set[str]] = {}
-    for m in messages:
+    for m in (*messages, *([present] if present is not None else [])):
         if m.tool_group is not None:
             roles.setdefault(m.tool_group, set()).add(m.role)
     bad = {g for g, r in roles.items() if not {"assistant", "tool"} <= r}

@@ -59,11 +59,12 @@ def history_candidates(
             excluded.append(Excluded("message", m.id, m.tokens, "outside_window"))
         elif len(out) >= limit:
             excluded.append(Excluded("message", m.id, m.tokens, "cap"))
-        elif not m.content or m.content.isspace():
+        elif (not m.content or m.content.isspace()) and m.tool_group is None:
             excluded.append(Excluded("message", m.id, m.tokens, "empty"))
         else:
             append(m)
-    return drop_incomplete_groups(out, excluded), None
+    # The new message may be the results of the newest reply's tool calls: their group has both.
+    return drop_incomplete_groups(out, excluded, present=inputs.new_message), None
 
 
 def window_messages(history: History, start_seq: int | None) -> int | None:

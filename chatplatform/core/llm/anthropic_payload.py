@@ -57,7 +57,11 @@ def build_params(request: ChatRequest) -> dict[str, Any]:
         if stable == 0:
             tools[-1]["cache_control"] = mark
         params["tools"] = tools
-        params["tool_choice"] = {"type": request.tool_choice}
+        params["tool_choice"] = (
+            {"type": "tool", "name": request.tool_name}
+            if request.tool_name
+            else {"type": request.tool_choice}
+        )
     management = request.context_management
     if management:
         # The provider's own context management (beta): the edits and the headers they need.

@@ -167,7 +167,10 @@ class ChatRequest:
     #: How long the provider should keep what is marked: ``"5m"`` or ``"1h"``.
     cache_ttl: str = "5m"
     tools: Sequence[ToolSpec] = ()
-    tool_choice: Literal["auto", "none"] = "auto"
+    #: ``any``: the model must call one of the tools; ``tool_name``, when set, the one it
+    #: must call (``tool_choice`` then does not apply).
+    tool_choice: Literal["auto", "none", "any"] = "auto"
+    tool_name: str = ""
     max_tokens: int = 1024
     temperature: float | None = None
     timeout: float | None = None

@@ -47,6 +47,7 @@ from .base import (
 from .cache_simulation import simulated_prompt_usage
 from .context_report import ContextReport, ContextSection, PromptSummary, exclusion_label
 from .offline_facts import stated_facts
+from .offline_tools import client_calls, client_result_lines
 from .prompt_cache import PromptCache
 from .summary_request import extractive_summary
 from .tools import SAVE_USER_FACT
@@ -56,6 +57,8 @@ ECHO_CHARS = 80
 MAX_LISTED = 5
 PREVIEW_CHARS = 60
 _WORD = re.compile(r"\S+\s*|\s+")
+#: The ids of the offline provider's own fact calls.
+FACT_CALL_PREFIX = "offline_fact_"
 
 
 class OfflineProvider(Provider):
@@ -92,7 +95,7 @@ class OfflineProvider(Provider):
         self.clock = clock
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        calls = fact_calls(request)
+        calls = fact_calls(request) or client_calls(request)
         if calls:
             prompt = self.prompt_usage(request)
             yield prompt
@@ -161,7 +164,7 @@ def fact_calls(request: ChatRequest) -> list[ToolCall]:
     if last is None or last.role != "user" or _tool_results(last.content):
         return []
     return [
-        ToolCall(f"offline_fact_{i}", SAVE_USER_FACT.name, fact.tool_input())
+        ToolCall(f"{FACT_CALL_PREFIX}{i}", SAVE_USER_FACT.name, fact.tool_input())
         for i, fact in enumerate(stated_facts(message_text(last)), start=1)
     ]
 
@@ -188,8 +191,11 @@ def _reply_after_tools(request: ChatRequest, counter: TokenCounter) -> str:
 
 
 def _saved_lines(results: list[ToolResultPart]) -> list[str]:
-    lines = []
+    client = [r for r in results if not r.tool_use_id.startswith(FACT_CALL_PREFIX)]
+    lines = client_result_lines(client)
     for result in results:
+        if result in client:
+            continue
         try:
             data = json.loads(result.content)
         except ValueError:

@@ -220,7 +220,13 @@ def build_params(request: ChatRequest) -> dict[str, Any]:
             }
             for t in request.tools
         ]
-        params["tool_choice"] = request.tool_choice
+        params["tool_choice"] = (
+            {"type": "function", "function": {"name": request.tool_name}}
+            if request.tool_name
+            else "required"
+            if request.tool_choice == "any"
+            else request.tool_choice
+        )
     if request.temperature is not None:
         params["temperature"] = request.temperature
     return params

@@ -10,6 +10,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from typing import Literal
 
 from .base import (
     ChatRequest,
@@ -43,6 +44,7 @@ async def stream_with_tools(
     executor: ToolExecutor,
     *,
     max_rounds: int = 3,
+    client_tools: frozenset[str] = frozenset(),
 ) -> AsyncIterator[StreamEvent]:
     """Stream a reply, executing tool calls for at most ``max_rounds`` rounds.
 
@@ -52,14 +54,20 @@ async def stream_with_tools(
     ``max_rounds`` rounds of tools the model is called once more with ``tool_choice="none"``,
     so the turn always ends in text. Provider errors propagate (each model call is retried by
     the provider before its first token, as usual).
+
+    A round that calls any of ``client_tools`` (tools the client runs itself) ends the turn
+    there, ``Done("tool_use")``: its calls go to the client, whose results come as the next
+    message; the platform's own calls of that round are not run. The first round asks for
+    the request's own ``tool_choice``; later ones leave the choice to the model.
     """
     messages = list(request.messages)
     total = Usage()
     for round_number in range(max_rounds + 1):
         last_round = round_number == max_rounds
-        round_request = replace(
-            request, messages=tuple(messages), tool_choice="none" if last_round else "auto"
-        )
+        round_request = replace(request, messages=tuple(messages))
+        if last_round or round_number:
+            choice: Literal["none", "auto"] = "none" if last_round else "auto"
+            round_request = replace(round_request, tool_choice=choice, tool_name="")
         text: list[str] = []
         calls: list[ToolCall] = []
         compacted: CompactionPart | None = None
@@ -88,6 +96,10 @@ async def stream_with_tools(
         if done.stop_reason != "tool_use" or not calls:
             yield total
             yield Done(done.stop_reason, total)
+            return
+        if any(call.name in client_tools for call in calls):
+            yield total
+            yield Done("tool_use", total)
             return
         if last_round:
             break

@@ -12,11 +12,12 @@ from chatplatform.models.conversations import Conversation, Status
 from chats.api.compat.images import ImageRef, anthropic_image, new_message_image
 from chats.api.compat.outcomes import EXTENSION_FIELD, Outcome, outcome_of
 from chats.api.compat.threads import invalid
-from chats.api.compat.transcript import ASSISTANT, USER, Turn
+from chats.api.compat.tool_use import call_id, offer, result_text, stored_calls, tool_spec
+from chats.api.compat.transcript import ASSISTANT, TOOL, USER, Turn, tool_turn
 from chats.replies.db import db
 
 #: Fields the platform does not offer on this endpoint yet: refused, never silently dropped.
-UNSUPPORTED = ("tools", "tool_choice", "thinking", "mcp_servers", "container")
+UNSUPPORTED = ("thinking", "mcp_servers", "container")
 KEEPALIVE = b'event: ping\ndata: {"type":"ping"}\n\n'
 
 
@@ -29,6 +30,76 @@ class MessagesCall:
     stream: bool
     #: The image of the client's new message, if it carries one.
     image: ImageRef | None = None
+    #: The tools the client offers the reply (:func:`chats.api.compat.tool_use.offer`).
+    offered: dict[str, Any] | None = None
+
+
+def _tools(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The request's ``tools`` (the client's own, defined by a schema) and ``tool_choice``."""
+    tools = data.get("tools") or []
+    if not isinstance(tools, list):
+        raise invalid("tools must be a list.", "tools")
+    specs = []
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") not in (None, "custom"):
+            raise invalid(
+                f"tools.{index}: only the client's own tools (name, input_schema) are taken; "
+                "Anthropic's server tools run at Anthropic only.",
+                "tools",
+            )
+        specs.append(
+            tool_spec(
+                tool.get("name"),
+                tool.get("description"),
+                tool.get("input_schema"),
+                f"tools.{index}",
+            )
+        )
+    choice = data.get("tool_choice") or {"type": "auto"}
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind not in ("auto", "any", "none", "tool"):
+        raise invalid("tool_choice.type must be auto, any, none or tool.", "tool_choice")
+    return offer(specs, kind, str(choice.get("name") or ""))
+
+
+def _turns(message: dict[str, Any], index: int) -> tuple[list[Turn], list[ImageRef]]:
+    """One message's turns: a user message's tool results (first) and its text; an assistant
+    message's text with its tool calls."""
+    role, content, where = str(message["role"]), message.get("content"), f"messages.{index}"
+    blocks = content if isinstance(content, list) else []
+    results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+    calls = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if not results and not calls:
+        text, images = _content(content, where)
+        return [(role, text)], images
+    rest = [b for b in blocks if b not in results and b not in calls]
+    text, images = _content(rest, where, images=role == USER)
+    if role == ASSISTANT:
+        if results:
+            raise invalid(f"{where}: tool results belong in a user message.")
+        stored = [
+            {
+                "id": call_id(b.get("id"), where),
+                "name": str(b.get("name") or ""),
+                "input": b.get("input") if isinstance(b.get("input"), dict) else {},
+            }
+            for b in calls
+        ]
+        return [tool_turn(ASSISTANT, text, stored)], []
+    if calls:
+        raise invalid(f"{where}: tool calls belong in an assistant message.")
+    answered = [
+        {
+            "tool_use_id": call_id(b.get("tool_use_id"), where),
+            "content": result_text(b.get("content"), where),
+            "is_error": bool(b.get("is_error")),
+        }
+        for b in results
+    ]
+    turns: list[Turn] = [tool_turn(TOOL, "", answered)]
+    if text.strip() or images:
+        turns.append((USER, text))
+    return turns, images
 
 
 def _content(content: Any, where: str, *, images: bool = True) -> tuple[str, list[ImageRef]]:
@@ -76,9 +147,9 @@ def messages_call(data: Any, *, counting: bool = False) -> MessagesCall:
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in (USER, ASSISTANT):
             raise invalid(f"messages.{index}.role must be user or assistant.")
-        text, images = _content(message.get("content"), f"messages.{index}")
-        turns.append((str(message["role"]), text))
-        trailing = trailing + images if message["role"] == USER else []
+        found, images = _turns(message, index)
+        turns.extend(found)
+        trailing = trailing + images if found[-1][0] == USER else []
     system = data.get("system") or ""
     stream = data.get("stream") or False
     if not isinstance(stream, bool):
@@ -88,6 +159,7 @@ def messages_call(data: Any, *, counting: bool = False) -> MessagesCall:
         system=_content(system, "system", images=False)[0].strip(),
         stream=stream,
         image=new_message_image(trailing),
+        offered=_tools(data),
     )
 
 
@@ -96,7 +168,16 @@ def message_id(user_message_id: int) -> str:
 
 
 def stop_reason(outcome: Outcome) -> str:
+    if stored_calls(outcome.reply):
+        return "tool_use"
     return "max_tokens" if outcome.cut_at_length else "end_turn"
+
+
+def _call_blocks(outcome: Outcome) -> list[dict[str, Any]]:
+    return [
+        {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["input"]}
+        for c in stored_calls(outcome.reply)
+    ]
 
 
 def usage(outcome: Outcome) -> dict[str, int]:
@@ -112,12 +193,20 @@ def usage(outcome: Outcome) -> dict[str, int]:
 def message(outcome: Outcome, model: str) -> dict[str, Any]:
     """The ``message`` object of a final reply."""
     reply = outcome.reply
+    calls = _call_blocks(outcome)
     return {
         "id": message_id(outcome.message_id),
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": reply.content if reply is not None else ""}],
+        "content": [
+            *(
+                [{"type": "text", "text": text}]
+                if (text := reply.content if reply is not None else "") or not calls
+                else []
+            ),
+            *calls,
+        ],
         "stop_reason": stop_reason(outcome),
         "stop_sequence": None,
         "usage": usage(outcome),
@@ -187,6 +276,14 @@ async def message_events(
                 yield f"event: error\ndata: {json.dumps(body)}\n\n".encode()
                 return
             yield _event("content_block_stop", {"index": 0})
+            for index, block in enumerate(_call_blocks(outcome), start=1):
+                yield _event(
+                    "content_block_start", {"index": index, "content_block": {**block, "input": {}}}
+                )
+                partial = json.dumps(block["input"], ensure_ascii=False)
+                delta = {"type": "input_json_delta", "partial_json": partial}
+                yield _event("content_block_delta", {"index": index, "delta": delta})
+                yield _event("content_block_stop", {"index": index})
             yield _event(
                 "message_delta",
                 {

@@ -33,6 +33,7 @@ class MessagesView(CompatView):
             image=image_payload(call.image),
             conversation_id=request.headers.get(self.protocol.conversation_header),
             idempotency_key=request.headers.get("Idempotency-Key"),
+            offered=call.offered,
         )
         model = model_name(thread.conversation)
         wrapped = django_request(request)

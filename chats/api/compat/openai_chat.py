@@ -13,13 +13,14 @@ from chatplatform.models.conversations import Conversation, Status
 from chats.api.compat.images import ImageRef, new_message_image, openai_image
 from chats.api.compat.outcomes import EXTENSION_FIELD, Outcome, outcome_of
 from chats.api.compat.threads import invalid
-from chats.api.compat.transcript import ASSISTANT, USER, Turn
+from chats.api.compat.tool_use import call_id, offer, result_text, stored_calls, tool_spec
+from chats.api.compat.transcript import ASSISTANT, TOOL, USER, Turn, tool_turn
 from chats.replies.db import db
 
 #: Roles whose text is the client's system prompt (framed after the platform's).
 SYSTEM_ROLES = frozenset({"system", "developer"})
 #: Fields the platform does not offer on this endpoint yet: refused, never silently dropped.
-UNSUPPORTED = ("tools", "functions", "tool_choice", "function_call", "audio", "prediction")
+UNSUPPORTED = ("functions", "function_call", "audio", "prediction")
 DONE = b"data: [DONE]\n\n"
 KEEPALIVE = b": keepalive\n\n"
 
@@ -35,6 +36,65 @@ class ChatCall:
     conversation_id: Any
     #: The image of the client's new message, if it carries one.
     image: ImageRef | None = None
+    #: The tools the client offers the reply (:func:`chats.api.compat.tool_use.offer`).
+    offered: dict[str, Any] | None = None
+
+
+def _tools(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The request's ``tools`` and ``tool_choice``."""
+    tools = data.get("tools") or []
+    if not isinstance(tools, list):
+        raise invalid("tools must be a list.", "tools")
+    specs = []
+    for index, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if (
+            not isinstance(tool, dict)
+            or tool.get("type") != "function"
+            or not isinstance(function, dict)
+        ):
+            raise invalid(f"tools[{index}] must be a function tool.", "tools")
+        specs.append(
+            tool_spec(
+                function.get("name"),
+                function.get("description"),
+                function.get("parameters"),
+                f"tools[{index}]",
+            )
+        )
+    choice = data.get("tool_choice") or "auto"
+    if isinstance(choice, dict):
+        named = choice.get("function") if choice.get("type") == "function" else None
+        if not isinstance(named, dict) or not isinstance(named.get("name"), str):
+            raise invalid("tool_choice must name a function.", "tool_choice")
+        return offer(specs, "tool", named["name"])
+    choices = {"auto": "auto", "none": "none", "required": "any"}
+    if choice not in choices:
+        raise invalid("tool_choice must be none, auto, required or a function.", "tool_choice")
+    return offer(specs, choices[choice])
+
+
+def _calls(message: dict[str, Any], index: int) -> list[dict[str, Any]]:
+    """An assistant message's ``tool_calls`` as stored calls."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        raise invalid(f"messages[{index}].tool_calls must be a list.")
+    out = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise invalid(f"messages[{index}].tool_calls: each call names its function.")
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except (TypeError, ValueError):
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise invalid(f"messages[{index}].tool_calls: arguments must be a JSON object.")
+        where = f"messages[{index}].tool_calls"
+        out.append(
+            {"id": call_id(call.get("id"), where), "name": function["name"], "input": arguments}
+        )
+    return out
 
 
 def _content(content: Any, index: int) -> tuple[str, list[ImageRef]]:
@@ -83,8 +143,23 @@ def chat_call(data: Any, named: str | None) -> ChatCall:
         if not isinstance(message, dict):
             raise invalid(f"messages[{index}] must be an object.")
         role = message.get("role")
-        if message.get("tool_calls") or role in ("tool", "function"):
-            raise invalid(f"messages[{index}]: tool calls are not supported by this endpoint.")
+        if role == TOOL:
+            where = f"messages[{index}]"
+            result = {
+                "tool_use_id": call_id(message.get("tool_call_id"), where),
+                "content": result_text(message.get("content"), where),
+                "is_error": False,
+            }
+            turns.append(tool_turn(TOOL, "", [result]))
+            trailing = []
+            continue
+        if role == "function":
+            raise invalid(f"messages[{index}]: function messages are the old API; use tools.")
+        if role == ASSISTANT and message.get("tool_calls"):
+            text, _ = _content(message.get("content") or "", index)
+            turns.append(tool_turn(ASSISTANT, text, _calls(message, index)))
+            trailing = []
+            continue
         text, images = _content(message.get("content"), index)
         if role in SYSTEM_ROLES:
             if images:
@@ -109,6 +184,7 @@ def chat_call(data: Any, named: str | None) -> ChatCall:
         include_usage=bool(options.get("include_usage")),
         conversation_id=named if named is not None else metadata.get("conversation_id"),
         image=new_message_image(trailing),
+        offered=_tools(data),
     )
 
 
@@ -117,7 +193,22 @@ def completion_id(message_id: int) -> str:
 
 
 def finish_reason(outcome: Outcome) -> str:
+    if stored_calls(outcome.reply):
+        return "tool_calls"
     return "length" if outcome.cut_at_length else "stop"
+
+
+def wire_calls(outcome: Outcome, *, indexed: bool = False) -> list[dict[str, Any]]:
+    """The reply's tool calls as Chat Completions sends them (``indexed``: stream deltas)."""
+    return [
+        {
+            **({"index": i} if indexed else {}),
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": json.dumps(call["input"])},
+        }
+        for i, call in enumerate(stored_calls(outcome.reply))
+    ]
 
 
 def usage(outcome: Outcome) -> dict[str, Any]:
@@ -133,6 +224,7 @@ def usage(outcome: Outcome) -> dict[str, Any]:
 def completion(outcome: Outcome, model: str, created: int) -> dict[str, Any]:
     """The ``chat.completion`` object of a final reply."""
     reply = outcome.reply
+    calls = wire_calls(outcome)
     return {
         "id": completion_id(outcome.message_id),
         "object": "chat.completion",
@@ -143,8 +235,10 @@ def completion(outcome: Outcome, model: str, created: int) -> dict[str, Any]:
                 "index": 0,
                 "message": {
                     "role": "assistant",
-                    "content": reply.content if reply is not None else "",
+                    "content": (reply.content if reply is not None else "")
+                    or (None if calls else ""),
                     "refusal": None,
+                    **({"tool_calls": calls} if calls else {}),
                 },
                 "finish_reason": finish_reason(outcome),
                 "logprobs": None,
@@ -208,6 +302,9 @@ async def completion_chunks(
                     code = str(event.get("code") or "provider_error")
                     yield _data(error_body(502, text, code))
                     return
+                calls = wire_calls(outcome, indexed=True)
+                if calls:
+                    yield _data(_chunk(message_id, model, created, {"tool_calls": calls}, None))
                 last = _chunk(message_id, model, created, {}, finish_reason(outcome))
                 if include_usage:
                     yield _data(last)

@@ -47,6 +47,7 @@ class ChatCompletionsView(CompatView):
             image=image_payload(call.image),
             conversation_id=call.conversation_id,
             idempotency_key=request.headers.get("Idempotency-Key"),
+            offered=call.offered,
         )
         model = model_name(thread.conversation)
         wrapped = django_request(request)

@@ -45,6 +45,7 @@ def _send(principal: ApiPrincipal, thread: Thread) -> Callable[[], Awaitable[Sen
         image=thread.image,
         counted=earlier is None,
         api_key_id=principal.key.pk if principal.key is not None else None,
+        tool_fields=thread.tool_fields,
     )
 
 

@@ -27,7 +27,17 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound
 
 from chatplatform.models.conversations import Conversation, Status
-from chats.api.compat.transcript import ASSISTANT, USER, Turn, hash_chain, known_turns, merged
+from chats.api.compat.transcript import (
+    ASSISTANT,
+    TOOL,
+    USER,
+    Turn,
+    hash_chain,
+    known_turns,
+    merged,
+    tool_parts,
+    tool_turn,
+)
 from chats.api.errors import ApiError
 from chats.api.principal import ApiPrincipal
 from chats.api.serializers.messages import MAX_CLIENT_ID
@@ -37,6 +47,7 @@ from chats.selectors import (
     fingerprint_candidates,
     message_by_client_id,
     messages_after,
+    tool_call_message,
 )
 from chats.services import conversation_create
 from chats.services.messages import MessageRejected
@@ -65,6 +76,9 @@ class Thread:
     chain: tuple[str, str, int] | None = None
     #: The new message's image as the send service takes it (``{"media_type", "data"}``).
     image: dict[str, str] | None = None
+    #: The new message's tool round (results of the last reply's calls) and the tools the
+    #: client offers its reply, as the send service takes them.
+    tool_fields: dict[str, Any] | None = None
 
 
 def invalid(message: str, param: str = "messages") -> ApiError:
@@ -80,6 +94,7 @@ def thread_for(
     idempotency_key: str | None = None,
     image: dict[str, str] | None = None,
     all_new: bool = False,
+    offered: dict[str, Any] | None = None,
 ) -> Thread:
     """The conversation ``turns`` (the client's messages, system ones apart) continue, with
     what of them is new stored; raises NotFound for a named conversation the caller may not
@@ -88,8 +103,8 @@ def thread_for(
     only new turns (a request continuing a previous response), so the turns before the last
     are stored too, before it."""
     turns = merged(turns)
-    if not turns or turns[-1][0] != USER:
-        raise invalid("The last message must be the user's.")
+    if not turns or turns[-1][0] not in (USER, TOOL):
+        raise invalid("The last message must be the user's (or the results of tool calls).")
     if conversation_id is not None:
         conversation = conversation_for_member(
             principal.user, conversation_id, tenant_id=principal.tenant_id
@@ -105,7 +120,8 @@ def thread_for(
             if all_new and not sent_before:
                 _import(conversation, principal.user, turns[:-1])
             client_system_set(conversation, system)
-        return Thread(conversation, turns[-1][1], idempotency_key, image=image)
+            fields = _tool_fields(conversation, turns[-1], offered)
+        return Thread(conversation, turns[-1][1], idempotency_key, image=image, tool_fields=fields)
     chain = hash_chain(turns)
     conversation, known = _continued(principal, turns, chain)
     with transaction.atomic():  # a turn refused leaves no new conversation behind
@@ -114,24 +130,69 @@ def thread_for(
             known = 0
         _import(conversation, principal.user, turns[known:-1])
         client_system_set(conversation, system)
+        fields = _tool_fields(conversation, turns[-1], offered)
     return Thread(
         conversation,
         turns[-1][1],
         CLIENT_ID_PREFIX + chain[-1][:48],
         chain=(chain[0], chain[-1], len(turns)),
         image=image,
+        tool_fields=fields,
     )
 
 
 def _import(conversation: Conversation, user: Any, turns: list[Turn]) -> None:
-    """Store the client's earlier ``turns`` (a turn without text as :data:`WITHOUT_TEXT`); a
-    turn the conversation refuses is the client's error (400 or 413), nothing stored."""
+    """Store the client's earlier ``turns`` (a turn without text as :data:`WITHOUT_TEXT`, a
+    tool round's with its calls or results); a turn the conversation refuses is the client's
+    error (400 or 413), nothing stored."""
+    rounds: list[dict[str, Any] | None] = []
+    calls: dict[str, str] = {}  # call id -> its round's group, for the imported calls
+    for turn in turns:
+        parts = tool_parts(turn)
+        if turn[0] == ASSISTANT and parts:
+            group = str(parts[0]["id"])
+            calls.update((str(p["id"]), group) for p in parts)
+            rounds.append({"tool_calls": parts, "tool_group": group})
+        elif turn[0] == TOOL:
+            found = calls.get(str(parts[0]["tool_use_id"])) if parts else None
+            rounds.append(
+                {"tool_results": parts, "tool_group": found or _group_of(conversation, parts)}
+            )
+        else:
+            rounds.append(None)
     try:
         transcript_import(
-            conversation, user, [(role, text or WITHOUT_TEXT) for role, text in turns]
+            conversation,
+            user,
+            [(turn[0], turn[1] or WITHOUT_TEXT) for turn in turns],
+            tools=rounds,
         )
     except MessageRejected as exc:
         raise rejected(exc) from None
+
+
+def _group_of(conversation: Conversation, results: list[dict[str, Any]]) -> str:
+    """The round of the stored reply whose calls ``results`` answer (all of them); 400
+    when no reply of the conversation made exactly those calls."""
+    ids = {str(r["tool_use_id"]) for r in results}
+    call = tool_call_message(conversation, ids)
+    if call is None or {str(c["id"]) for c in call.tool_calls or ()} != ids:
+        raise invalid(
+            "Tool results must answer every call of the reply before them, and only those."
+        )
+    return str(call.tool_group)
+
+
+def _tool_fields(
+    conversation: Conversation, last: Turn, offered: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """What the new message stores of tools: its results (a tool turn) with their round, and
+    the tools the client offers its reply."""
+    fields: dict[str, Any] = {"offered_tools": offered} if offered else {}
+    if last[0] == TOOL:
+        results = tool_parts(last)
+        fields.update(tool_results=results, tool_group=_group_of(conversation, results))
+    return fields or None
 
 
 def _continued(
@@ -150,8 +211,8 @@ def _continued(
         )
         if any(m.status == Status.STREAMING for m in after):
             continue  # a reply the client cannot have yet
-        stored = merged((m.role, m.content) for m in after if m.status in RECEIVED)
-        if any(role not in (USER, ASSISTANT) for role, _ in stored):
+        stored = merged(stored_turn(m) for m in after if m.status in RECEIVED)
+        if any(turn[0] not in (USER, ASSISTANT, TOOL) for turn in stored):
             continue
         known = known_turns(
             turns,
@@ -182,3 +243,12 @@ def thread_record(thread: Thread, user: Any, stored_seq: int) -> None:
         message_count=count,
         through_seq=stored_seq,
     )
+
+
+def stored_turn(message: Any) -> Turn:
+    """A stored message as the turn a client sends of it."""
+    if message.tool_calls:
+        return tool_turn(ASSISTANT, message.content, message.tool_calls)
+    if message.tool_results:
+        return tool_turn(TOOL, message.content, message.tool_results)
+    return (message.role, message.content)

@@ -9,23 +9,51 @@ value says "the conversation starts with exactly these turns" without storing th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-Turn = tuple[str, str]
+#: ``(role, text)``; a turn of a tool round has a third member, its calls (an assistant
+#: turn: ``[{"id", "name", "input"}]``) or their results (a ``tool`` turn:
+#: ``[{"tool_use_id", "content", "is_error"}]``) as canonical JSON (:func:`tool_turn`).
+Turn = tuple[str, ...]
 
-USER, ASSISTANT = "user", "assistant"
+USER, ASSISTANT, TOOL = "user", "assistant", "tool"
 #: Joins consecutive turns of one role into one stored message.
 TURN_JOIN = "\n\n"
+#: The text of a tool turn whose results hold none.
+NO_OUTPUT = "(no output)"
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def tool_turn(role: str, text: str, parts: Sequence[Mapping[str, Any]]) -> Turn:
+    """A turn of a tool round: an assistant's ``text`` and calls, or (``role`` tool) the
+    results, whose text is theirs joined."""
+    if role == TOOL:
+        text = TURN_JOIN.join(str(p["content"]) for p in parts if p["content"]) or NO_OUTPUT
+    return (role, text, canonical(list(parts)))
+
+
+def tool_parts(turn: Turn) -> list[dict[str, Any]]:
+    """The calls or results of a tool round's turn (none for any other)."""
+    return json.loads(turn[2]) if len(turn) > 2 else []
 
 
 def merged(turns: Iterable[Turn]) -> list[Turn]:
-    """``turns`` with consecutive turns of the same role joined (:data:`TURN_JOIN`)."""
+    """``turns`` with consecutive turns of the same role joined (:data:`TURN_JOIN`); a tool
+    turn's results join the tool turn before it, a reply's calls stay a turn of their own."""
     out: list[Turn] = []
-    for role, text in turns:
-        if out and out[-1][0] == role:
-            out[-1] = (role, out[-1][1] + TURN_JOIN + text)
+    for turn in turns:
+        last = out[-1] if out else None
+        if last is not None and last[0] == turn[0] == TOOL:
+            out[-1] = tool_turn(TOOL, "", [*tool_parts(last), *tool_parts(turn)])
+        elif last is not None and last[0] == turn[0] and len(last) == len(turn) == 2:
+            out[-1] = (turn[0], last[1] + TURN_JOIN + turn[1])
         else:
-            out.append((role, text))
+            out.append(tuple(turn))
     return out
 
 
@@ -33,9 +61,9 @@ def hash_chain(turns: Sequence[Turn]) -> list[str]:
     """The hex SHA-256 chain of ``turns``: each value hashes the one before and the turn."""
     chain: list[str] = []
     previous = ""
-    for role, text in turns:
+    for turn in turns:
         digest = hashlib.sha256()
-        for part in (previous, role, text):
+        for part in (previous, *turn):
             data = part.encode("utf-8", "surrogatepass")
             digest.update(len(data).to_bytes(8, "big"))
             digest.update(data)

@@ -33,12 +33,13 @@ class HotWrites(abc.ABC):
         tokens_added: int,
         now: datetime,
         *,
-        attachment: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
         own_transaction: bool = True,
     ) -> Message:
         """Insert a message (``fields`` as ``Message(**fields)`` takes them, without ``seq``;
-        ``attachment`` the attachment's fields), allocating its sequence number and counting
-        ``tokens_added`` in the conversation's totals; returns the saved instance.
+        ``extra`` more of them: an attachment's, a tool round's), allocating its sequence
+        number and counting ``tokens_added`` in the conversation's totals; returns the saved
+        instance.
 
         ``own_transaction``: the insert is atomic by itself, so a duplicate leaves the
         caller's transaction usable; otherwise the caller's open transaction holds it.

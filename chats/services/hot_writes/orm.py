@@ -28,14 +28,14 @@ class OrmHotWrites(HotWrites):
         tokens_added: int,
         now: datetime,
         *,
-        attachment: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
         own_transaction: bool = True,
     ) -> Message:
         # A duplicate fails the insert and rolls the counters' increment back with it.
         atomic = transaction.atomic() if own_transaction else contextlib.nullcontext()
         with all_tenants(), atomic:
             seq = _next_seq(fields["conversation"], tokens_added, now)
-            return Message.objects.create(seq=seq, **fields, **(attachment or {}))
+            return Message.objects.create(seq=seq, **fields, **(extra or {}))
 
     def reply_insert_with_record(
         self, fields: dict[str, Any], record: TurnRecord, now: datetime

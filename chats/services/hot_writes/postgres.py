@@ -83,10 +83,10 @@ USAGE_FIELDS = (
 
 
 class PostgresHotWrites(HotWrites):
-    """Single statements; a message with an attachment goes through the ORM (its file is
-    stored by the field)."""
+    """Single statements; a message with extra fields (an attachment, a tool round) goes
+    through the ORM (an attachment's file is stored by the field)."""
 
-    _with_attachment = OrmHotWrites()
+    _with_extra = OrmHotWrites()
 
     def message_insert(
         self,
@@ -94,12 +94,12 @@ class PostgresHotWrites(HotWrites):
         tokens_added: int,
         now: datetime,
         *,
-        attachment: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
         own_transaction: bool = True,
     ) -> Message:
-        if attachment:
-            return self._with_attachment.message_insert(
-                fields, tokens_added, now, attachment=attachment, own_transaction=own_transaction
+        if extra:
+            return self._with_extra.message_insert(
+                fields, tokens_added, now, extra=extra, own_transaction=own_transaction
             )
         if own_transaction and connection.in_atomic_block:
             # A savepoint, so that a duplicate leaves the caller's transaction usable.
