@@ -172,7 +172,7 @@ def chat_request(
             messages,
             prompt.blocks,
             prompt.block_ids,
-            tool_turns([i for ids in prompt.block_ids for i in ids if i is not None]),
+            tool_turns(turn.tenant_id, [i for ids in prompt.block_ids for i in ids if i]),
             breakpoints,
         )
     if image is not None and image.tokens and messages:

@@ -25,6 +25,7 @@ from chatplatform.core.context.types import FactItem, MessageItem
 from chatplatform.core.llm.tool_rounds import ToolTurn, tool_turn
 from chatplatform.db import execute_prepared
 from chatplatform.models.conversations import Conversation, Message
+from chatplatform.tenancy.scoping import tenant_scope
 
 REPLY_EXCERPT_CHARS = 120
 
@@ -334,18 +335,19 @@ def recent_messages_and_facts(
     if labels:
         rows = _labelled_rows(rows)
     if any(map(_tool_group, rows)):
-        rows = _with_tool_calls(rows)
+        rows = _with_tool_calls(conversation.tenant_id, rows)
     return item_memo.items(rows), facts
 
 
 _tool_group = itemgetter(9)
 
 
-def _with_tool_calls(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+def _with_tool_calls(tenant_id: int, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """Item rows with the contents of replies that called tools as the prompt counts and
     reads them: their text, then their calls (``tool_calls_text``)."""
     ids = [row[0] for row in rows if row[9] is not None and row[2] == "assistant"]
-    calls = dict(Message.objects.filter(pk__in=ids).values_list("pk", "tool_calls"))
+    with tenant_scope(tenant_id):
+        calls = dict(Message.objects.filter(pk__in=ids).values_list("pk", "tool_calls"))
     return [
         (*row[:3], tool_calls_text(row[3], calls[row[0]] or ()), *row[4:])
         if calls.get(row[0])
@@ -363,11 +365,12 @@ _second = itemgetter(1)
 #: UNION ALL promises no order, so rows are ordered in Python.
 
 
-def tool_turns(ids: list[Any]) -> dict[Any, ToolTurn]:
-    """The tool rounds' parts of the messages ``ids`` (a reply's calls, their results), by
-    id; messages of no round are left out. Runs in the tenant's scope."""
-    rows = Message.objects.filter(pk__in=ids, tool_group__isnull=False).values_list(
-        "pk", "content", "tool_calls", "tool_results"
-    )
+def tool_turns(tenant_id: Any, ids: list[Any]) -> dict[Any, ToolTurn]:
+    """The tool rounds' parts of the tenant's messages ``ids`` (a reply's calls, their
+    results), by id; messages of no round are left out."""
+    with tenant_scope(tenant_id):
+        rows = Message.objects.filter(pk__in=ids, tool_group__isnull=False).values_list(
+            "pk", "content", "tool_calls", "tool_results"
+        )
     turns = {pk: tool_turn(content, calls, results) for pk, content, calls, results in rows}
     return {pk: turn for pk, turn in turns.items() if turn is not None}

@@ -120,6 +120,8 @@ class TurnContext:
     #: Server compaction: the provider's newest compaction block, as it returned it (sent back
     #: before the history when the prompt includes its summary).
     compaction_block: dict[str, Any] | None = None
+    #: The conversation's tenant (what the request reads more of runs in its scope).
+    tenant_id: int | None = None
 
 
 def _system_variables(
@@ -287,6 +289,7 @@ def assemble_context(
         + (0 if new_message.seq <= conversation.last_seq else new_tokens)
     )
     return TurnContext(
+        tenant_id=conversation.tenant_id,
         prompt=prompt,
         policy=policy,
         profile=profile,

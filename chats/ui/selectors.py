@@ -3,6 +3,8 @@ that tenant's scope; objects of another tenant or user are simply not found."""
 
 from __future__ import annotations
 
+import json
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,6 +125,14 @@ class ChatMessage:
     #: earlier versions are kept as revisions, which the page lets the reader step through).
     versions: int = 1
 
+    @property
+    def tool_calls(self) -> list[tuple[str, str]]:
+        """The tools a reply called for its client to run: each one's name and input (JSON)."""
+        return [
+            (str(call.get("name")), json.dumps(call.get("input"), ensure_ascii=False))
+            for call in self.message.tool_calls or ()
+        ]
+
 
 @dataclass(frozen=True)
 class MessageWindow:
@@ -167,6 +177,8 @@ def message_window(
 def _author(message: Message, bot_name: str) -> str:
     if message.role == MessageRole.ASSISTANT:
         return bot_name
+    if message.role == MessageRole.TOOL:
+        return "Tool results"
     user = message.author
     if user is None:
         return "(deleted user)"

@@ -269,7 +269,25 @@
     }
     setState(reply.element, data.stopped ? "stopped" : "");
     if (data.stopped) showNotice(reply.element, "Stopped. The text so far is kept.", "info");
+    if (data.tool_calls && data.tool_calls.length) showToolCalls(reply.element, data.tool_calls);
     window.ChatMeter && window.ChatMeter.load(reply.answers || data.message_id);
+  }
+
+  // The tools a reply called for the client that offered them (the SDK-compatible API).
+  function showToolCalls(element, calls) {
+    var list = document.createElement("ul");
+    list.className = "msg-tools";
+    list.setAttribute("aria-label", "Tools called");
+    calls.forEach(function (call) {
+      var item = document.createElement("li");
+      var name = document.createElement("code");
+      var input = document.createElement("code");
+      name.textContent = call.name;
+      input.textContent = JSON.stringify(call.input);
+      item.append("Called ", name, " with ", input);
+      list.appendChild(item);
+    });
+    element.appendChild(list);
   }
 
   function onError(data) {

@@ -79,8 +79,20 @@ class MessageSerializer(serializers.ModelSerializer):
             "error_message",
             "edited_at",
             "created_at",
+            "tool_calls",
+            "tool_results",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "tool_calls": {
+                "help_text": "A reply's calls of tools its client runs ([{id, name, input}]), "
+                "or null."
+            },
+            "tool_results": {
+                "help_text": "A tool message's results of those calls "
+                "([{tool_use_id, content, is_error}]), or null."
+            },
+        }
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_client_id(self, message: Message) -> str | None:

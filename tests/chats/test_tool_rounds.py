@@ -1,0 +1,117 @@
+"""A client's tool rounds in the prompt: stored calls and results go to the provider as its own
+tool blocks, a call and its results are kept or dropped together whatever the budget trims,
+and the results sent as the new message keep the call they answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chatplatform.core.llm.anthropic_payload import build_params
+from chatplatform.core.llm.base import ChatRequest, TextPart, ToolResultPart, ToolUsePart
+from chatplatform.core.llm.openai_provider import build_params as openai_params
+from chats.assembly import assemble_turn
+from chats.assembly.request import chat_request
+from chats.services import message_create
+from chats.services.transcripts import transcript_import
+from tests.chats.test_assembly import make_policy
+
+pytestmark = pytest.mark.django_db
+
+
+def rounds(count: int) -> tuple[list[tuple[str, str]], list[dict[str, Any] | None]]:
+    """``count`` exchanges, each a question, a reply calling a tool, its result and the answer."""
+    turns: list[tuple[str, str]] = []
+    tools: list[dict[str, Any] | None] = []
+    for i in range(count):
+        call = {"id": f"call_{i}", "name": "lookup", "input": {"q": f"item {i} " * 20}}
+        result = {"tool_use_id": f"call_{i}", "content": f"result {i} " * 40, "is_error": False}
+        turns += [
+            ("user", f"Question {i} about the stock of item {i}."),
+            ("assistant", ""),
+            ("tool", result["content"]),
+            ("assistant", f"Answer {i}: the stock is fine."),
+        ]
+        tools += [
+            None,
+            {"tool_calls": [call], "tool_group": call["id"]},
+            {"tool_results": [result], "tool_group": call["id"]},
+            None,
+        ]
+    return turns, tools
+
+
+def paired(request: ChatRequest) -> None:
+    """Every tool call is answered in the next message, every result answers the one before."""
+    messages = list(request.messages)
+    for i, message in enumerate(messages):
+        parts = [] if isinstance(message.content, str) else list(message.content)
+        calls = {p.id for p in parts if isinstance(p, ToolUsePart)}
+        results = [p for p in parts if isinstance(p, ToolResultPart)]
+        if calls:
+            after = messages[i + 1].content
+            assert not isinstance(after, str)
+            assert calls == {p.tool_use_id for p in after if isinstance(p, ToolResultPart)}
+        if results:
+            before = messages[i - 1].content
+            assert not isinstance(before, str)
+            assert {p.tool_use_id for p in results} == {
+                p.id for p in before if isinstance(p, ToolUsePart)
+            }
+            # Results first: Anthropic refuses text before them.
+            assert all(isinstance(p, ToolResultPart) for p in parts[: len(results)])
+
+
+@pytest.mark.parametrize("budget", [3000, 4000, 6000, 12000])
+def test_rounds_stay_whole_and_paired_whatever_the_budget(
+    conversation, member_a, tenant_a, budget
+):
+    policy = make_policy(tenant_a, max_context_tokens=budget, min_recent_messages=2)
+    turns, tools = rounds(30)
+    transcript_import(conversation, member_a, turns, tools=tools)
+    message, _ = message_create(
+        conversation=conversation, role="user", content="And item 3?", author=member_a
+    )
+    turn = assemble_turn(conversation, message, policy=policy)
+    request = chat_request(turn, tools=False)
+    paired(request)
+    assert turn.prompt.prompt_tokens <= turn.prompt.budget
+    structured = [
+        p
+        for m in request.messages
+        if not isinstance(m.content, str)
+        for p in m.content
+        if isinstance(p, ToolUsePart)
+    ]
+    assert structured, "the newest rounds go as tool blocks"
+    assert structured[-1].id == "call_29" and structured[-1].input["q"].startswith("item 29")
+    # Both providers' payloads take it (cache marks included).
+    build_params(request)
+    sent = openai_params(request)["messages"]
+    tool_messages = [m for m in sent if m["role"] == "tool"]
+    assert tool_messages and all(
+        any(c["id"] == t["tool_call_id"] for m in sent for c in m.get("tool_calls", []))
+        for t in tool_messages
+    )
+
+
+def test_results_sent_as_the_new_message_keep_their_call(conversation, member_a, tenant_a):
+    policy = make_policy(tenant_a)
+    turns, tools = rounds(2)
+    transcript_import(conversation, member_a, turns[:2], tools=tools[:2])  # the call, unanswered
+    result = {"tool_use_id": "call_0", "content": "42 in stock", "is_error": False}
+    message, _ = message_create(
+        conversation=conversation,
+        role="tool",
+        content="42 in stock",
+        author=member_a,
+        tool_fields={"tool_results": [result], "tool_group": "call_0"},
+    )
+    turn = assemble_turn(conversation, message, policy=policy)
+    request = chat_request(turn, tools=False)
+    paired(request)
+    last = request.messages[-1]
+    assert not isinstance(last.content, str)
+    assert last.content[0] == ToolResultPart("call_0", "42 in stock")
+    assert any(isinstance(p, TextPart) for p in request.messages[-2].content) is False
