@@ -41,8 +41,9 @@ def transcript_import(
     """Store ``turns`` (``(role, text)``, roles ``user``, ``assistant`` or ``tool``, oldest
     first) as complete messages of ``conversation``, atomically: a user turn as ``user``'s
     message, an assistant turn as the reply to the user turn just before it (so nothing
-    imported waits for a reply). Counted once, with the policy model's counter, like any message. Raises
-    MessageRejected (nothing stored) for a user turn the conversation would refuse.
+    imported waits for a reply). Counted once, with the policy model's counter, like any
+    message. Raises MessageRejected (nothing stored) for a user turn the conversation would
+    refuse.
 
     A long history arrives whole in a client's first request, so it is stored in bulk: the
     conversation's counters move once for all the turns (one locked row update that also

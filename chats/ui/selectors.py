@@ -4,7 +4,6 @@ that tenant's scope; objects of another tenant or user are simply not found."""
 from __future__ import annotations
 
 import json
-
 from dataclasses import dataclass
 from typing import Any
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from chatplatform.models.conversations import OpenAIResponse, Status
 from chats.api.compat.outcomes import EXTENSION_FIELD, Outcome, outcome_of
+from chats.api.compat.tool_use import stored_calls
 from chats.replies.db import db
 
 KEEPALIVE = b": keepalive\n\n"
@@ -64,6 +65,23 @@ def output_message(record: OpenAIResponse, status: str, parts: list[dict[str, An
     }
 
 
+def function_calls(record: OpenAIResponse, outcome: Outcome) -> list[dict[str, Any]]:
+    """The reply's calls of the client's tools as ``function_call`` output items (after the
+    message: output indexes from 1)."""
+    suffix = record.public_id.removeprefix("resp_")
+    return [
+        {
+            "id": f"fc_{suffix}_{index}",
+            "type": "function_call",
+            "status": "completed",
+            "call_id": call["id"],
+            "name": call["name"],
+            "arguments": json.dumps(call["input"], ensure_ascii=False),
+        }
+        for index, call in enumerate(stored_calls(outcome.reply), start=1)
+    ]
+
+
 def response_shell(record: OpenAIResponse, status: str) -> dict[str, Any]:
     """The response object without its output, usage and extension (``in_progress`` when a
     stream starts). The model, its reply length and sampling are the tenant policy's: the
@@ -111,6 +129,7 @@ def response_object(record: OpenAIResponse, outcome: Outcome) -> dict[str, Any]:
         item_status = "incomplete"
     if text or status != "failed":
         body["output"] = [output_message(record, item_status, [output_text(text)])]
+        body["output"] += function_calls(record, outcome)
     if status == "failed":
         message = (reply.error_message if reply is not None else "") or FAILED
         body["error"] = {"code": "server_error", "message": message}
@@ -195,6 +214,17 @@ async def response_events(
             yield event(
                 "response.output_item.done", {"output_index": 0, "item": final["output"][0]}
             )
+            for index, call in enumerate(final["output"][1:], start=1):
+                at = {"item_id": call["id"], "output_index": index}
+                added = {**call, "status": "in_progress", "arguments": ""}
+                yield event("response.output_item.added", {"output_index": index, "item": added})
+                arguments = call["arguments"]
+                yield event("response.function_call_arguments.delta", {**at, "delta": arguments})
+                yield event(
+                    "response.function_call_arguments.done",
+                    {**at, "name": call["name"], "arguments": arguments},
+                )
+                yield event("response.output_item.done", {"output_index": index, "item": call})
             ending = (
                 "response.incomplete" if final["status"] == "incomplete" else "response.completed"
             )

@@ -3,14 +3,16 @@ naming the parameter otherwise), the input items read into turns and system text
 
 Input items are read by kind, one reader per item ``type`` (:data:`ITEM_READERS`) and one per
 content part ``type`` (:data:`PART_READERS`: text, and images by URL or inline); a kind without
-a reader (tool calls and their outputs, files, references to stored items) is refused naming
-it, never dropped.
+a reader (files, references to stored items, the provider's own tools' calls) is refused
+naming it, never dropped. The client's function calls and their outputs are a tool round
+(:mod:`chats.api.compat.tool_use`).
 
-Fields are an allow-list: anything else the body sets (tools, ``background``, ``conversation``
-objects, reasoning options, prompt templates...) is refused naming it."""
+Fields are an allow-list: anything else the body sets (hosted tools, ``background``,
+``conversation`` objects, reasoning options, prompt templates...) is refused naming it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +20,8 @@ from typing import Any
 from chats.api.compat.images import ImageRef, new_message_image, openai_image
 from chats.api.compat.openai_chat import SYSTEM_ROLES
 from chats.api.compat.threads import invalid
-from chats.api.compat.transcript import ASSISTANT, USER, Turn
+from chats.api.compat.tool_use import call_id, offer, result_text, tool_spec
+from chats.api.compat.transcript import ASSISTANT, TOOL, USER, Turn, tool_parts, tool_turn
 
 #: OpenAI's limits on ``metadata``: pairs, key and value lengths.
 METADATA_PAIRS, METADATA_KEY_CHARS, METADATA_VALUE_CHARS = 16, 64, 512
@@ -43,6 +46,8 @@ class ResponsesCall:
     conversation_id: Any = None
     #: The image of the client's new message, if it carries one.
     image: ImageRef | None = None
+    #: The tools the client offers the reply (:func:`chats.api.compat.tool_use.offer`).
+    offered: dict[str, Any] | None = None
 
 
 @dataclass
@@ -117,10 +122,82 @@ def _message_item(item: dict[str, Any], where: str, read: _Read) -> None:
         raise invalid(f"{where}.role must be user, assistant, system or developer.", "input")
 
 
+def _function_call(item: dict[str, Any], where: str, read: _Read) -> None:
+    """A call the model made (the client's history): joins the assistant turn before it."""
+    name, arguments = item.get("name"), item.get("arguments")
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else None
+    except ValueError:
+        parsed = None
+    if not isinstance(name, str) or not isinstance(parsed, dict):
+        raise invalid(
+            f"{where}: a function call needs its name and JSON object arguments.", "input"
+        )
+    call = {"id": call_id(item.get("call_id"), where), "name": name, "input": parsed}
+    last = read.turns[-1] if read.turns else None
+    if last is not None and last[0] == ASSISTANT:
+        read.turns[-1] = tool_turn(ASSISTANT, last[1], [*tool_parts(last), call])
+    else:
+        read.turns.append(tool_turn(ASSISTANT, "", [call]))
+    read.trailing = []
+
+
+def _function_call_output(item: dict[str, Any], where: str, read: _Read) -> None:
+    result = {
+        "tool_use_id": call_id(item.get("call_id"), where),
+        "content": result_text(_output_texts(item.get("output"), where), where),
+        "is_error": False,
+    }
+    read.turns.append(tool_turn(TOOL, "", [result]))
+    read.trailing = []
+
+
+def _output_texts(output: Any, where: str) -> Any:
+    """A function call's output: a string, or its ``input_text`` parts as text parts."""
+    if not isinstance(output, list):
+        return output
+    return [
+        {"type": "text", "text": p.get("text")}
+        if isinstance(p, dict) and p.get("type") == "input_text"
+        else p
+        for p in output
+    ]
+
+
 #: Input item ``type`` -> its reader (an item without a type is a message, as OpenAI reads it).
 ITEM_READERS: Mapping[str, Callable[[dict[str, Any], str, _Read], None]] = {
     "message": _message_item,
+    "function_call": _function_call,
+    "function_call_output": _function_call_output,
 }
+
+
+def _tools(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The request's function ``tools`` and ``tool_choice``."""
+    tools = data.get("tools") or []
+    if not isinstance(tools, list):
+        raise invalid("tools must be a list.", "tools")
+    specs = []
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            raise invalid(
+                f"tools[{index}]: only function tools are taken (hosted tools run at OpenAI).",
+                "tools",
+            )
+        specs.append(
+            tool_spec(
+                tool.get("name"), tool.get("description"), tool.get("parameters"), f"tools[{index}]"
+            )
+        )
+    choice = data.get("tool_choice") or "auto"
+    if isinstance(choice, dict):
+        if choice.get("type") != "function" or not isinstance(choice.get("name"), str):
+            raise invalid("tool_choice must name a function.", "tool_choice")
+        return offer(specs, "tool", choice["name"])
+    choices = {"auto": "auto", "none": "none", "required": "any"}
+    if choice not in choices:
+        raise invalid("tool_choice must be none, auto, required or a function.", "tool_choice")
+    return offer(specs, choices[choice])
 
 
 def input_read(value: Any) -> _Read:
@@ -148,10 +225,6 @@ def input_read(value: Any) -> _Read:
 
 def _none_listed(value: Any) -> bool:
     return value in (None, [])
-
-
-def _no_tool_choice(value: Any) -> bool:
-    return value in (None, "auto", "none")
 
 
 def _plain_text(value: Any) -> bool:
@@ -200,8 +273,6 @@ def _number_up_to(top: float) -> Callable[[Any], bool]:
 #: "no tools" or "plain text", identifiers of the end user, and the sampling knobs (the tenant
 #: policy sets the model, its reply length and its sampling, as for Chat Completions).
 ACCEPTED: Mapping[str, Callable[[Any], bool]] = {
-    "tools": _none_listed,
-    "tool_choice": _no_tool_choice,
     "parallel_tool_calls": _flag,
     "include": _none_listed,
     "text": _plain_text,
@@ -215,7 +286,17 @@ ACCEPTED: Mapping[str, Callable[[Any], bool]] = {
 }
 #: Fields read into the call.
 READ = frozenset(
-    {"model", "input", "instructions", "previous_response_id", "store", "stream", "metadata"}
+    {
+        "model",
+        "input",
+        "instructions",
+        "previous_response_id",
+        "store",
+        "stream",
+        "metadata",
+        "tools",
+        "tool_choice",
+    }
 )
 
 
@@ -272,8 +353,10 @@ def responses_call(data: Any, named: str | None) -> ResponsesCall:
         raise invalid("input is required.", "input")
     read = input_read(data["input"])
     turns, system = read.turns, read.system
-    if not turns or turns[-1][0] != USER:
-        raise invalid("The last input message must be the user's.", "input")
+    if not turns or turns[-1][0] not in (USER, TOOL):
+        raise invalid(
+            "The last input item must be the user's message (or function call outputs).", "input"
+        )
     instructions = _optional(data, "instructions", str, None)
     metadata = _metadata(data.get("metadata"))
     previous = _optional(data, "previous_response_id", str, None)
@@ -287,4 +370,5 @@ def responses_call(data: Any, named: str | None) -> ResponsesCall:
         metadata=metadata,
         conversation_id=named if named is not None else metadata.get(CONVERSATION_KEY),
         image=new_message_image(read.trailing),
+        offered=_tools(data),
     )

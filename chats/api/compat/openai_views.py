@@ -121,6 +121,7 @@ class ResponsesView(CompatView):
             conversation_id=_conversation_named(principal, call),
             idempotency_key=request.headers.get("Idempotency-Key"),
             all_new=call.previous_response_id is not None,
+            offered=call.offered,
         )
         conversation = thread.conversation
         record = functools.partial(

@@ -206,3 +206,51 @@ def test_a_tool_round_hashes_and_merges_as_one_turn_each():
     plain = hash_chain([("user", "x")])
     assert hash_chain([("user", "x"), tool_turn("tool", "", results)])[0] == plain[0]
     assert hash_chain([tool_turn("tool", "", results)]) != hash_chain([tool_turn("tool", "", more)])
+
+
+RESPONSES_WEATHER = {"type": "function", **WEATHER["function"]}
+
+
+def test_responses_a_function_call_and_its_output_by_previous_response_id(
+    live_url, key_a, tenant_a
+):
+    sdk = client(live_url, key_a)
+    first = sdk.responses.create(model="any", input=ASK, tools=[RESPONSES_WEATHER])
+    calls = [item for item in first.output if item.type == "function_call"]
+    assert [c.name for c in calls] == ["get_weather"]
+    assert json.loads(calls[0].arguments) == {"city": ASK}
+    second = sdk.responses.create(
+        model="any",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "mild"}],
+        tools=[RESPONSES_WEATHER],
+    )
+    assert "The tool answered: mild" in second.output_text
+    conversation_id = second.model_extra["chatplatform"]["conversation_id"]
+    stored = rows(tenant_a, conversation_id)
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+    # Fetched again, the first response still shows its call.
+    again = sdk.responses.retrieve(first.id)
+    assert [i.type for i in again.output] == ["message", "function_call"]
+
+
+def test_responses_streamed_function_call_events(live_url, key_a):
+    sdk = client(live_url, key_a)
+    events = list(
+        sdk.responses.create(
+            model="any",
+            input="Hello",
+            tools=[RESPONSES_WEATHER],
+            tool_choice="required",
+            stream=True,
+        )
+    )
+    names = [e.type for e in events]
+    assert "response.function_call_arguments.done" in names
+    done = next(e for e in events if e.type == "response.function_call_arguments.done")
+    assert json.loads(done.arguments) == {"city": "Hello"}
+    final = events[-1]
+    assert final.type == "response.completed"
+    assert [i.type for i in final.response.output] == ["message", "function_call"]
+    with pytest.raises(openai.BadRequestError):
+        sdk.responses.create(model="any", input="Hi", tools=[{"type": "web_search"}])
