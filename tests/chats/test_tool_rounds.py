@@ -64,9 +64,7 @@ def paired(request: ChatRequest) -> None:
 
 
 @pytest.mark.parametrize("budget", [3000, 4000, 6000, 12000])
-def test_rounds_stay_whole_and_paired_whatever_the_budget(
-    conversation, member_a, tenant_a, budget
-):
+def test_rounds_stay_whole_and_paired_whatever_the_budget(conversation, member_a, tenant_a, budget):
     policy = make_policy(tenant_a, max_context_tokens=budget, min_recent_messages=2)
     turns, tools = rounds(30)
     transcript_import(conversation, member_a, turns, tools=tools)

@@ -65,5 +65,6 @@ class CountTokensView(CompatView):
             system=call.system,
             conversation_id=request.headers.get(self.protocol.conversation_header),
             image=image_payload(call.image),
+            offered=call.offered,
         )
         return Response({"input_tokens": tokens})

@@ -5,6 +5,7 @@ would store, inside a transaction that is rolled back (nothing stays stored)."""
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 from django.db import transaction
@@ -26,12 +27,16 @@ def prompt_tokens(
     system: str,
     conversation_id: Any = None,
     image: dict[str, str] | None = None,
+    offered: dict[str, Any] | None = None,
 ) -> int:
     """The tokens of the prompt the platform would assemble for ``turns`` (its estimate, with
     the policy model's counter), the new message's ``image`` (:func:`image_payload`) counted
-    as the turn counts it. Raises as :func:`thread_for` does."""
+    as the turn counts it, the ``offered`` tools' definitions as their JSON. Raises as
+    :func:`thread_for` does."""
     with transaction.atomic():
-        thread = thread_for(principal, turns, system=system, conversation_id=conversation_id)
+        thread = thread_for(
+            principal, turns, system=system, conversation_id=conversation_id, offered=offered
+        )
         conversation = thread.conversation
         conversation.refresh_from_db()
         shown = (
@@ -43,14 +48,17 @@ def prompt_tokens(
             if image is not None
             else None
         )
+        group = (thread.tool_fields or {}).get("tool_group")
         item = MessageItem(
             id="count",
             seq=conversation.last_seq + 1,
-            role="user",
+            role="tool" if group else "user",
             content=message_content(thread.content, shown.note if shown else ""),
             created_at=timezone.now(),
+            tool_group=group,
         )
         budget = shown.prompt_budget - shown.tokens if shown is not None and shown.tokens else None
         turn = assemble_context(conversation, item, author=principal.user, budget_override=budget)
         transaction.set_rollback(True)
-    return int(turn.prompt.prompt_tokens) + (shown.tokens if shown is not None else 0)
+    definitions = turn.counter.count(json.dumps(offered["tools"])) if offered else 0
+    return int(turn.prompt.prompt_tokens) + (shown.tokens if shown is not None else 0) + definitions

@@ -271,7 +271,9 @@ def test_malformed_and_unsupported_bodies_are_400_naming_the_parameter(live_url,
     assert accepted.status_code == 200 and accepted.json()["status"] == "completed"
     with pytest.raises(openai.BadRequestError) as sdk_refused:
         client(live_url, key_a).responses.create(
-            model="m", input="x", tools=[{"type": "function", "name": "f", "parameters": {}}]
+            model="m",
+            input="x",
+            tools=[{"type": "function", "name": "no spaces", "parameters": {}}],
         )
     assert sdk_refused.value.body["param"] == "tools"  # type: ignore[index]
 

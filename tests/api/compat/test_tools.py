@@ -122,8 +122,10 @@ def test_openai_forced_tool_and_bad_tool_input(live_url, key_a):
     assert forced.choices[0].message.tool_calls[0].function.name == "get_weather"
     for bad, param in [
         ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools"),
-        ({"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "x"}}},
-         "tool_choice"),
+        (
+            {"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "x"}}},
+            "tool_choice",
+        ),
         ({"tools": [{"type": "function", "function": {"name": "save_user_fact"}}]}, "tools"),
     ]:
         with pytest.raises(openai.BadRequestError) as raised:
@@ -254,3 +256,13 @@ def test_responses_streamed_function_call_events(live_url, key_a):
     assert [i.type for i in final.response.output] == ["message", "function_call"]
     with pytest.raises(openai.BadRequestError):
         sdk.responses.create(model="any", input="Hi", tools=[{"type": "web_search"}])
+
+
+def test_count_tokens_counts_the_tools_offered(live_url, key_a):
+    sdk = sdk_for(live_url, key_a)
+    hello = [{"role": "user", "content": "Hello"}]
+    bare = sdk.messages.count_tokens(model="any", messages=hello).input_tokens
+    with_tools = sdk.messages.count_tokens(
+        model="any", messages=hello, tools=[WEATHER_ANTHROPIC]
+    ).input_tokens
+    assert with_tools > bare + 10
