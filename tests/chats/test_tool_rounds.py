@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from chatplatform.core.llm.anthropic_payload import build_params
 from chatplatform.core.llm.base import ChatRequest, TextPart, ToolResultPart, ToolUsePart
@@ -113,3 +114,20 @@ def test_results_sent_as_the_new_message_keep_their_call(conversation, member_a,
     assert not isinstance(last.content, str)
     assert last.content[0] == ToolResultPart("call_0", "42 in stock")
     assert any(isinstance(p, TextPart) for p in request.messages[-2].content) is False
+
+
+def test_the_chat_page_and_the_api_show_a_round(client, conversation, member_a):
+    client.force_login(member_a)
+    member_client = client
+    turns, tools = rounds(1)
+    transcript_import(conversation, member_a, turns, tools=tools)
+    page = member_client.get(
+        reverse("chats_ui:conversation_detail", args=[conversation.pk])
+    ).content.decode()
+    assert 'class="msg-tools"' in page and "<code>lookup</code>" in page
+    assert "Tool results" in page
+    listed = member_client.get(f"/api/v1/conversations/{conversation.pk}/messages/").json()
+    found = listed["results"] if isinstance(listed, dict) else listed
+    calls = [m["tool_calls"] for m in found if m["tool_calls"]]
+    assert calls and calls[0][0]["name"] == "lookup"
+    assert any(m["tool_results"] for m in found)
