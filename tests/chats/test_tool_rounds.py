@@ -26,8 +26,16 @@ def rounds(count: int) -> tuple[list[tuple[str, str]], list[dict[str, Any] | Non
     turns: list[tuple[str, str]] = []
     tools: list[dict[str, Any] | None] = []
     for i in range(count):
-        call = {"id": f"call_{i}", "name": "lookup", "input": {"q": f"item {i} " * 20}}
-        result = {"tool_use_id": f"call_{i}", "content": f"result {i} " * 40, "is_error": False}
+        call: dict[str, Any] = {
+            "id": f"call_{i}",
+            "name": "lookup",
+            "input": {"q": f"item {i} " * 20},
+        }
+        result: dict[str, Any] = {
+            "tool_use_id": f"call_{i}",
+            "content": f"result {i} " * 40,
+            "is_error": False,
+        }
         turns += [
             ("user", f"Question {i} about the stock of item {i}."),
             ("assistant", ""),

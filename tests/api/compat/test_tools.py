@@ -18,7 +18,7 @@ from tests.api.compat.test_openai_sdk import client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -78,7 +78,7 @@ def test_openai_a_call_goes_to_the_client_and_its_result_is_answered(live_url, k
     assert stored[1].tool_group == stored[2].tool_group == call.id
     assert stored[3].answers_id == stored[2].pk
     # The offer is kept with the message that made it.
-    assert stored[0].offered_tools["tools"][0]["name"] == "get_weather"
+    assert (stored[0].offered_tools or {})["tools"][0]["name"] == "get_weather"
 
 
 def test_openai_streamed_call_and_named_conversation(live_url, key_a, tenant_a):
@@ -120,19 +120,20 @@ def test_openai_forced_tool_and_bad_tool_input(live_url, key_a):
         tool_choice={"type": "function", "function": {"name": "get_weather"}},
     )
     assert forced.choices[0].message.tool_calls[0].function.name == "get_weather"
-    for bad, param in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"tools": [{"type": "function", "function": {"name": "bad name"}}]}, "tools"),
         (
             {"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "x"}}},
             "tool_choice",
         ),
         ({"tools": [{"type": "function", "function": {"name": "save_user_fact"}}]}, "tools"),
-    ]:
+    ]
+    for bad, param in cases:
         with pytest.raises(openai.BadRequestError) as raised:
             sdk.chat.completions.create(
                 model="any", messages=[{"role": "user", "content": "Hi"}], **bad
             )
-        assert raised.value.body["param"] == param
+        assert raised.value.body["param"] == param  # type: ignore[index]
     # A result answering a call no reply made is refused, nothing stored.
     with pytest.raises(openai.BadRequestError):
         sdk.chat.completions.create(
