@@ -12,7 +12,14 @@ from chatplatform.models.conversations import Conversation, Status
 from chats.api.compat.images import ImageRef, anthropic_image, new_message_image
 from chats.api.compat.outcomes import EXTENSION_FIELD, Outcome, outcome_of
 from chats.api.compat.threads import invalid
-from chats.api.compat.tool_use import call_id, offer, result_text, stored_calls, tool_spec
+from chats.api.compat.tool_use import (
+    call_id,
+    offer,
+    result_text,
+    stored_calls,
+    tool_spec,
+    tool_specs,
+)
 from chats.api.compat.transcript import ASSISTANT, TOOL, USER, Turn, tool_turn
 from chats.replies.db import db
 
@@ -34,27 +41,19 @@ class MessagesCall:
     offered: dict[str, Any] | None = None
 
 
+def _custom(tool: Any, where: str) -> dict[str, Any]:
+    if not isinstance(tool, dict) or tool.get("type") not in (None, "custom"):
+        raise invalid(
+            f"{where}: only the client's own tools (name, input_schema) are taken; "
+            "Anthropic's server tools run at Anthropic only.",
+            "tools",
+        )
+    return tool_spec(tool.get("name"), tool.get("description"), tool.get("input_schema"), where)
+
+
 def _tools(data: dict[str, Any]) -> dict[str, Any] | None:
     """The request's ``tools`` (the client's own, defined by a schema) and ``tool_choice``."""
-    tools = data.get("tools") or []
-    if not isinstance(tools, list):
-        raise invalid("tools must be a list.", "tools")
-    specs = []
-    for index, tool in enumerate(tools):
-        if not isinstance(tool, dict) or tool.get("type") not in (None, "custom"):
-            raise invalid(
-                f"tools.{index}: only the client's own tools (name, input_schema) are taken; "
-                "Anthropic's server tools run at Anthropic only.",
-                "tools",
-            )
-        specs.append(
-            tool_spec(
-                tool.get("name"),
-                tool.get("description"),
-                tool.get("input_schema"),
-                f"tools.{index}",
-            )
-        )
+    specs = tool_specs(data, _custom)
     choice = data.get("tool_choice") or {"type": "auto"}
     kind = choice.get("type") if isinstance(choice, dict) else None
     if kind not in ("auto", "any", "none", "tool"):

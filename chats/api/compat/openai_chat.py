@@ -13,7 +13,14 @@ from chatplatform.models.conversations import Conversation, Status
 from chats.api.compat.images import ImageRef, new_message_image, openai_image
 from chats.api.compat.outcomes import EXTENSION_FIELD, Outcome, outcome_of
 from chats.api.compat.threads import invalid
-from chats.api.compat.tool_use import call_id, offer, result_text, stored_calls, tool_spec
+from chats.api.compat.tool_use import (
+    call_id,
+    openai_offer,
+    result_text,
+    stored_calls,
+    tool_spec,
+    tool_specs,
+)
 from chats.api.compat.transcript import ASSISTANT, TOOL, USER, Turn, tool_turn
 from chats.replies.db import db
 
@@ -40,38 +47,27 @@ class ChatCall:
     offered: dict[str, Any] | None = None
 
 
+def _function(tool: Any, where: str) -> dict[str, Any]:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if (
+        not isinstance(tool, dict)
+        or tool.get("type") != "function"
+        or not isinstance(function, dict)
+    ):
+        raise invalid(f"{where} must be a function tool.", "tools")
+    return tool_spec(
+        function.get("name"), function.get("description"), function.get("parameters"), where
+    )
+
+
+def _forced(choice: dict[str, Any]) -> Any:
+    named = choice.get("function") if choice.get("type") == "function" else None
+    return named.get("name") if isinstance(named, dict) else None
+
+
 def _tools(data: dict[str, Any]) -> dict[str, Any] | None:
     """The request's ``tools`` and ``tool_choice``."""
-    tools = data.get("tools") or []
-    if not isinstance(tools, list):
-        raise invalid("tools must be a list.", "tools")
-    specs = []
-    for index, tool in enumerate(tools):
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if (
-            not isinstance(tool, dict)
-            or tool.get("type") != "function"
-            or not isinstance(function, dict)
-        ):
-            raise invalid(f"tools[{index}] must be a function tool.", "tools")
-        specs.append(
-            tool_spec(
-                function.get("name"),
-                function.get("description"),
-                function.get("parameters"),
-                f"tools[{index}]",
-            )
-        )
-    choice = data.get("tool_choice") or "auto"
-    if isinstance(choice, dict):
-        named = choice.get("function") if choice.get("type") == "function" else None
-        if not isinstance(named, dict) or not isinstance(named.get("name"), str):
-            raise invalid("tool_choice must name a function.", "tool_choice")
-        return offer(specs, "tool", named["name"])
-    choices = {"auto": "auto", "none": "none", "required": "any"}
-    if choice not in choices:
-        raise invalid("tool_choice must be none, auto, required or a function.", "tool_choice")
-    return offer(specs, choices[choice])
+    return openai_offer(tool_specs(data, _function), data.get("tool_choice"), _forced)
 
 
 def _calls(message: dict[str, Any], index: int) -> list[dict[str, Any]]:

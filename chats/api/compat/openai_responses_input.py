@@ -20,7 +20,7 @@ from typing import Any
 from chats.api.compat.images import ImageRef, new_message_image, openai_image
 from chats.api.compat.openai_chat import SYSTEM_ROLES
 from chats.api.compat.threads import invalid
-from chats.api.compat.tool_use import call_id, offer, result_text, tool_spec
+from chats.api.compat.tool_use import call_id, openai_offer, result_text, tool_spec, tool_specs
 from chats.api.compat.transcript import ASSISTANT, TOOL, USER, Turn, tool_parts, tool_turn
 
 #: OpenAI's limits on ``metadata``: pairs, key and value lengths.
@@ -172,32 +172,21 @@ ITEM_READERS: Mapping[str, Callable[[dict[str, Any], str, _Read], None]] = {
 }
 
 
+def _function(tool: Any, where: str) -> dict[str, Any]:
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        raise invalid(
+            f"{where}: only function tools are taken (hosted tools run at OpenAI).", "tools"
+        )
+    return tool_spec(tool.get("name"), tool.get("description"), tool.get("parameters"), where)
+
+
+def _forced(choice: dict[str, Any]) -> Any:
+    return choice.get("name") if choice.get("type") == "function" else None
+
+
 def _tools(data: dict[str, Any]) -> dict[str, Any] | None:
     """The request's function ``tools`` and ``tool_choice``."""
-    tools = data.get("tools") or []
-    if not isinstance(tools, list):
-        raise invalid("tools must be a list.", "tools")
-    specs = []
-    for index, tool in enumerate(tools):
-        if not isinstance(tool, dict) or tool.get("type") != "function":
-            raise invalid(
-                f"tools[{index}]: only function tools are taken (hosted tools run at OpenAI).",
-                "tools",
-            )
-        specs.append(
-            tool_spec(
-                tool.get("name"), tool.get("description"), tool.get("parameters"), f"tools[{index}]"
-            )
-        )
-    choice = data.get("tool_choice") or "auto"
-    if isinstance(choice, dict):
-        if choice.get("type") != "function" or not isinstance(choice.get("name"), str):
-            raise invalid("tool_choice must name a function.", "tool_choice")
-        return offer(specs, "tool", choice["name"])
-    choices = {"auto": "auto", "none": "none", "required": "any"}
-    if choice not in choices:
-        raise invalid("tool_choice must be none, auto, required or a function.", "tool_choice")
-    return offer(specs, choices[choice])
+    return openai_offer(tool_specs(data, _function), data.get("tool_choice"), _forced)
 
 
 def input_read(value: Any) -> _Read:

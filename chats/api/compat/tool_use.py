@@ -10,6 +10,7 @@ results together whatever it trims (:mod:`chatplatform.core.llm.tool_rounds`).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from chatplatform.core.llm.tools import FACT_TOOLS
@@ -37,6 +38,34 @@ def tool_spec(name: Any, description: Any, schema: Any, where: str) -> dict[str,
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         raise invalid(f"{where}: a tool's parameters must be a JSON Schema object.", "tools")
     return {"name": name, "description": description or "", "input_schema": schema}
+
+
+def tool_specs(data: dict[str, Any], spec_of: Callable[[Any, str], dict[str, Any]]) -> list[Any]:
+    """The request's ``tools``, each read by the protocol's ``spec_of(tool, where)``."""
+    tools = data.get("tools") or []
+    if not isinstance(tools, list):
+        raise invalid("tools must be a list.", "tools")
+    return [spec_of(tool, f"tools[{index}]") for index, tool in enumerate(tools)]
+
+
+#: OpenAI's ``tool_choice`` strings, as the platform names the choices.
+OPENAI_CHOICES = {"auto": "auto", "none": "none", "required": "any"}
+
+
+def openai_offer(
+    specs: list[dict[str, Any]], choice: Any, forced: Callable[[dict[str, Any]], Any]
+) -> dict[str, Any] | None:
+    """:func:`offer` for OpenAI's ``tool_choice``: one of :data:`OPENAI_CHOICES`, or an
+    object naming the function to call (``forced`` reads its name from it)."""
+    if isinstance(choice, dict):
+        name = forced(choice)
+        if not isinstance(name, str):
+            raise invalid("tool_choice must name a function.", "tool_choice")
+        return offer(specs, "tool", name)
+    choice = choice or "auto"
+    if choice not in OPENAI_CHOICES:
+        raise invalid("tool_choice must be none, auto, required or a function.", "tool_choice")
+    return offer(specs, OPENAI_CHOICES[choice])
 
 
 def offer(specs: list[dict[str, Any]], choice: str, name: str = "") -> dict[str, Any] | None:
