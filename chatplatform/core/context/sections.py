@@ -319,9 +319,23 @@ class Retrieval:
 
     def add(self, fresh: Sequence[tuple[MessageItem, int]]) -> None:
         """Add ``fresh`` entries (ids not in the block yet), keeping the costs current."""
+        if fresh:
+            self._commit(fresh, *self._window(fresh))
+
+    def add_within(self, fresh: Sequence[tuple[MessageItem, int]]) -> bool:
+        """Add ``fresh`` entries (ids not in the block yet) when the block then stays within
+        its cap; whether they were added. The block is priced once for both."""
         if not fresh:
-            return
+            return self.used <= self.cap
         delta, costs = self._window(fresh)
+        if self.frame + self._total + delta > self.cap:
+            return False
+        self._commit(fresh, delta, costs)
+        return True
+
+    def _commit(
+        self, fresh: Sequence[tuple[MessageItem, int]], delta: int, costs: dict[ItemId, int]
+    ) -> None:
         for m, n in fresh:
             self.entries[m.id] = (m, n)
             at = bisect_right(self._seqs, m.seq)
@@ -391,7 +405,16 @@ LINE_SLACK_TOKENS = 1
 
 
 def _line_tokens(m: MessageItem, meter: Meter, bot_name: str) -> int:
-    """A line's own tokens: speaker label, body, the joining newline and the seam slack."""
+    """A line's own tokens: speaker label, body, the joining newline and the seam slack
+    (priced once per assembly: both blocks of a new window ask for the same lines)."""
+    key = (m, bot_name)
+    known = meter.lines.get(key)
+    if known is None:
+        known = meter.lines[key] = _priced_line(m, meter, bot_name)
+    return known
+
+
+def _priced_line(m: MessageItem, meter: Meter, bot_name: str) -> int:
     body = retrieved_body(m)
     if body == m.content:
         n = meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
@@ -520,8 +543,7 @@ def _add(
         stamp = retrieved_stamp(m)
         if stamp and stamp not in out.stamp_tokens:
             out.stamp_tokens[stamp] = meter.small(stamp)
-    if out.used_with(lines) > out.cap:
+    if not out.add_within(lines):
         return False
-    out.add(lines)
     out.excerpts.update(cuts)
     return True
