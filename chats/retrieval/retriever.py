@@ -18,9 +18,10 @@ conversation is loaded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -134,7 +135,7 @@ def _item(row: Row, bot_name: str) -> MessageItem:
         author=author,
         tokens=row.token_count,
         counted_by=row.token_counter or None,
-        created_at=column_datetime(row.created_at),
+        created_at=_created(row.created_at),
     )
 
 
@@ -171,7 +172,7 @@ def recalled_items(
 #: array parameter, so one statement whatever their number: PostgreSQL prepares it once per
 #: connection), with their authors' names. Only the columns ranking and the prompt use.
 _ROWS_SQL = """
-    SELECT m.id, m.seq, m.role, m.content, m.token_count, m.token_counter, m.created_at,
+    SELECT m.id, m.seq, m.role, m.content, m.token_count, m.token_counter, {created},
            m.author_id, u.username, u.first_name, u.last_name
     FROM chats_message m LEFT JOIN auth_user u ON u.id = m.author_id
     WHERE m.tenant_id = %s AND m.conversation_id = %s AND m.{key} {matches}
@@ -182,6 +183,18 @@ _ROLES = ", ".join(f"'{r}'" for r in RETRIEVABLE_ROLES)
 _SKIPPED = ", ".join(f"'{s}'" for s in SKIPPED_STATUSES)
 #: ``m.seq < %s`` without a bound.
 _NO_BOUND = 2**62
+#: The message's time as whole microseconds since the epoch on PostgreSQL: most rows read
+#: never become items (:class:`_Items`), and an integer is read for a fraction of the cost
+#: of a timestamp; :func:`_created` makes the datetime of those that do.
+_CREATED = {"postgresql": "(extract(epoch FROM m.created_at) * 1000000)::bigint"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _created(value: Any) -> datetime | None:
+    """A row's ``created_at`` as the ORM would give it (see :data:`_CREATED`)."""
+    if isinstance(value, int):
+        return _EPOCH + timedelta(microseconds=value)
+    return column_datetime(value)
 
 
 def _fetch(
@@ -198,7 +211,11 @@ def _fetch(
         return []
     matches, wanted = in_array(by_seq or by_id)
     sql = _ROWS_SQL.format(
-        key="seq" if by_seq else "id", matches=matches, roles=_ROLES, skipped=_SKIPPED
+        created=_CREATED.get(connection.vendor, "m.created_at"),
+        key="seq" if by_seq else "id",
+        matches=matches,
+        roles=_ROLES,
+        skipped=_SKIPPED,
     )
     params = [
         conversation.tenant_id,
@@ -312,8 +329,32 @@ def retrieve_messages(
         dense_weight=settings.dense_weight,
         statements=fetch_statements,
     )
-    items = {seq: _item(r, bot_name) for seq, r in rows.items()}
+    items = _Items(rows, bot_name)
     return to_retrieved(order, items, neighbors=config.neighbor_depth, max_items=settings.max_items)
+
+
+class _Items(Mapping[int, MessageItem]):
+    """The items of fetched rows by seq, each built when first asked for: only the ranked
+    candidates that make the list and their neighbours become items, not every row read."""
+
+    def __init__(self, rows: Mapping[int, Row], bot_name: str) -> None:
+        self._rows, self._bot_name = rows, bot_name
+        self._built: dict[int, MessageItem] = {}
+
+    def __getitem__(self, seq: int) -> MessageItem:
+        item = self._built.get(seq)
+        if item is None:
+            item = self._built[seq] = _item(self._rows[seq], self._bot_name)
+        return item
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._rows
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
 
 
 def _candidate(row: Row) -> Candidate:

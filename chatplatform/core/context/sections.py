@@ -306,13 +306,13 @@ class Retrieval:
         line's cost depends only on the line above it, so the window runs from the existing
         line above the first fresh one to the existing line below the last."""
         self._synced()
-        seqs = sorted(m.seq for m, _ in fresh)
-        start = max(0, bisect_left(self._seqs, seqs[0]) - 1)
-        stop = bisect_right(self._seqs, seqs[-1]) + 1
+        lowest = min(m.seq for m, _ in fresh)
+        start = max(0, bisect_left(self._seqs, lowest) - 1)
+        stop = bisect_right(self._seqs, max(m.seq for m, _ in fresh)) + 1
         existing = [self.entries[item_id] for item_id in self._ids[start:stop]]
         costs = self._line_costs([*existing, *fresh])
         first = self._ids[start] if start < len(self._ids) else None
-        if first is not None and self.entries[first][0].seq < seqs[0]:
+        if first is not None and self.entries[first][0].seq < lowest:
             costs.pop(first)  # the line above the window: its own line above is unchanged
         before = sum(self._costs[item_id] for item_id in costs if item_id in self._costs)
         return sum(costs.values()) - before, costs
@@ -347,15 +347,16 @@ class Retrieval:
     def _line_costs(self, entries: Iterable[tuple[MessageItem, int]]) -> dict[ItemId, int]:
         """Each line's full cost (own tokens, stamp when shown, gap line before it)."""
         costs: dict[ItemId, int] = {}
-        previous: MessageItem | None = None
-        for m, n in sorted(entries, key=lambda e: e[0].seq):
+        previous: int | None = None  # the seq of the line above
+        above = ""  # its stamp
+        for m, n in sorted(entries, key=_entry_seq):
             stamp = retrieved_stamp(m)
-            if previous is not None and m.seq > previous.seq + 1:
+            if previous is not None and m.seq > previous + 1:
                 n += self.gap_tokens
-            if stamp and (previous is None or stamp != retrieved_stamp(previous)):
+            if stamp and (previous is None or stamp != above):
                 n += self.stamp_tokens.get(stamp, STAMP_TOKENS_FALLBACK)
             costs[m.id] = n
-            previous = m
+            previous, above = m.seq, stamp
         return costs
 
     def used_with(self, fresh: Sequence[tuple[MessageItem, int]]) -> int:
@@ -390,6 +391,10 @@ class Retrieval:
         costs = self._line_costs(self.entries.values())
         ordered = sorted(self.entries.values(), key=lambda e: e[0].seq)
         return [Included("retrieved", m.id, costs[m.id]) for m, _ in ordered]
+
+
+def _entry_seq(entry: tuple[MessageItem, int]) -> int:
+    return entry[0].seq
 
 
 #: The share of the retrieval room replies found by their own words may fill whole (best
