@@ -158,7 +158,13 @@ def replaced_statements(
         seen |= wanted
         matches, ids = in_array(sorted(wanted))
         sql = _STATEMENTS_SQL.format(kinds=", ".join(["%s"] * len(kinds)), matches=matches)
-        params = [tenant_id, FactEnd.REPLACED.value, *kinds, conversation_id, conversation_id]
+        params: list[Any] = [
+            tenant_id,
+            FactEnd.REPLACED.value,
+            *kinds,
+            conversation_id,
+            conversation_id,
+        ]
         with connection.cursor() as cursor:
             cursor.execute(sql, [*params, ids, ids])
             found = {(int(a), int(b)) for a, b in cursor.fetchall() if a != b}
