@@ -4,6 +4,7 @@ a database that cannot be reached from a statement that failed."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -40,6 +41,18 @@ def execute_prepared(cursor: Any, sql: str, params: dict[str, Any]) -> None:
         cursor.execute(sql, params)
     finally:
         raw.prepare_threshold = saved
+
+
+def in_array(values: list[int]) -> tuple[str, Any]:
+    """``(test, parameter)``: the SQL that tests a column against the list of integers
+    ``values`` (written after the column) and its one parameter, in the connection's
+    dialect: ``= ANY(%s)`` with the list on PostgreSQL (one statement whatever the number of
+    values, so it is prepared once per connection), ``IN (SELECT value FROM json_each(%s))``
+    with a JSON array on SQLite."""
+    wanted = [int(v) for v in values]
+    if connection.vendor == "postgresql":
+        return "= ANY(%s)", wanted
+    return "IN (SELECT value FROM json_each(%s))", json.dumps(wanted)
 
 
 def server_side_binding() -> bool:

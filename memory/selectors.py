@@ -12,9 +12,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q
+from django.db import connection
 
 from chatplatform.core.memory.kinds import MEMORY_KINDS
+from chatplatform.db import in_array
 from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.tenancy.scoping import tenant_scope
 from memory.models import FactEnd, UserFact
@@ -150,29 +151,41 @@ def replaced_statements(
     pairs: set[tuple[int, int]] = set()
     seen: set[int] = set()
     wanted = set(message_ids)
-    with tenant_scope(tenant_id):
-        for _ in range(STATEMENT_STEPS):
-            if not wanted:
-                break
-            seen |= wanted
-            replaced = UserFact.objects.filter(
-                kind__in=kinds_sent_in("facts"),
-                ended_reason=FactEnd.REPLACED,
-                source_message__conversation_id=conversation_id,
-                superseded_by__source_message__conversation_id=conversation_id,
-            ).filter(
-                Q(source_message_id__in=wanted) | Q(superseded_by__source_message_id__in=wanted)
-            )
-            found = {
-                (a, b)
-                for a, b in replaced.values_list(
-                    "source_message_id", "superseded_by__source_message_id"
-                )
-                if a != b
-            }
-            pairs |= found
-            wanted = {i for pair in found for i in pair} - seen
+    kinds = kinds_sent_in("facts")
+    for _ in range(STATEMENT_STEPS):
+        if not wanted:
+            break
+        seen |= wanted
+        matches, ids = in_array(sorted(wanted))
+        sql = _STATEMENTS_SQL.format(kinds=", ".join(["%s"] * len(kinds)), matches=matches)
+        params: list[Any] = [
+            tenant_id,
+            FactEnd.REPLACED.value,
+            *kinds,
+            conversation_id,
+            conversation_id,
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, ids, ids])
+            found = {(int(a), int(b)) for a, b in cursor.fetchall() if a != b}
+        pairs |= found
+        wanted = {i for pair in found for i in pair} - seen
     return sorted(pairs)
+
+
+#: One step of :func:`replaced_statements`: the replaced facts (of the kinds sent as facts)
+#: whose message or whose successor's message is among the wanted ones, both messages of
+#: the conversation. One statement whatever the number of messages (an array parameter).
+_STATEMENTS_SQL = """
+    SELECT f.source_message_id, n.source_message_id
+    FROM memory_userfact f
+    JOIN chats_message fm ON fm.id = f.source_message_id
+    JOIN memory_userfact n ON n.id = f.superseded_by_id
+    JOIN chats_message nm ON nm.id = n.source_message_id
+    WHERE f.tenant_id = %s AND f.ended_reason = %s AND f.kind IN ({kinds})
+      AND fm.conversation_id = %s AND nm.conversation_id = %s
+      AND (f.source_message_id {matches} OR n.source_message_id {matches})
+"""
 
 
 def conversation_is_shared(tenant: Any, conversation: Any) -> bool:

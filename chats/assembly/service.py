@@ -45,7 +45,7 @@ from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import selectors
 from chats.retrieval.dense import DenseRetrieval, dense_status
-from chats.retrieval.retriever import recalled_items, retrieve_for_assembly
+from chats.retrieval.retriever import early_question, recalled_items, retrieve_for_assembly
 from summaries.selectors import current_summaries, latest_compaction
 
 #: A retriever returns candidates relevant to the new message among messages older than
@@ -177,6 +177,12 @@ def assemble_context(
             # Fresh running totals: the caller's instance may predate the messages just stored.
             conversation = Conversation.objects.get(pk=conversation.pk)
     policy = policy or policy_for(conversation)
+    strategy = strategy_for(policy.strategy)
+    needs = strategy.needs
+    # The new message's embedding (retrieval by meaning) starts before the first query.
+    question = (
+        early_question(new_message, policy) if retriever is None and needs.retrieval else None
+    )
     profile = policy.model_profile
     counter = storage_counter_for(profile)
     packing = sections_within_room(
@@ -203,8 +209,6 @@ def assemble_context(
         counter_overhead=counter.message_overhead,
     )
 
-    strategy = strategy_for(policy.strategy)
-    needs = strategy.needs
     compaction_block: dict[str, Any] | None = None
     if needs.provider_compaction:
         # The provider's newest compaction stands for everything it covers.
@@ -250,12 +254,16 @@ def assemble_context(
     retrieved: list[RetrievedItem] = []
     dense = DenseRetrieval.OFF
     if needs.retrieval and policy.retrieval_max_items > 0:
-        retriever = retriever or retrieve_for_assembly
         # Everything before the new message is a candidate: history shows only what retrieval
         # leaves, and the core drops retrieved turns that history already shows.
         if new_message.seq > 1:
             shown = frozenset(int(s.id) for s in summaries if s.kind != "carried")
-            retrieved = retriever(conversation, new_message, policy, new_message.seq, shown)
+            if retriever is None:
+                retrieved = retrieve_for_assembly(
+                    conversation, new_message, policy, new_message.seq, shown, question=question
+                )
+            else:
+                retrieved = retriever(conversation, new_message, policy, new_message.seq, shown)
             # After the call: a model that failed to load during it reads "unavailable".
             dense = dense_status(policy)
 

@@ -37,6 +37,7 @@ effect on LoCoMo, see ``tooling/evaluation/retrieval.md``.)
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,25 +129,71 @@ def speaker_terms(
     return authors, found
 
 
-def _tfs(terms: Sequence[Term], counts: Mapping[str, int], compact: str) -> list[float]:
-    """Term frequencies of one document: ``counts`` of its folded words, ``compact`` its
-    folded text without spaces (for bigram terms). A word that extends a prefix term by more
-    than :data:`NEAR_EXTENSION` characters counts half."""
-    row: list[float] = []
+#: Characters of documents whose word counts :data:`doc_words` keeps (about 10-20 MB of
+#: counts for 2M characters of chat messages).
+DOC_WORDS_MAX_CHARS = 2_000_000
+
+
+class DocWords:
+    """The word counts of documents this process ranked, by their exact text: ``(number of
+    words, folded word -> occurrences)``. Thread-safe; bounded by the characters of the
+    texts it holds (two generations, as ``chatplatform.core.context.meter.CountMemo``: a
+    text used during the young generation survives the swap).
+
+    Why: the candidates of a conversation's turns are mostly the same messages (the matches
+    of its common words, the turns around the best), and folding and splitting a text is
+    most of the cost of ranking it; its counts never change while its text does not."""
+
+    def __init__(self, max_chars: int = DOC_WORDS_MAX_CHARS) -> None:
+        self.max_chars = max_chars
+        self._young: dict[str, tuple[int, dict[str, int]]] = {}
+        self._old: dict[str, tuple[int, dict[str, int]]] = {}
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> tuple[int, dict[str, int]]:
+        """``(number of words, counts of the folded words)`` of ``text``."""
+        found = self._young.get(text)
+        if found is not None:
+            return found
+        found = self._old.get(text)
+        if found is None:
+            words = folded_words(fold(text))
+            found = (len(words), dict(Counter(words)))
+        if len(text) <= self.max_chars // 2:
+            with self._lock:
+                if self._chars + len(text) > self.max_chars // 2:
+                    self._old, self._young, self._chars = self._young, {}, 0
+                self._young[text] = found
+                self._chars += len(text)
+        return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._young, self._old, self._chars = {}, {}, 0
+
+
+#: The process's word counts of ranked documents.
+doc_words = DocWords()
+
+
+def _matching_words(terms: Sequence[Term], vocabulary: Iterable[str]) -> list[dict[str, float]]:
+    """For each (non-bigram) term, the words of ``vocabulary`` it matches and what one
+    occurrence counts: 1, or 0.5 for a word that extends a prefix term by more than
+    :data:`NEAR_EXTENSION` characters. Bigram terms get an empty map (they are counted in
+    the text)."""
+    words = list(vocabulary)
+    out: list[dict[str, float]] = []
     for term in terms:
         text = term.text
         if term.bigram:
-            row.append(float(compact.count(text)))
+            out.append({})
         elif not term.prefix:
-            row.append(float(counts.get(text, 0)))
+            out.append({text: 1.0})
         else:
             longest = len(text) + NEAR_EXTENSION
-            tf = 0.0
-            for token, count in counts.items():
-                if token.startswith(text):
-                    tf += count if len(token) <= longest else 0.5 * count
-            row.append(tf)
-    return row
+            out.append({w: 1.0 if len(w) <= longest else 0.5 for w in words if w.startswith(text)})
+    return out
 
 
 def bm25_scores(
@@ -154,19 +201,35 @@ def bm25_scores(
 ) -> list[tuple[float, int]]:
     """``(score, matched term count)`` of each document for the OR of ``terms``.
 
-    Each document is folded and split into words once; a term is compared with each distinct
-    word once (the counts are whole and half occurrences, so the sums are exact whatever the
-    order)."""
+    Each document's words are counted once per process while turns keep ranking it
+    (:data:`doc_words`); each term is compared once with each
+    distinct word of all the documents (the words it matches, and what each counts), and a
+    document's term frequency is the sum over the matched words it holds (whole and half
+    occurrences, so the sums are exact whatever the order)."""
     if not docs or not terms:
         return [(0.0, 0)] * len(docs)
     bigrams = any(t.bigram for t in terms)
-    lengths: list[int] = []
+    stats = [doc_words.get(doc) for doc in docs]
+    lengths = [length for length, _ in stats]
+    vocabulary: set[str] = set()
+    for _, c in stats:
+        vocabulary.update(c)
+    matching = _matching_words(terms, vocabulary)
     tfs: list[list[float]] = []
-    for doc in docs:
-        folded = fold(doc)
-        words = folded_words(folded)
-        lengths.append(len(words))
-        tfs.append(_tfs(terms, Counter(words), folded.replace(" ", "") if bigrams else ""))
+    for doc, (_, c) in zip(docs, stats, strict=True):
+        compact = fold(doc).replace(" ", "") if bigrams else ""
+        row: list[float] = []
+        for term, words in zip(terms, matching, strict=True):
+            if term.bigram:
+                row.append(float(compact.count(term.text)))
+                continue
+            tf = 0.0
+            for word, share in words.items():
+                n = c.get(word)
+                if n:
+                    tf += n if share == 1.0 else share * n
+            row.append(tf)
+        tfs.append(row)
     n = max(total_docs, len(docs))
     df = [sum(1 for row in tfs if row[j] > 0) for j in range(len(terms))]
     idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]

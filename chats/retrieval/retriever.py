@@ -18,14 +18,20 @@ conversation is loaded.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+import numpy as np
+from django.db import connection
 
 from chatplatform.core.context.formatting import person_label
 from chatplatform.core.context.types import MessageItem, RetrievedItem
+from chatplatform.db import column_datetime, in_array
 from chatplatform.models import ContextPolicy
-from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
+from chatplatform.models.conversations import Conversation, MessageRole, Status
 from chatplatform.tenancy.scoping import tenant_scope
 from memory.selectors import replaced_statements
 from summaries.models import Summary
@@ -79,19 +85,21 @@ class RetrievalSettings:
     dense_window: int = DENSE_WINDOW
 
 
-_FIELDS = (
-    "id",
-    "seq",
-    "role",
-    "content",
-    "token_count",
-    "token_counter",
-    "created_at",
-    "author_id",
-    "author__username",
-    "author__first_name",
-    "author__last_name",
-)
+class Row(NamedTuple):
+    """One retrievable message as the candidates' read returns it: the columns ranking and
+    the prompt need, and its author's names."""
+
+    id: int
+    seq: int
+    role: str
+    content: str
+    token_count: int | None
+    token_counter: str
+    created_at: Any
+    author_id: int | None
+    username: str | None
+    first_name: str | None
+    last_name: str | None
 
 
 _SUMMARY_FIELDS = (
@@ -106,30 +114,28 @@ _SUMMARY_FIELDS = (
 )
 
 
-def _names(row: dict[str, Any]) -> list[str]:
+def _names(row: Row) -> list[str]:
     """The words a question may name the author by (first, last and user name)."""
-    names = (row["author__first_name"], row["author__last_name"], row["author__username"])
+    names = (row.first_name, row.last_name, row.username)
     return [w for n in names if n for w in str(n).split()]
 
 
-def _item(row: dict[str, Any], bot_name: str) -> MessageItem:
+def _item(row: Row, bot_name: str) -> MessageItem:
     """The pure view of a fetched row; labels as the recent-history selector makes them."""
-    role = row["role"]
+    role = row.role
     if role == MessageRole.ASSISTANT:
         author = bot_name
     else:
-        author = person_label(
-            row["author__username"], row["author__first_name"], row["author__last_name"]
-        )
+        author = person_label(row.username, row.first_name, row.last_name)
     return MessageItem(
-        id=row["id"],
-        seq=row["seq"],
-        role=role,
-        content=row["content"],
+        id=row.id,
+        seq=row.seq,
+        role=role,  # type: ignore[arg-type]  # one of RETRIEVABLE_ROLES
+        content=row.content,
         author=author,
-        tokens=row["token_count"],
-        counted_by=row["token_counter"] or None,
-        created_at=row["created_at"],
+        tokens=row.token_count,
+        counted_by=row.token_counter or None,
+        created_at=_created(row.created_at),
     )
 
 
@@ -148,15 +154,8 @@ def recalled_items(
     ]
     items: dict[Any, MessageItem] = {}
     with tenant_scope(conversation.tenant_id):
-        if message_ids:
-            rows = Message.objects.filter(
-                tenant_id=conversation.tenant_id,
-                conversation_id=conversation.pk,
-                pk__in=message_ids,
-                role__in=RETRIEVABLE_ROLES,
-            ).exclude(status__in=SKIPPED_STATUSES)
-            for row in rows.values(*_FIELDS):
-                items[row["id"]] = _item(row, bot_name)
+        for row in _fetch(conversation, ids=message_ids):
+            items[row.id] = _item(row, bot_name)
         if summary_ids:
             summaries = Summary.objects.filter(
                 tenant_id=conversation.tenant_id,
@@ -169,28 +168,64 @@ def recalled_items(
     return [items[i] for i in wanted if i in items]
 
 
+#: The candidates' read: the retrievable rows of one conversation by seq or by id (one
+#: array parameter, so one statement whatever their number: PostgreSQL prepares it once per
+#: connection), with their authors' names. Only the columns ranking and the prompt use.
+_ROWS_SQL = """
+    SELECT m.id, m.seq, m.role, m.content, m.token_count, m.token_counter, {created},
+           m.author_id, u.username, u.first_name, u.last_name
+    FROM chats_message m LEFT JOIN auth_user u ON u.id = m.author_id
+    WHERE m.tenant_id = %s AND m.conversation_id = %s AND m.{key} {matches}
+      AND m.role IN ({roles}) AND m.status NOT IN ({skipped}) AND m.seq < %s
+    ORDER BY m.seq
+"""
+_ROLES = ", ".join(f"'{r}'" for r in RETRIEVABLE_ROLES)
+_SKIPPED = ", ".join(f"'{s}'" for s in SKIPPED_STATUSES)
+#: ``m.seq < %s`` without a bound.
+_NO_BOUND = 2**62
+#: The message's time as whole microseconds since the epoch on PostgreSQL: most rows read
+#: never become items (:class:`_Items`), and an integer is read for a fraction of the cost
+#: of a timestamp; :func:`_created` makes the datetime of those that do.
+_CREATED = {"postgresql": "(extract(epoch FROM m.created_at) * 1000000)::bigint"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _created(value: Any) -> datetime | None:
+    """A row's ``created_at`` as the ORM would give it (see :data:`_CREATED`)."""
+    if isinstance(value, int):
+        return _EPOCH + timedelta(microseconds=value)
+    return column_datetime(value)
+
+
 def _fetch(
     conversation: Conversation,
     *,
     seqs: Iterable[int] = (),
     ids: Iterable[int] = (),
     before_seq: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Row]:
     """The retrievable rows of ``conversation`` with these ``seqs`` or these ``ids`` (one
     query; none for neither), older than ``before_seq`` when given."""
     by_seq, by_id = sorted(set(seqs)), sorted(set(ids))
     if not by_seq and not by_id:
         return []
-    with tenant_scope(conversation.tenant_id):
-        rows = Message.objects.filter(
-            tenant_id=conversation.tenant_id,
-            conversation_id=conversation.pk,
-            role__in=RETRIEVABLE_ROLES,
-        ).exclude(status__in=SKIPPED_STATUSES)
-        rows = rows.filter(seq__in=by_seq) if by_seq else rows.filter(pk__in=by_id)
-        if before_seq is not None:
-            rows = rows.filter(seq__lt=before_seq)
-        return list(rows.values(*_FIELDS))
+    matches, wanted = in_array(by_seq or by_id)
+    sql = _ROWS_SQL.format(
+        created=_CREATED.get(connection.vendor, "m.created_at"),
+        key="seq" if by_seq else "id",
+        matches=matches,
+        roles=_ROLES,
+        skipped=_SKIPPED,
+    )
+    params = [
+        conversation.tenant_id,
+        conversation.pk,
+        wanted,
+        _NO_BOUND if before_seq is None else int(before_seq),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [Row._make(r) for r in cursor.fetchall()]
 
 
 def retrieve_messages(
@@ -201,10 +236,13 @@ def retrieve_messages(
     settings: RetrievalSettings | None = None,
     query: SearchQuery | None = None,
     bot_name: str = "Assistant",
+    question: Future[np.ndarray | None] | None = None,
 ) -> list[RetrievedItem]:
     """Messages of ``conversation`` (older than ``before_seq`` when given) relevant to
     ``text``, best first, at most ``settings.max_items``; each item carries the fetched
     turns around it as ``neighbors``. Empty when ``text`` has nothing searchable.
+    ``question``: the embedding of ``text`` already started (``dense.question_soon``), else
+    it starts here when the settings search by meaning.
 
     Four bounded queries (the search, the candidates' rows, the statements that replaced
     the best ones' facts or that theirs replaced, their neighbours; another for those
@@ -218,7 +256,10 @@ def retrieve_messages(
     if query.is_empty or settings.max_items <= 0:
         return []
     # The question's embedding is computed while the full-text query runs.
-    question = question_soon(text) if settings.dense and settings.dense_top_k > 0 else None
+    if not settings.dense or settings.dense_top_k <= 0:
+        question = None
+    elif question is None:
+        question = question_soon(text)
     hits = search_messages(
         tenant_id=conversation.tenant_id,
         conversation_id=conversation.pk,
@@ -228,11 +269,11 @@ def retrieve_messages(
         conversation_size=max(conversation.message_count, conversation.last_seq),
     )
     wanted = {h.seq for h in hits}
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[int, Row] = {}
     fetched: set[int] = set()
     if question is not None and not question.done():
         # The hits' rows are read while the question is still being embedded.
-        rows = {r["seq"]: r for r in _fetch(conversation, seqs=wanted)}
+        rows = {r.seq: r for r in _fetch(conversation, seqs=wanted)}
         fetched = wanted
     near: dict[int, float] = {}
     if settings.dense:
@@ -249,15 +290,15 @@ def retrieve_messages(
         )
     if not hits and not near:
         return []
-    rows.update((r["seq"], r) for r in _fetch(conversation, seqs=(wanted | near.keys()) - fetched))
-    names = {r["author_id"]: _names(r) for r in rows.values() if r["author_id"] is not None}
+    rows.update((r.seq, r) for r in _fetch(conversation, seqs=(wanted | near.keys()) - fetched))
+    names = {r.author_id: _names(r) for r in rows.values() if r.author_id is not None}
     total = max(conversation.message_count, conversation.last_seq, len(rows))
 
     def fetch_neighbors(seqs: set[int]) -> list[Candidate]:
         if before_seq is not None:
             seqs = {seq for seq in seqs if seq < before_seq}
         fetched = _fetch(conversation, seqs=seqs)
-        rows.update((r["seq"], r) for r in fetched)
+        rows.update((r.seq, r) for r in fetched)
         return [_candidate(r) for r in fetched]
 
     def fetch_statements(hits: list[Candidate]) -> list[tuple[Candidate, Candidate]]:
@@ -266,10 +307,10 @@ def retrieve_messages(
         )
         if not pairs:
             return []
-        known = {r["id"]: r for r in rows.values()}
+        known = {r.id: r for r in rows.values()}
         missing = {i for pair in pairs for i in pair} - known.keys()
         for row in _fetch(conversation, ids=missing, before_seq=before_seq):
-            rows[row["seq"]] = known[row["id"]] = row
+            rows[row.seq] = known[row.id] = row
         return [
             (_candidate(known[a]), _candidate(known[b]))
             for a, b in pairs
@@ -288,12 +329,36 @@ def retrieve_messages(
         dense_weight=settings.dense_weight,
         statements=fetch_statements,
     )
-    items = {seq: _item(r, bot_name) for seq, r in rows.items()}
+    items = _Items(rows, bot_name)
     return to_retrieved(order, items, neighbors=config.neighbor_depth, max_items=settings.max_items)
 
 
-def _candidate(row: dict[str, Any]) -> Candidate:
-    return Candidate(row["id"], row["seq"], row["content"], row["author_id"], row["role"])
+class _Items(Mapping[int, MessageItem]):
+    """The items of fetched rows by seq, each built when first asked for: only the ranked
+    candidates that make the list and their neighbours become items, not every row read."""
+
+    def __init__(self, rows: Mapping[int, Row], bot_name: str) -> None:
+        self._rows, self._bot_name = rows, bot_name
+        self._built: dict[int, MessageItem] = {}
+
+    def __getitem__(self, seq: int) -> MessageItem:
+        item = self._built.get(seq)
+        if item is None:
+            item = self._built[seq] = _item(self._rows[seq], self._bot_name)
+        return item
+
+    def __contains__(self, seq: object) -> bool:
+        return seq in self._rows
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def _candidate(row: Row) -> Candidate:
+    return Candidate(row.id, row.seq, row.content, row.author_id, row.role)
 
 
 def shown_summary_ids(conversation: Conversation, *, max_rolling: int) -> set[int]:
@@ -380,9 +445,11 @@ def retrieve_ranked(
     settings: RetrievalSettings,
     shown_summaries: Iterable[int],
     bot_name: str = "Assistant",
+    question: Future[np.ndarray | None] | None = None,
 ) -> list[RetrievedItem]:
     """Messages older than ``before_seq`` and summaries not in ``shown_summaries`` relevant
-    to ``text``, ranked together on one scale (BM25), at most ``settings.max_items``."""
+    to ``text``, ranked together on one scale (BM25), at most ``settings.max_items``
+    (``question``: as :func:`retrieve_messages` takes it)."""
     query = build_query(text)
     messages = retrieve_messages(
         conversation,
@@ -391,6 +458,7 @@ def retrieve_ranked(
         settings=settings,
         query=query,
         bot_name=bot_name,
+        question=question,
     )
     summaries = retrieve_summaries(
         conversation, text, exclude_ids=shown_summaries, settings=settings, query=query
@@ -405,11 +473,15 @@ def retrieve_for_assembly(
     policy: ContextPolicy,
     before_seq: int,
     shown_summaries: Iterable[int] | None = None,
+    *,
+    question: Future[np.ndarray | None] | None = None,
 ) -> list[RetrievedItem]:
     """The assembly service's retriever (``chats.assembly.service.Retriever``): candidates
     for ``new_message`` among messages with ``seq < before_seq`` and among the summaries the
     assembly does not already show (``shown_summaries``; looked up when not given), at most
-    the policy's ``retrieval_max_items`` in all. The packer takes them by score."""
+    the policy's ``retrieval_max_items`` in all. The packer takes them by score.
+    ``question``: the embedding of the new message, when the caller started it earlier
+    (:func:`early_question`)."""
     if shown_summaries is None:
         shown_summaries = shown_summary_ids(
             conversation, max_rolling=policy.max_summaries_in_context
@@ -423,4 +495,17 @@ def retrieve_for_assembly(
         ),
         shown_summaries=shown_summaries,
         bot_name=policy.bot_name,
+        question=question,
     )
+
+
+def early_question(
+    new_message: MessageItem, policy: ContextPolicy
+) -> Future[np.ndarray | None] | None:
+    """The embedding of ``new_message`` started now, for :func:`retrieve_for_assembly` to
+    take later, when the policy retrieves by meaning and the embeddings are installed
+    (``None`` otherwise): the assembly starts it before its first query, so the model runs
+    while the history, the full-text search and the candidates are read."""
+    if new_message.seq <= 1 or policy.retrieval_max_items <= 0 or not dense_enabled(policy):
+        return None
+    return question_soon(new_message.content)

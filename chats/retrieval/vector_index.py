@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from chatplatform.db import in_array
 from chatplatform.models.conversations import Conversation, MessageEmbedding, MessageVectorIndex
 from chatplatform.tenancy.scoping import tenant_scope
 
@@ -185,29 +186,60 @@ def index_nearest(
     """The ``top_k`` embedded messages (seq → cosine) nearest to the unit vector ``query``
     among all of the conversation's older than ``before_seq``, through its index plus an
     exact scan of at most ``tail`` newer vectors; ``None`` when it has no index (the caller
-    scans exactly). Two queries (three when the stored version is checked, four on a load)."""
+    scans exactly). One query (two when the stored version is checked, three on a load)."""
     entry = loaded_index(conversation)
     if entry is None:
         return None
     keys = entry.index.search(query, top_k + SEARCH_SLACK)
-    tenant_id = conversation.tenant_id
-    with tenant_scope(tenant_id):
-        rows = MessageEmbedding.objects.filter(
-            tenant_id=tenant_id, conversation_id=conversation.pk, model=embeddings.MODEL_NAME
-        )
-        if before_seq is not None:
-            rows = rows.filter(seq__lt=before_seq)
-        found = list(rows.filter(pk__in=keys).values_list("seq", "vector")) if keys else []
-        newer = list(
-            rows.filter(pk__gt=entry.covered_id)
-            .order_by("-pk")
-            .values_list("seq", "vector")[: max(0, tail)]
-        )
-    by_seq = dict(found)
-    by_seq.update(newer)
+    rows = _candidate_vectors(conversation, keys, before_seq, entry.covered_id, tail)
+    by_seq = dict(rows)
     seqs = np.fromiter(by_seq.keys(), dtype=np.int64, count=len(by_seq))
     vectors = embeddings.from_bytes(list(by_seq.values()))
     return embeddings.top_by_cosine(seqs, vectors, query, top_k)
+
+
+#: The graph's candidates that still exist (a dropped vector or a deleted message is gone
+#: from the table), then the vectors newer than the index, at most ``tail`` of them: one
+#: statement (one array parameter, so PostgreSQL prepares it once per connection).
+_CANDIDATES_SQL = """
+    SELECT seq, vector FROM chats_messageembedding
+    WHERE tenant_id = %s AND conversation_id = %s AND model = %s AND seq < %s
+      AND id {matches}
+    UNION ALL
+    SELECT seq, vector FROM (
+        SELECT seq, vector FROM chats_messageembedding
+        WHERE tenant_id = %s AND conversation_id = %s AND model = %s AND seq < %s
+          AND id > %s
+        ORDER BY id DESC
+        LIMIT %s
+    ) newer
+"""
+#: ``seq < %s`` without a bound.
+_NO_BOUND = 2**62
+
+
+def _candidate_vectors(
+    conversation: Conversation, keys: list[int], before_seq: int | None, covered_id: int, tail: int
+) -> list[tuple[int, bytes]]:
+    """``(seq, vector)`` of the index's candidates ``keys`` and of the vectors past
+    ``covered_id`` (the newest ``tail``), older than ``before_seq``."""
+    matches, wanted = in_array(keys)
+    scope = [
+        conversation.tenant_id,
+        conversation.pk,
+        embeddings.MODEL_NAME,
+        _NO_BOUND if before_seq is None else int(before_seq),
+    ]
+    params = [
+        *scope,
+        wanted,
+        *scope,
+        int(covered_id),
+        max(0, tail),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_CANDIDATES_SQL.format(matches=matches), params)
+        return [(int(seq), vector) for seq, vector in cursor.fetchall()]
 
 
 # --- writing -------------------------------------------------------------------------------

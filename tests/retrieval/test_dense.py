@@ -628,3 +628,34 @@ def test_a_question_embedding_that_never_comes_leaves_retrieval_lexical(monkeypa
     done: Future = Future()
     done.set_result(np.ones(embeddings.DIMENSIONS))
     assert dense._awaited(done) is not None
+
+
+@needs_model
+def test_the_assembly_embeds_its_question_once_before_its_first_query(
+    story, conversation, member_a, tenant_a, monkeypatch
+):
+    # The new message's embedding starts before the assembly reads anything, and retrieval
+    # by meaning takes that embedding (not a second one of its own).
+    from django.test.utils import CaptureQueriesContext
+
+    from chats.retrieval import dense, retriever
+
+    embed_conversation(tenant_a.pk, conversation.pk, check_policy=False)
+    (new,) = add(conversation, member_a, QUESTION)
+    started: list[int] = []
+    start = dense.question_soon
+
+    def counting(text):
+        started.append(len(connection.queries))
+        return start(text)
+
+    monkeypatch.setattr(dense, "question_soon", counting)
+    monkeypatch.setattr(retriever, "question_soon", counting)
+    with CaptureQueriesContext(connection) as queries:
+        turn = assemble_turn(conversation, new, policy=dense_policy(tenant_a))
+    assert turn.dense == "on" and OLD_FACT in turn.prompt.system
+    assert len(started) == 1
+    history_read = next(
+        i for i, q in enumerate(queries.captured_queries) if "chats_message" in q["sql"]
+    )
+    assert started[0] - queries.initial_queries <= history_read

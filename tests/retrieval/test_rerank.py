@@ -8,6 +8,7 @@ from chatplatform.core.context.types import MessageItem
 from chats.retrieval.query import build_query
 from chats.retrieval.rerank import (
     Candidate,
+    DocWords,
     RerankConfig,
     Scored,
     bm25_scores,
@@ -270,6 +271,23 @@ def test_bm25_scores_equal_the_per_word_definition(question):
     fast = bm25_scores(terms, docs, total_docs=1000, k1=1.2, b=0.4)
     assert fast == _reference_bm25(terms, docs, total_docs=1000, k1=1.2, b=0.4)
     assert any(matched for _, matched in fast)
+    # Again with every document's words already counted (the process's memo): the same.
+    assert bm25_scores(terms, docs, total_docs=1000, k1=1.2, b=0.4) == fast
+
+
+def test_word_counts_are_kept_within_their_bound_and_recent_ones_survive():
+    memo = DocWords(max_chars=40)
+    assert memo.get("Painting, paints; PAINTED") == (3, {"painting": 1, "paints": 1, "painted": 1})
+    memo.get("x" * 25)  # past half the bound: a text this long is counted, never kept
+    assert "x" * 25 not in memo._young and "x" * 25 not in memo._old
+    for text in ("one two", "three four", "five six", "seven eight"):
+        memo.get(text)
+    memo.get("one two")  # asked for again: survives the next swap
+    for text in ("nine ten", "eleven twelve"):
+        memo.get(text)
+    kept = {**memo._old, **memo._young}
+    assert sum(len(t) for t in kept) <= memo.max_chars
+    assert "one two" in kept and "Painting, paints; PAINTED" not in kept
 
 
 def test_a_replaced_value_passes_its_score_to_the_latest_and_back():

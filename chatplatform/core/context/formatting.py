@@ -425,6 +425,13 @@ def _minute_stamp(when: datetime) -> str:
 
 def retrieved_speaker(item: MessageItem, bot_name: str) -> str:
     """``"Caroline: "``: the escaped speaker label of a retrieved line."""
+    return _retrieved_speaker(item.role, item.author, bot_name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _retrieved_speaker(role: str, author: str, bot_name: str) -> str:
+    # A block's lines have a few speakers: each label is escaped once, not once per line.
+    item = MessageItem(id=0, seq=0, role=role, content="", author=author)  # type: ignore[arg-type]
     return f"{data_text(speaker(item, bot_name), MAX_AUTHOR_CHARS)}: "
 
 

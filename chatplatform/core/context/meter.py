@@ -126,6 +126,9 @@ class Meter:
         self._recounted: set[tuple[str, ItemId]] = set()
         self._small: dict[str, int] = {}
         self._memo = count_memo(counter)
+        #: Tokens of retrieved lines already priced in this assembly, by item and speaker
+        #: (``sections._line_tokens``).
+        self.lines: dict[tuple[object, str], int] = {}
 
     def text(self, text: str) -> int:
         known = self._memo.get(text)

@@ -306,22 +306,36 @@ class Retrieval:
         line's cost depends only on the line above it, so the window runs from the existing
         line above the first fresh one to the existing line below the last."""
         self._synced()
-        seqs = sorted(m.seq for m, _ in fresh)
-        start = max(0, bisect_left(self._seqs, seqs[0]) - 1)
-        stop = bisect_right(self._seqs, seqs[-1]) + 1
+        lowest = min(m.seq for m, _ in fresh)
+        start = max(0, bisect_left(self._seqs, lowest) - 1)
+        stop = bisect_right(self._seqs, max(m.seq for m, _ in fresh)) + 1
         existing = [self.entries[item_id] for item_id in self._ids[start:stop]]
         costs = self._line_costs([*existing, *fresh])
         first = self._ids[start] if start < len(self._ids) else None
-        if first is not None and self.entries[first][0].seq < seqs[0]:
+        if first is not None and self.entries[first][0].seq < lowest:
             costs.pop(first)  # the line above the window: its own line above is unchanged
         before = sum(self._costs[item_id] for item_id in costs if item_id in self._costs)
         return sum(costs.values()) - before, costs
 
     def add(self, fresh: Sequence[tuple[MessageItem, int]]) -> None:
         """Add ``fresh`` entries (ids not in the block yet), keeping the costs current."""
+        if fresh:
+            self._commit(fresh, *self._window(fresh))
+
+    def add_within(self, fresh: Sequence[tuple[MessageItem, int]]) -> bool:
+        """Add ``fresh`` entries (ids not in the block yet) when the block then stays within
+        its cap; whether they were added. The block is priced once for both."""
         if not fresh:
-            return
+            return self.used <= self.cap
         delta, costs = self._window(fresh)
+        if self.frame + self._total + delta > self.cap:
+            return False
+        self._commit(fresh, delta, costs)
+        return True
+
+    def _commit(
+        self, fresh: Sequence[tuple[MessageItem, int]], delta: int, costs: dict[ItemId, int]
+    ) -> None:
         for m, n in fresh:
             self.entries[m.id] = (m, n)
             at = bisect_right(self._seqs, m.seq)
@@ -333,15 +347,16 @@ class Retrieval:
     def _line_costs(self, entries: Iterable[tuple[MessageItem, int]]) -> dict[ItemId, int]:
         """Each line's full cost (own tokens, stamp when shown, gap line before it)."""
         costs: dict[ItemId, int] = {}
-        previous: MessageItem | None = None
-        for m, n in sorted(entries, key=lambda e: e[0].seq):
+        previous: int | None = None  # the seq of the line above
+        above = ""  # its stamp
+        for m, n in sorted(entries, key=_entry_seq):
             stamp = retrieved_stamp(m)
-            if previous is not None and m.seq > previous.seq + 1:
+            if previous is not None and m.seq > previous + 1:
                 n += self.gap_tokens
-            if stamp and (previous is None or stamp != retrieved_stamp(previous)):
+            if stamp and (previous is None or stamp != above):
                 n += self.stamp_tokens.get(stamp, STAMP_TOKENS_FALLBACK)
             costs[m.id] = n
-            previous = m
+            previous, above = m.seq, stamp
         return costs
 
     def used_with(self, fresh: Sequence[tuple[MessageItem, int]]) -> int:
@@ -378,6 +393,10 @@ class Retrieval:
         return [Included("retrieved", m.id, costs[m.id]) for m, _ in ordered]
 
 
+def _entry_seq(entry: tuple[MessageItem, int]) -> int:
+    return entry[0].seq
+
+
 #: The share of the retrieval room replies found by their own words may fill whole (best
 #: first); lower-ranked replies go as their head. Measured on long conversations
 #: (``docs/cost.md``): people's own words, six times shorter than replies, are most of what
@@ -391,7 +410,16 @@ LINE_SLACK_TOKENS = 1
 
 
 def _line_tokens(m: MessageItem, meter: Meter, bot_name: str) -> int:
-    """A line's own tokens: speaker label, body, the joining newline and the seam slack."""
+    """A line's own tokens: speaker label, body, the joining newline and the seam slack
+    (priced once per assembly: both blocks of a new window ask for the same lines)."""
+    key = (m, bot_name)
+    known = meter.lines.get(key)
+    if known is None:
+        known = meter.lines[key] = _priced_line(m, meter, bot_name)
+    return known
+
+
+def _priced_line(m: MessageItem, meter: Meter, bot_name: str) -> int:
     body = retrieved_body(m)
     if body == m.content:
         n = meter.stored("message", m.id, m.content, m.tokens, m.counted_by)
@@ -520,8 +548,7 @@ def _add(
         stamp = retrieved_stamp(m)
         if stamp and stamp not in out.stamp_tokens:
             out.stamp_tokens[stamp] = meter.small(stamp)
-    if out.used_with(lines) > out.cap:
+    if not out.add_within(lines):
         return False
-    out.add(lines)
     out.excerpts.update(cuts)
     return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import time
 from typing import Any
 
@@ -73,7 +74,14 @@ class Command(BaseCommand):
                     conversation, policy, user, options["runs"], options["naive_runs"], planted
                 )
             )
-        report = {"database": connection.vendor, "budget": budget, "sizes": results}
+        report = {
+            "database": connection.vendor,
+            "budget": budget,
+            # The machine's load (1, 5 and 15 minutes) when the runs ended: latency on shared
+            # cores is only comparable at a like load.
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "sizes": results,
+        }
         if options["json"]:
             self.stdout.write(json.dumps(report))
         else:
