@@ -171,7 +171,7 @@ if REDIS_URL:
     }
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "chatplatform.redis_cache.ProcessRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "chatplatform",
             "OPTIONS": {"socket_timeout": 5, "socket_connect_timeout": 5},
