@@ -27,11 +27,11 @@ def execute_prepared(cursor: Any, sql: str, params: dict[str, Any]) -> None:
     Why: the turn's history statement is long and has several subqueries; PostgreSQL spends
     about as long parsing and planning it as running it, on every turn. Prepared, it is
     parsed once per connection (connections persist: the pool's, ``DATABASE_POOL``, or a
-    thread's with ``CONN_MAX_AGE``) and planned once
-    it has a generic plan. Django leaves psycopg's automatic preparation off
-    (``prepare_threshold`` None) unless the settings ask for it, so this one statement asks
-    for it itself, for the one call (``prepare_threshold`` 0 prepares at once and reuses the
-    statement already prepared; other statements are left as the connection has them).
+    thread's with ``CONN_MAX_AGE``) and planned once it has a generic plan. Django leaves
+    psycopg's automatic preparation off (``prepare_threshold`` None) unless the settings ask
+    for it, so this one statement asks for it itself, for the one call
+    (``prepare_threshold`` 0 prepares at once and reuses the statement already prepared;
+    other statements are left as the connection has them).
     Server-side binding is also the project's switch for PgBouncer: in transaction mode
     named statements need PgBouncer 1.21+ with ``max_prepared_statements``, and binding on
     the client (where nothing is prepared) is what older PgBouncers get."""

@@ -26,9 +26,11 @@ class ProcessRedisCache(RedisCache):
 
     @cached_property
     def _cache(self) -> Any:
-        key = repr((self._servers, sorted(self._options.items())))
+        django: Any = self  # Django's attributes, which its type stubs do not declare
+        servers, options = django._servers, django._options
+        key = repr((servers, sorted(options.items())))
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
-                client = _clients[key] = self._class(self._servers, **self._options)
+                client = _clients[key] = django._class(servers, **options)
             return client

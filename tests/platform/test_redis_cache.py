@@ -5,6 +5,7 @@ each new request thread opened a new connection)."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
@@ -16,7 +17,8 @@ OPTIONS = {"OPTIONS": {"socket_timeout": 5}}
 
 
 def _pool(cache: RedisCache) -> object:
-    return cache._cache.get_client(write=True).connection_pool
+    client: Any = cache._cache  # type: ignore[attr-defined]
+    return client.get_client(write=True).connection_pool
 
 
 def test_cache_objects_of_other_threads_share_the_connection_pool() -> None:
