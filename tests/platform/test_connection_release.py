@@ -41,19 +41,22 @@ def _view(streaming: bool) -> Any:
     return view
 
 
-def test_a_streaming_response_gives_the_connection_back_before_it_streams(not_kept) -> None:
+@pytest.mark.usefixtures("not_kept")
+def test_a_streaming_response_gives_the_connection_back_before_it_streams() -> None:
     request = RequestFactory().get("/")
     StreamingConnectionsReleaseMiddleware(_view(streaming=True))(request)
     assert connection.connection is None
 
 
-def test_any_other_response_keeps_it_until_the_request_ends(not_kept) -> None:
+@pytest.mark.usefixtures("not_kept")
+def test_any_other_response_keeps_it_until_the_request_ends() -> None:
     request = RequestFactory().get("/")
     StreamingConnectionsReleaseMiddleware(_view(streaming=False))(request)
     assert connection.connection is not None  # request_finished closes it
 
 
-def test_a_view_waiting_on_the_pipeline_gives_its_connection_back_first(not_kept) -> None:
+@pytest.mark.usefixtures("not_kept")
+def test_a_view_waiting_on_the_pipeline_gives_its_connection_back_first() -> None:
     _query()
     callers = connections["default"]  # this thread's; the coroutine runs on another
     seen: list[object] = []
@@ -67,12 +70,14 @@ def test_a_view_waiting_on_the_pipeline_gives_its_connection_back_first(not_kept
     assert connection.connection is not None
 
 
-def test_orm_work_run_apart_gives_its_connection_back(not_kept) -> None:
+@pytest.mark.usefixtures("not_kept")
+def test_orm_work_run_apart_gives_its_connection_back() -> None:
     assert connections_released(_query)() >= 0
     assert connection.connection is None
 
 
-def test_a_connection_in_a_transaction_stays(not_kept) -> None:
+@pytest.mark.usefixtures("not_kept")
+def test_a_connection_in_a_transaction_stays() -> None:
     with transaction.atomic():
         _query()
         thread_connections_release()
