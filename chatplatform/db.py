@@ -1,17 +1,21 @@
 """Database helpers of the raw-SQL reads and writes on the hot paths: statements prepared
-once per connection, and datetime columns read back as the ORM would give them; and telling
-a database that cannot be reached from a statement that failed."""
+once per connection, and datetime columns read back as the ORM would give them; giving a
+thread's connections back at the end of its unit of work; and telling a database that cannot
+be reached from a statement that failed."""
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 import psycopg
+import psycopg_pool
 from django.conf import settings
 from django.db import OperationalError as DjangoOperationalError
-from django.db import connection
+from django.db import connection, connections
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -23,11 +27,12 @@ def execute_prepared(cursor: Any, sql: str, params: dict[str, Any]) -> None:
 
     Why: the turn's history statement is long and has several subqueries; PostgreSQL spends
     about as long parsing and planning it as running it, on every turn. Prepared, it is
-    parsed once per connection (connections persist, see ``CONN_MAX_AGE``) and planned once
-    it has a generic plan. Django leaves psycopg's automatic preparation off
-    (``prepare_threshold`` None) unless the settings ask for it, so this one statement asks
-    for it itself, for the one call (``prepare_threshold`` 0 prepares at once and reuses the
-    statement already prepared; other statements are left as the connection has them).
+    parsed once per connection (connections persist: the pool's, ``DATABASE_POOL``, or a
+    thread's with ``CONN_MAX_AGE``) and planned once it has a generic plan. Django leaves
+    psycopg's automatic preparation off (``prepare_threshold`` None) unless the settings ask
+    for it, so this one statement asks for it itself, for the one call
+    (``prepare_threshold`` 0 prepares at once and reuses the statement already prepared;
+    other statements are left as the connection has them).
     Server-side binding is also the project's switch for PgBouncer: in transaction mode
     named statements need PgBouncer 1.21+ with ``max_prepared_statements``, and binding on
     the client (where nothing is prepared) is what older PgBouncers get."""
@@ -72,20 +77,60 @@ def column_datetime(value: Any) -> datetime | None:
     return cast(datetime | None, value)
 
 
+def thread_connections_release() -> None:
+    """Give back this thread's database connections at the end of a unit of work (a request
+    that answered or starts streaming, a reply step, before waiting on another thread's):
+    to the pool (``DATABASE_POOL``), or closed with ``CONN_MAX_AGE=0``; a broken one is
+    dropped. Persistent connections (``CONN_MAX_AGE`` > 0, no pool) stay, and so does a
+    connection inside a transaction. The next query of the thread takes one again.
+
+    Why: a pooled connection is the thread's until Django closes it, which it does only at
+    a request's end (``request_finished``); a thread that is not a request's, or a request
+    that streams for seconds, would keep one out of the pool meanwhile, and a request
+    waiting on a reply step that needs one from the same pool could wait for ever."""
+    for conn in connections.all(initialized_only=True):
+        if not conn.in_atomic_block:
+            conn.close_if_unusable_or_obsolete()
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def connections_released(func: Callable[P, R]) -> Callable[P, R]:
+    """``func``, then its thread's connections given back (:func:`thread_connections_release`):
+    for ORM work run on a thread that is neither a request's nor a reply step's."""
+
+    @functools.wraps(func)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        finally:
+            thread_connections_release()
+
+    return call
+
+
 #: PostgreSQL's answers that mean "not now": too many connections, out of connection slots,
 #: the server starting or shutting down.
 UNREACHABLE_STATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03"})
+#: The connection pool's: no connection free within ``DATABASE_POOL_TIMEOUT``, too many
+#: waiting, the pool closed (the process stopping).
+POOL_ERRORS = (psycopg_pool.PoolTimeout, psycopg_pool.TooManyRequests, psycopg_pool.PoolClosed)
 
 
 def database_unreachable(exc: BaseException) -> bool:
     """Whether ``exc`` says the database could not be reached (a refused or failed
-    connection, no connection slot left), as opposed to a statement that failed: then
-    nothing was written, and the same request later can succeed."""
+    connection, no connection slot left, none free in the pool in time), as opposed to a
+    statement that failed: then nothing was written, and the same request later can
+    succeed."""
     if not isinstance(exc, DjangoOperationalError):
         return False
     cause = exc.__cause__
     if not isinstance(cause, psycopg.OperationalError):
         return False
+    if isinstance(cause, POOL_ERRORS):
+        return True
     state = cause.sqlstate or ""
     return (
         state in UNREACHABLE_STATES

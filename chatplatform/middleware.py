@@ -1,4 +1,7 @@
-"""Activates the tenant scope for every request.
+"""The platform's middleware: the tenant scope of every request, and a streaming response's
+database connections given back before it streams.
+
+The tenant scope:
 
 - Anonymous users: scoped to no tenant (every tenant-owned query returns nothing).
 - Superusers in the admin: no scope (they see everything).
@@ -14,6 +17,7 @@ from contextlib import AbstractContextManager
 
 from django.http import HttpRequest, HttpResponse
 
+from chatplatform.db import thread_connections_release
 from chatplatform.selectors import administered_tenant_ids, current_membership
 from chatplatform.tenancy.scoping import all_tenants, tenant_scope
 
@@ -44,3 +48,20 @@ class TenantScopeMiddleware:
         request.membership = membership  # type: ignore[attr-defined]
         request.tenant = membership.tenant  # type: ignore[attr-defined]
         return tenant_scope(membership.tenant_id)
+
+
+class StreamingConnectionsReleaseMiddleware:
+    """A streaming response (the APIs' server-sent events) gives the request thread's
+    database connections back before it streams: Django gives them back only when the
+    response ends, and a reply streams for seconds while needing connections of its own
+    (:func:`chatplatform.db.thread_connections_release`). First in ``MIDDLEWARE``, so that
+    it runs after every other middleware's response processing."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.streaming:
+            thread_connections_release()
+        return response

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "chatplatform.middleware.StreamingConnectionsReleaseMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -94,12 +95,33 @@ DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}"),
 }
 # Persistent connections: the reply runner's steps run on pool threads, each keeping its
-# connection; opening one per step would cost more than the step.
+# connection; opening one per step would cost more than the step. (PostgreSQL with the
+# connection pool below: none, the pool keeps them.)
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
-#: Threads (each with its own persistent database connection) that run the ORM steps of
-#: WebSocket replies in each ASGI process.
+#: Threads that run the ORM steps of replies in each ASGI process (each keeps a persistent
+#: connection, or takes one from the pool for each step).
 DB_THREADS = env.int("DB_THREADS", default=12)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+#: PostgreSQL: each process's connections come from a pool (psycopg_pool, through Django)
+#: of at most DATABASE_POOL_MAX_SIZE. Every request of the APIs runs its view on a thread
+#: of its own: with persistent connections each such thread kept one, and 50 concurrent API
+#: clients took all of PostgreSQL's 100. A thread holds a pooled connection only for a unit
+#: of work (a request until it answers or starts streaming, a reply step, a task;
+#: ``chatplatform.db.thread_connections_release``); one that waits longer than
+#: DATABASE_POOL_TIMEOUT seconds for one fails as the database being unreachable (the APIs'
+#: 503). Size: (ASGI processes + Celery worker processes + beat) x max size, well under
+#: PostgreSQL's ``max_connections``.
+DATABASE_POOL = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
+    "DATABASE_POOL", default=True
+)
+if DATABASE_POOL:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django's pool requires it
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=2),
+        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+        "name": "default",
+    }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
     "DB_SERVER_SIDE_BINDING", default=True
 ):
@@ -149,7 +171,7 @@ if REDIS_URL:
     }
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "chatplatform.redis_cache.ProcessRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "chatplatform",
             "OPTIONS": {"socket_timeout": 5, "socket_connect_timeout": 5},

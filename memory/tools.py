@@ -22,6 +22,7 @@ from asgiref.sync import sync_to_async
 
 from chatplatform.core.llm.base import ToolCall
 from chatplatform.core.llm.tools import GET_USER_FACTS, SAVE_USER_FACT
+from chatplatform.db import connections_released
 from chatplatform.policies import active_policy
 from memory.models import FactSource
 from memory.selectors import current_facts, message_is_shared
@@ -143,7 +144,7 @@ def tool_executor(
     """An executor for ``chatplatform.core.llm.stream_with_tools``: runs the fact tools for this
     turn's user (ORM work in a thread) and returns the JSON result text."""
 
-    run = sync_to_async(execute_tool, thread_sensitive=True)
+    run = sync_to_async(connections_released(execute_tool), thread_sensitive=True)
 
     async def execute(call: ToolCall) -> str:
         result = await run(

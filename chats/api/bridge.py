@@ -18,6 +18,8 @@ from asgiref.sync import async_to_sync
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, StreamingHttpResponse
 
+from chatplatform.db import thread_connections_release
+
 T = TypeVar("T")
 
 _loop: asyncio.AbstractEventLoop | None = None
@@ -44,7 +46,12 @@ def run_async(
     request: HttpRequest, factory: Callable[[], Awaitable[T]], *, timeout: float | None = None
 ) -> T:
     """Run ``factory()`` to completion on the right loop for ``request`` and return its
-    result. ``timeout`` bounds the wait under WSGI (the coroutine bounds itself otherwise)."""
+    result. ``timeout`` bounds the wait under WSGI (the coroutine bounds itself otherwise).
+
+    The calling thread's database connection goes back to the pool first (outside a
+    transaction): the coroutine's steps take theirs from the same pool, and requests waiting
+    here while each holding one could leave them none."""
+    thread_connections_release()
     if is_asgi(request):
 
         async def call() -> T:

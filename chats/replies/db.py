@@ -14,6 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 
+from chatplatform.db import thread_connections_release
 from chatplatform.django_internals import connection_health_checked
 
 logger = logging.getLogger(__name__)
@@ -55,11 +56,15 @@ def _in_thread(func: Callable[..., R], *args: Any, **kwargs: Any) -> R:
         # transaction, so a step that failed on a dead connection did nothing to repeat.
         _prepare_connections()
         return func(*args, **kwargs)
+    finally:
+        # A pooled connection goes back to the pool after each step (a persistent one stays).
+        thread_connections_release()
 
 
 def db(func: Callable[P, R]) -> Callable[P, Awaitable[R]]:
     """``func`` in a thread of a pool of ``settings.DB_THREADS`` (each thread keeps its own
-    persistent connection), with broken or expired connections replaced before the call.
+    persistent connection, or takes one from the connection pool for the call and gives it
+    back after), with broken or expired connections replaced before the call.
 
     Not thread-sensitive: channels' default runs every ORM call of the process on ONE thread,
     which serialises all conversations; each step here is a self-contained transaction, so

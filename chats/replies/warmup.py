@@ -26,8 +26,9 @@ WARM_UP_TIMEOUT_SECONDS = 20.0
 
 
 def database_threads_warm_up(timeout: float = WARM_UP_TIMEOUT_SECONDS) -> int:
-    """In every thread of the reply path's pool (``settings.DB_THREADS``): open its
-    persistent connection and run the turn's read statements once, for ids that match
+    """In every thread of the reply path's pool (``settings.DB_THREADS``), all at once: open
+    its persistent connection (with the connection pool: take one of the pool's, which
+    keeps it afterwards) and run the turn's read statements once, for ids that match
     nothing. Returns how many threads were warmed.
 
     Why: otherwise the first turns after a start pay, on every thread, for connecting, for

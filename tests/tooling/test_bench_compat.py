@@ -20,7 +20,16 @@ from tooling.benchmarks.scratch_data import bench_tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-FIGURES = {"turns_per_s", "first_token_p50_ms", "first_token_p99_ms", "errors", "lost"}
+FIGURES = {
+    "turns_per_s",
+    "first_token_p50_ms",
+    "first_token_p99_ms",
+    "errors",
+    "lost",
+    "server_cpu_ms_per_turn",
+    "client_cpu_ms_per_turn",
+    "machine_cpu_ms_per_turn",
+}
 
 
 @pytest.mark.parametrize("naming", [[], ["--unnamed"]], ids=["named", "unnamed"])

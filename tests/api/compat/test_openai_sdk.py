@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import openai
 import pytest
 
-from chatplatform.models.conversations import Conversation, Message
+from chatplatform.models.conversations import Conversation, Message, TurnRecord
 from chatplatform.tenancy.scoping import tenant_scope
+from chats.api.serializers.context import TurnRecordSerializer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,6 +46,12 @@ def test_a_completion_is_stored_and_answered(live_url, key_a, tenant_a):
     extension = done.model_extra["chatplatform"]
     assert extension["conversation_id"] == conversation_id
     assert extension["turn"]["budget_tokens"] > 0
+    # The turn's record as the REST API gives it, field for field.
+    with tenant_scope(tenant_a):
+        record = TurnRecord.objects.select_related("model_profile").get(
+            user_message__conversation_id=conversation_id
+        )
+    assert extension["turn"] == json.loads(json.dumps(TurnRecordSerializer(record).data))
 
 
 def history(count: int) -> list[dict[str, str]]:

@@ -11,7 +11,10 @@ app that keeps its own history does. The first token's time is measured at the c
 the request to the first text delta. By default the loop is closed and saturating (each
 client sends its next turn when its reply is done); ``--rate`` offers a fixed load instead,
 which measures the platform's overhead at that throughput. Afterwards the database is asked
-whether every turn sent has its user message and a complete reply stored."""
+whether every turn sent has its user message and a complete reply stored. CPU per turn is
+reported for the server processes, for this process (the SDK clients: the load itself, on
+the same machine) and for the whole machine (PostgreSQL, Redis and anything else running
+included)."""
 
 from __future__ import annotations
 
@@ -160,11 +163,13 @@ class Command(BaseCommand):
                 await sdk.close()
 
         cpu_before, machine_before = servers_cpu_seconds(servers), machine_cpu_seconds()
+        clients_before = time.process_time()  # this process: the SDK clients, the load
         started = time.perf_counter()  # also the origin of the clients' schedule
         await asyncio.gather(*(client(index, load) for index, load in enumerate(clients)))
         elapsed = time.perf_counter() - started
         server_cpu = servers_cpu_seconds(servers) - cpu_before
         machine_cpu = machine_cpu_seconds() - machine_before
+        clients_cpu = time.process_time() - clients_before
         total = len(first_tokens)
         p50, p99 = p50_p99(first_tokens)
         per_turn = 1000 / total if total else 0.0
@@ -176,6 +181,7 @@ class Command(BaseCommand):
             "first_token_p99_ms": p99,
             "errors": errors,
             "server_cpu_ms_per_turn": round(server_cpu * per_turn, 2),
+            "client_cpu_ms_per_turn": round(clients_cpu * per_turn, 2),
             "machine_cpu_ms_per_turn": round(machine_cpu * per_turn, 2),
             "sent": sent,
         }
