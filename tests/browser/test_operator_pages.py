@@ -42,6 +42,9 @@ def test_the_tenant_admin_sets_a_members_limit_and_finds_it_in_the_audit_log(
     page.goto("/admin/chatplatform/auditevent/")
     assert member_a.username in page.inner_text("#result_list")
     page.click("#result_list tbody tr:first-child th a")
+    # The click only starts the navigation: read the entry's page once it has loaded.
+    page.wait_for_url("**/auditevent/*/change/")
+    page.wait_for_selector("#content-main")
     assert "spend_hard_usd" in page.inner_text("body")
     page.goto(f"/admin/chatplatform/tenant/{tenant_a.pk}/exports/")
     assert "Export" in page.inner_text("h1")
