@@ -19,6 +19,7 @@ from chatplatform.core.llm.base import ChatRequest, Usage
 from chatplatform.core.llm.cache_simulation import simulated_prompt_usage
 from chatplatform.core.llm.cost_comparison import COST_QUANTUM, CostComparison
 from chatplatform.core.llm.prompt_cache import CacheUsage
+from chatplatform.core.llm.tools import FACT_TOOLS
 from chatplatform.core.tokens import TokenCounter
 from chatplatform.models import ModelProfile
 from chatplatform.models.conversations import Conversation, Message, MessageRole, Status
@@ -32,7 +33,6 @@ from chats.assembly.request import (
     attached_image,
     chat_request,
     full_history_usage_for,
-    offered_specs,
 )
 from chats.assembly.service import TurnContext
 from chats.replies.calibration import calibration_record, exact_prompt_tokens_near_budget
@@ -317,7 +317,8 @@ def turn_prepare(
         request=request,
         estimated_prompt_tokens=turn.prompt.prompt_tokens,
         tools=tools,
-        client_tools=frozenset(t.name for t in offered_specs(user_message.offered_tools)),
+        # The tools the request offers beyond the platform's own are the client's.
+        client_tools=frozenset(t.name for t in request.tools if t not in FACT_TOOLS),
         profile=profile,
         hypothetical_tokens=turn.hypothetical_tokens,
         conversation=conversation,

@@ -23,7 +23,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from itertools import pairwise
 from typing import Any
@@ -34,7 +34,6 @@ from chatplatform.core.tokens.bpe import BpeCounter
 
 from .base import (
     ChatRequest,
-    ContentPart,
     Done,
     Provider,
     StreamEvent,
@@ -47,7 +46,7 @@ from .base import (
 from .cache_simulation import simulated_prompt_usage
 from .context_report import ContextReport, ContextSection, PromptSummary, exclusion_label
 from .offline_facts import stated_facts
-from .offline_tools import client_calls, client_result_lines
+from .offline_tools import client_calls, client_result_lines, tool_results
 from .prompt_cache import PromptCache
 from .summary_request import extractive_summary
 from .tools import SAVE_USER_FACT
@@ -161,7 +160,7 @@ def fact_calls(request: ChatRequest) -> list[ToolCall]:
     if not offered or request.tool_choice != "auto" or request.summary_task is not None:
         return []
     last = request.messages[-1] if request.messages else None
-    if last is None or last.role != "user" or _tool_results(last.content):
+    if last is None or last.role != "user" or tool_results(last.content):
         return []
     return [
         ToolCall(f"{FACT_CALL_PREFIX}{i}", SAVE_USER_FACT.name, fact.tool_input())
@@ -169,19 +168,13 @@ def fact_calls(request: ChatRequest) -> list[ToolCall]:
     ]
 
 
-def _tool_results(content: str | Sequence[ContentPart]) -> list[ToolResultPart]:
-    if isinstance(content, str):
-        return []
-    return [part for part in content if isinstance(part, ToolResultPart)]
-
-
 def _reply_after_tools(request: ChatRequest, counter: TokenCounter) -> str:
     """The reply; after a round of fact tools, the reply to the message before the round, with
     what was remembered (or could not be) at the end."""
     messages = list(request.messages)
     results: list[ToolResultPart] = []
-    while messages and messages[-1].role == "user" and _tool_results(messages[-1].content):
-        results = _tool_results(messages.pop().content) + results
+    while messages and messages[-1].role == "user" and tool_results(messages[-1].content):
+        results = tool_results(messages.pop().content) + results
         if messages and messages[-1].role == "assistant":
             messages.pop()  # the round's tool calls
     if not results:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from .base import ChatRequest, ContentPart, ToolCall, ToolResultPart, message_text
@@ -29,7 +30,7 @@ def client_calls(request: ChatRequest) -> list[ToolCall]:
     last = request.messages[-1] if request.messages else None
     if not offered or request.tool_choice == "none" or request.summary_task is not None:
         return []
-    if last is None or last.role != "user" or _results(last.content):
+    if last is None or last.role != "user" or tool_results(last.content):
         return []
     text = message_text(last)
     if request.tool_name:
@@ -68,8 +69,8 @@ def client_result_lines(results: list[ToolResultPart]) -> list[str]:
     return lines
 
 
-def _results(content: str | Any) -> list[ToolResultPart]:
+def tool_results(content: str | Sequence[ContentPart]) -> list[ToolResultPart]:
+    """The tool results a message's content holds (none in plain text)."""
     if isinstance(content, str):
         return []
-    parts: list[ContentPart] = list(content)
-    return [part for part in parts if isinstance(part, ToolResultPart)]
+    return [part for part in content if isinstance(part, ToolResultPart)]
