@@ -12,6 +12,8 @@ fails when the installed Django changes one of them.
 - An admin site's registry (``_registry``): every registered model with its admin.
 - A management command's output wrapper's stream (``_out``): for a progress bar, which
   writes without the wrapper's line endings.
+- A Redis cache's client arguments (``_servers``, ``_options``, ``_class``): what its client
+  is made of, so one process can share one client (:mod:`chatplatform.redis_cache`).
 """
 
 from __future__ import annotations
@@ -63,3 +65,9 @@ def admin_registrations(site: AdminSite) -> list[tuple[type[Model], ModelAdmin[A
 def output_stream(wrapper: OutputWrapper) -> TextIO:
     """The stream a management command's ``stdout``/``stderr`` wrapper writes to."""
     return cast(TextIO, wrapper._out)
+
+
+def redis_cache_client_args(cache: Any) -> tuple[Any, dict[str, Any], Callable[..., Any]]:
+    """The servers, options and client class a Django ``RedisCache`` builds its client from
+    (``client_class(servers, **options)``)."""
+    return cache._servers, cache._options, cache._class

@@ -17,6 +17,8 @@ from typing import Any
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
 from django.utils.functional import cached_property
 
+from chatplatform.django_internals import redis_cache_client_args
+
 _clients: dict[str, RedisCacheClient] = {}
 _clients_lock = threading.Lock()
 
@@ -26,11 +28,10 @@ class ProcessRedisCache(RedisCache):
 
     @cached_property
     def _cache(self) -> Any:
-        django: Any = self  # Django's attributes, which its type stubs do not declare
-        servers, options = django._servers, django._options
+        servers, options, client_class = redis_cache_client_args(self)
         key = repr((servers, sorted(options.items())))
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
-                client = _clients[key] = django._class(servers, **options)
+                client = _clients[key] = client_class(servers, **options)
             return client

@@ -109,3 +109,14 @@ def test_the_output_stream_is_what_the_wrapper_writes_to():
     wrapper.write("line")
     assert output_stream(wrapper) is stream
     assert stream.getvalue() == "line\n"
+
+
+def test_a_redis_caches_client_is_built_from_its_client_arguments():
+    from django.core.cache.backends.redis import RedisCache, RedisCacheClient
+
+    from chatplatform.django_internals import redis_cache_client_args
+
+    cache = RedisCache("redis://127.0.0.1:6379/3", {"OPTIONS": {"db": 3}})
+    servers, options, client_class = redis_cache_client_args(cache)
+    assert servers == ["redis://127.0.0.1:6379/3"] and options == {"db": 3}
+    assert client_class is RedisCacheClient
