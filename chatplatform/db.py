@@ -48,6 +48,29 @@ def execute_prepared(cursor: Any, sql: str, params: dict[str, Any]) -> None:
         raw.prepare_threshold = saved
 
 
+def execute_planned(cursor: Any, sql: str, params: list[Any] | dict[str, Any]) -> None:
+    """``cursor.execute(sql, params)``, never as a prepared statement: PostgreSQL plans it
+    with these very values each time.
+
+    Why: a prepared statement runs on plans made for its values five times, then on one
+    generic plan when that looks no costlier, and for a statement whose best plan depends on
+    its values a generic plan can be ten times slower. The full-text search is one: how many
+    messages a term matches decides how its matches are read, and at 100,000 messages its
+    generic plan took 73-83 ms where a plan for the values takes 8 (planning costs under a
+    millisecond). Every other statement is left as the connection has it
+    (``DB_PREPARE_THRESHOLD``). ``cursor``: a cursor of any database alias."""
+    raw = getattr(cursor, "connection", None)  # psycopg's connection, or sqlite3's
+    if raw is None or not hasattr(raw, "prepare_threshold"):
+        cursor.execute(sql, params)
+        return
+    saved = raw.prepare_threshold
+    raw.prepare_threshold = None
+    try:
+        cursor.execute(sql, params)
+    finally:
+        raw.prepare_threshold = saved
+
+
 def in_array(values: list[int]) -> tuple[str, Any]:
     """``(test, parameter)``: the SQL that tests a column against the list of integers
     ``values`` (written after the column) and its one parameter, in the connection's

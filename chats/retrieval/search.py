@@ -35,6 +35,8 @@ from typing import Any, NamedTuple
 
 from django.db import connections
 
+from chatplatform.db import execute_planned
+
 from .query import SearchQuery, Term, estimated_matches, term_tsquery, whole_history_terms
 
 #: Most hits one search returns, and most matches PostgreSQL ranks (newest first).
@@ -91,7 +93,7 @@ def search_messages(
     else:  # pragma: no cover - other backends have no index
         raise NotImplementedError(f"no message search for {connection.vendor}")
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        execute_planned(cursor, sql, params)
         rows = cursor.fetchall()
     return [Hit(int(r[0]), int(r[1]), float(r[2] or 0.0)) for r in rows]
 

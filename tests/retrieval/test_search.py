@@ -281,3 +281,21 @@ def test_postgres_pruned_search_ranks_the_newest_common_matches_as_before(conver
     assert ids(sample) == ids(None)
     hits = search(conversation, "What did we decide about the release and the budget?", 5)
     assert [h.message_id for h in hits] == ids(None)
+
+
+@pytest.mark.postgres
+def test_postgres_search_is_planned_for_its_values_every_time(conversation, member_a):
+    # A prepared statement settles on a generic plan after five runs; the search's best plan
+    # depends on how many messages its terms match (at 100,000 messages a generic plan ran
+    # ten times slower), so it is never prepared, whatever the connection's threshold.
+    add(conversation, member_a, *FILLER, "The garden needs water", "Water the plants")
+    raw = connection.connection
+    before = raw.prepare_threshold
+    for _ in range(8):
+        hits = search(conversation, "garden water")
+    assert len(hits) == 2
+    assert raw.prepare_threshold == before  # other statements: untouched
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert not [s for s in prepared if "to_tsquery" in s and "newest AS" in s]
