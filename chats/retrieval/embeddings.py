@@ -12,6 +12,9 @@ model's files are installed, and callers fall back to lexical retrieval when not
 * :func:`embed` returns float32 unit vectors (so a dot product is the cosine) and serialises
   its calls: one forward pass at a time per process, on :data:`THREADS` torch threads, so
   the web process's other threads and neighbouring processes keep their cores.
+* One text (a turn's question) is embedded by ONNX Runtime when it is installed
+  (:mod:`chats.retrieval.onnx_encoder`: the same vector in a third of the time, without the
+  GIL), built on the first such call; batches and every fallback use PyTorch.
 * :data:`MODEL_NAME` is stored beside every vector; vectors of another model are never
   compared with this one's.
 """
@@ -49,6 +52,10 @@ class EmbeddingsUnavailable(RuntimeError):
 
 _lock = threading.Lock()
 _model: Any = None
+#: The ONNX Runtime encoder of single texts: unset until the first single text, then the
+#: encoder or ``None`` (not installed, or it failed: PyTorch embeds them).
+_UNSET: Any = object()
+_single: Any = _UNSET
 _failed: str | None = None
 _installed: bool | None = None
 
@@ -127,6 +134,11 @@ def embed(texts: Sequence[str]) -> np.ndarray:
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     model = _load()
+    if len(texts) == 1:
+        encoder = _single_encoder(model)
+        if encoder is not None:
+            with _lock:
+                return encoder.embed(texts[0])[None, :]
     with _lock:
         vectors = model.encode(
             list(texts),
@@ -136,6 +148,19 @@ def embed(texts: Sequence[str]) -> np.ndarray:
             show_progress_bar=False,
         )
     return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def _single_encoder(model: Any) -> Any:
+    """The ONNX Runtime encoder of single texts, built once per process (``None``: PyTorch)."""
+    global _single
+    if _single is _UNSET:
+        with _lock:
+            if _single is _UNSET:
+                from . import onnx_encoder
+
+                path = onnx_encoder.graph_path(MODEL_PACKAGE, MODEL_NAME)
+                _single = onnx_encoder.build(model, path, threads=THREADS)
+    return _single
 
 
 def to_bytes(vector: np.ndarray) -> bytes:
