@@ -6,7 +6,10 @@ The index lives in migration ``chats.0002_message_search``:
 * PostgreSQL: ``chats_message.search_vector``, a STORED generated ``tsvector`` ('simple'
   configuration over ``lower()``ed, accent-folded text with CJK characters spaced apart), and a
   GIN index on ``(tenant_id, conversation_id, search_vector)`` (btree_gin) or on the vector
-  alone when the extension cannot be created. Ranking: the sum of the IDF of the query terms a
+  alone when the extension cannot be created. The tenant and conversation are compared as
+  ``bigint``, the columns' type: psycopg sends a small integer as ``smallint``, and btree_gin
+  has no cross-type operators, so the index would match the terms in every tenant's messages
+  and filter them after. Ranking: the sum of the IDF of the query terms a
   message contains, IDF counted over the conversation's matches (``ts_rank`` has no IDF). The
   newest :data:`PG_SCAN_LIMIT` matches are ranked; in a longer conversation the terms common
   in its newest :data:`PG_SAMPLE_WINDOW` messages are matched only there, the rarer ones
@@ -231,7 +234,7 @@ def _postgres_sql(
         newest AS ((
             SELECT m.ctid AS address
             FROM chats_message m, q
-            WHERE m.tenant_id = %s AND m.conversation_id = %s{seq_clause}
+            WHERE m.tenant_id = %s::bigint AND m.conversation_id = %s::bigint{seq_clause}
               AND m.search_vector @@ {matched}
             ORDER BY m.seq DESC
             LIMIT %s
@@ -355,7 +358,7 @@ def search_summaries(
         sql = """
             SELECT s.id, ts_rank_cd(s.search_vector, q.qall) AS score
             FROM summaries_summary s, (SELECT to_tsquery('simple', %s) AS qall) q
-            WHERE s.tenant_id = %s AND s.conversation_id = %s
+            WHERE s.tenant_id = %s::bigint AND s.conversation_id = %s::bigint
               AND s.superseded_at IS NULL AND s.search_vector @@ q.qall"""
     elif connection.vendor == "sqlite" and any(t.bigram for t in query.terms):
         parts = [f"coalesce((CASE WHEN instr(lower(s.text), %s) > 0 THEN {_weight(t)} END), 0)"

@@ -299,3 +299,13 @@ def test_postgres_search_is_planned_for_its_values_every_time(conversation, memb
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         prepared = [row[0] for row in cursor.fetchall()]
     assert not [s for s in prepared if "to_tsquery" in s and "newest AS" in s]
+
+
+def test_postgres_search_names_its_conversation_as_the_index_compares_it():
+    # The index leads with the tenant and the conversation (btree_gin), which compares like
+    # types only, and psycopg sends a small integer as smallint: compared as given, the
+    # index would match the terms in every tenant's messages and filter them after.
+    from chats.retrieval.search import _postgres_sql
+
+    sql, _ = _postgres_sql(1, 2, build_query("garden water"), 10, None)
+    assert "m.tenant_id = %s::bigint AND m.conversation_id = %s::bigint" in sql
