@@ -5,7 +5,10 @@ conversations) or as Markdown, one document per conversation in a zip archive.
 
 Messages go oldest first, user and assistant messages that hold text (failed replies with
 no text are left out), each with its original time and the id that names it in exports
-(:mod:`chats.transfer.export_ids`). The conversations are read a batch at a time."""
+(:mod:`chats.transfer.export_ids`), and the tool rounds of an application's tools: a reply's
+calls (with its text, or without one) and the message of their results, which an import
+restores paired (:mod:`chatplatform.core.transfer.writers`). The conversations are read a
+batch at a time."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any
 
 from chatplatform.core.transfer.records import (
     ASSISTANT,
+    TOOL,
     USER,
     TransferConversation,
     TransferMessage,
@@ -60,18 +64,35 @@ def exported_conversations(
 def _record(conversation: Conversation) -> TransferConversation:
     messages: list[TransferMessage] = []
     rows = (
-        Message.objects.filter(conversation_id=conversation.pk, role__in=[USER, ASSISTANT])
-        .only("pk", "tenant_id", "client_id", "role", "content", "created_at")
+        Message.objects.filter(conversation_id=conversation.pk, role__in=[USER, ASSISTANT, TOOL])
+        .only(
+            "pk",
+            "tenant_id",
+            "client_id",
+            "role",
+            "content",
+            "created_at",
+            "tool_calls",
+            "tool_results",
+            "tool_group",
+        )
         .order_by("seq")
     )
     for message in rows.iterator(chunk_size=EXPORT_BATCH):
-        if message.content.strip():
+        calls = tuple(message.tool_calls or ()) if message.role == ASSISTANT else ()
+        results = tuple(message.tool_results or ()) if message.role == TOOL else ()
+        if message.role == TOOL and not results:
+            continue  # a tool message is its results
+        if message.content.strip() or calls or results:
             messages.append(
                 TransferMessage(
                     source_id=stored_message_key(message),
                     role=message.role,
                     text=message.content,
                     created_at=message.created_at,
+                    tool_calls=calls,
+                    tool_results=results,
+                    tool_group=message.tool_group if calls or results else None,
                 )
             )
     return TransferConversation(

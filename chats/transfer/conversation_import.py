@@ -6,8 +6,11 @@ first row is written), and importing the same file again adds nothing
 Each conversation becomes the user's conversation (the export's title, its original start
 time), its messages stored as a typed history is (``chats.services.transcripts``): complete,
 counted with the policy model's counter, a reply linked to the message it answers, each with
-its original time. A conversation imported before gets only the messages it lacks, after its
-own. A message longer than the policy allows is cut at the limit, with a note saying so.
+its original time; a tool round of the platform's own export (a reply's calls of an
+application's tools, the message of their results) with its calls and results, in their
+round, as the SDK-compatible API stores them. A conversation imported before gets only the
+messages it lacks, after its own. A message longer than the policy allows is cut at the limit,
+with a note saying so (a tool message: each of its results, to a share of it).
 
 After the commit, the work that follows typed messages is queued for the conversations that
 received messages (``chats.tasks.process_imported_conversations``): the standing
@@ -27,7 +30,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from chatplatform.core.transfer.formats import read_export
-from chatplatform.core.transfer.records import TransferConversation, TransferMessage
+from chatplatform.core.transfer.records import (
+    TransferConversation,
+    TransferMessage,
+    tool_results_text,
+)
 from chatplatform.models import Tenant
 from chatplatform.models.conversations import Conversation, Message, Participant
 from chatplatform.policies import policy_for
@@ -145,19 +152,64 @@ def _messages_store(
     for message in messages:
         moment = message.created_at or moment  # a message without a time: its predecessor's
         times.append(moment)
+    turns: list[tuple[str, str]] = []
+    rounds: list[dict[str, Any] | None] = []
+    for message in messages:
+        text, tools = _storable_round(message, limit)
+        turns.append((message.role, text))
+        rounds.append(tools)
     transcript_import(
         conversation,
         user,
-        [(m.role, _storable(m.text, limit)) for m in messages],
+        turns,
         client_ids=[message_client_id(format_name, m.source_id) for m in messages],
         written_at=times,
+        tools=rounds,
     )
 
 
+def _storable_round(message: TransferMessage, limit: int) -> tuple[str, dict[str, Any] | None]:
+    """The message's text as stored, and its part of a tool round (a reply's calls or a tool
+    message's results, and their round) or None. Results longer in all than the policy's
+    limit are each cut to a share of it; a tool message's text is its results'."""
+    if message.tool_calls:
+        calls = _storable_json(list(message.tool_calls))
+        return _storable(message.text, limit), {
+            "tool_calls": calls,
+            "tool_group": message.tool_group,
+        }
+    if message.tool_results:
+        results = [
+            {**result, "content": _clean(str(result["content"]))} for result in message.tool_results
+        ]
+        if len(tool_results_text(results)) > limit:
+            share = max(1, (limit - 2 * (len(results) - 1)) // len(results))  # and joins
+            results = [{**r, "content": _storable(r["content"], share)} for r in results]
+        tools = {"tool_results": _storable_json(results), "tool_group": message.tool_group}
+        return _storable(tool_results_text(results), limit), tools
+    return _storable(message.text, limit), None
+
+
+def _clean(text: str) -> str:
+    """The text as the database takes it: no NUL, no unpaired surrogate."""
+    return text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
+def _storable_json(value: Any) -> Any:
+    """``value`` (parsed JSON) with each string, keys too, as the database takes it."""
+    if isinstance(value, str):
+        return _clean(value)
+    if isinstance(value, list):
+        return [_storable_json(item) for item in value]
+    if isinstance(value, dict):
+        return {_clean(str(key)): _storable_json(item) for key, item in value.items()}
+    return value
+
+
 def _storable(text: str, limit: int) -> str:
-    """The text as the database takes it (no NUL, no unpaired surrogate) and at most
-    ``limit`` characters (cut, with a note)."""
-    text = text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    """The text as the database takes it (:func:`_clean`) and at most ``limit`` characters
+    (cut, with a note)."""
+    text = _clean(text)
     if len(text) <= limit:
         return text
     note = f"\n\n[cut at {limit:,} characters on import]"

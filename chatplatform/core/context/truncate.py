@@ -4,8 +4,10 @@
 ``truncate_tail`` keeps the head (for a section: the system prompt, a summary). Both return
 text whose count under the counter is ``<= max_tokens``: cut points are found by a bracketed
 binary search on character positions using the counter itself, then the joined result is
-recounted and the cut shrunk until it fits. Cuts never split a combining sequence (combining
-marks, ZWJ emoji sequences, variation selectors, skin-tone modifiers, CRLF).
+recounted and the cut shrunk until it fits, then grown into the room it left (what one side
+could not use goes to the other), so a cut is not needlessly shorter than ``max_tokens``.
+Cuts never split a combining sequence (combining marks, ZWJ emoji sequences, variation
+selectors, skin-tone modifiers, CRLF).
 
 Work is proportional to the kept text (``O(kept * log(kept))`` characters counted), plus one
 count of the whole text when its token count is not given.
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from chatplatform.core.tokens.base import TokenCounter
 
 
@@ -25,6 +29,8 @@ MARKER = "[… {n} tokens omitted …]"
 SHORT_MARKER = "[…]"
 _MAX_SNAP = 16
 _MAX_ROUNDS = 8
+#: Rounds that grow a fitting cut's head and tail into the room it left.
+_GROW_ROUNDS = 3
 #: Smallest room worth cutting a summary or history message into.
 MIN_CUT_TOKENS = 48
 
@@ -87,35 +93,54 @@ def _snap(text: str, i: int, step: int) -> int:
     return i
 
 
-def _fits_prefix(text: str, n: int, max_tokens: int, counter: TokenCounter) -> bool:
-    return count_text(counter, text[:n]) <= max_tokens
+def _search(
+    count: Callable[[int], int], size: int, max_tokens: int, fits: tuple[int, int], step: int
+) -> tuple[int, int]:
+    """Largest ``n <= size`` (approximately: counts are not quite monotonic in length) with
+    ``count(n) <= max_tokens``, and its count. ``fits`` is a length known to fit and its count:
+    the search starts ``step`` characters above it and grows until too long (or ``size``), then
+    bisects."""
+    base = fits[0]
+    lo, lo_tokens = fits
+    hi = min(size, base + max(8, step))
+    if hi <= lo:
+        return fits
+    while (tokens := count(hi)) <= max_tokens:
+        lo, lo_tokens = hi, tokens
+        if hi == size:
+            return hi, tokens
+        hi = min(size, hi + max(8, (hi - base) // 4))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if (tokens := count(mid)) <= max_tokens:
+            lo, lo_tokens = mid, tokens
+        else:
+            hi = mid
+    return lo, lo_tokens
 
 
-def _fits_suffix(text: str, n: int, max_tokens: int, counter: TokenCounter) -> bool:
-    return count_text(counter, text[len(text) - n :]) <= max_tokens
+def _clean_length(text: str, n: int, suffix: bool) -> int:
+    """The longest prefix (suffix) of at most ``n`` characters that ends (starts) at a clean
+    cut, where no combining sequence is split."""
+    size = len(text)
+    return size - _snap(text, size - n, +1) if suffix else max(0, _snap(text, n, -1))
 
 
 def _longest(
     text: str, max_tokens: int, counter: TokenCounter, chars_per_token: float, suffix: bool
-) -> int:
-    """Largest length ``n`` (approximately) whose prefix/suffix counts ``<= max_tokens``."""
+) -> tuple[int, int]:
+    """Largest length (approximately) of a prefix/suffix that counts ``<= max_tokens``, moved
+    back to a clean cut, and its count."""
     size = len(text)
     if max_tokens <= 0 or size == 0:
-        return 0
-    ok = _fits_suffix if suffix else _fits_prefix
-    lo, hi = 0, min(size, max(8, int(max_tokens * chars_per_token)))
-    while ok(text, hi, max_tokens, counter):  # grow until too long (or the whole text)
-        lo = hi
-        if hi == size:
-            return size
-        hi = min(size, max(hi + 8, int(hi * 1.25)))
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(text, mid, max_tokens, counter):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+        return 0, 0
+
+    def count(n: int) -> int:
+        return count_text(counter, text[size - n :] if suffix else text[:n])
+
+    n, tokens = _search(count, size, max_tokens, (0, 0), int(max_tokens * chars_per_token))
+    clean = _clean_length(text, n, suffix)
+    return clean, tokens if clean == n else count(clean)
 
 
 def _fallback(max_tokens: int, original: int, counter: TokenCounter) -> Cut:
@@ -126,6 +151,37 @@ def _fallback(max_tokens: int, original: int, counter: TokenCounter) -> Cut:
     return Cut("", 0, original, True)
 
 
+@dataclass(frozen=True, slots=True)
+class _Sides:
+    """A cut's kept head ``text[:h]`` and tail ``text[start:]`` with their counts."""
+
+    h: int
+    head_tokens: int
+    start: int
+    tail_tokens: int
+
+
+def _sides(
+    text: str, head: tuple[int, int], tail: tuple[int, int], counter: TokenCounter
+) -> _Sides:
+    """The head and tail ``_longest`` found (lengths and counts); a tail that would overlap the
+    head starts where the head ends (and is recounted)."""
+    (h, head_tokens), (n, tail_tokens) = head, tail
+    start = len(text) - n
+    if start < h:
+        start = h
+        tail_tokens = count_text(counter, text[start:])
+    return _Sides(h, head_tokens, start, tail_tokens)
+
+
+def _joined(text: str, sides: _Sides, original: int, counter: TokenCounter) -> Cut:
+    """The head, the marker and the tail on lines of their own, counted."""
+    head, tail = text[: sides.h], text[sides.start :]
+    omitted = max(1, original - sides.head_tokens - sides.tail_tokens)
+    out = "\n".join(part for part in (head, marker_text(omitted), tail) if part)
+    return Cut(out, count_text(counter, out), original, True)
+
+
 def _cut(
     text: str, max_tokens: int, counter: TokenCounter, total: int | None, keep_tail: bool
 ) -> Cut:
@@ -133,7 +189,7 @@ def _cut(
     original = count_text(counter, text) if total is None else total
     if original <= max_tokens:
         return Cut(text, original, original, False)
-    chars_per_token = len(text) / max(1, original)
+    cpt = len(text) / max(1, original)  # characters per token
     marker_cost = count_text(counter, marker_text(original)) + 2  # plus the joining newlines
     avail = max_tokens - marker_cost
     tail_budget = avail // 2 if keep_tail else 0
@@ -141,24 +197,94 @@ def _cut(
     for _ in range(_MAX_ROUNDS):
         if head_budget + tail_budget <= 0:
             break
-        h = _snap(text, _longest(text, head_budget, counter, chars_per_token, False), -1)
-        start = len(text)
-        if tail_budget > 0:
-            n = _longest(text, tail_budget, counter, chars_per_token, True)
-            start = _snap(text, max(h, len(text) - n), +1)
-        head, tail = text[: max(0, h)], text[start:]
-        omitted = max(1, original - count_text(counter, head) - count_text(counter, tail))
-        out = "\n".join(part for part in (head, marker_text(omitted), tail) if part)
-        used = count_text(counter, out)
-        if used <= max_tokens:
-            return Cut(out, used, original, True)
-        over = used - max_tokens
+        head = _longest(text, head_budget, counter, cpt, False)
+        tail = _longest(text, tail_budget, counter, cpt, True) if tail_budget > 0 else (0, 0)
+        sides = _sides(text, head, tail, counter)
+        cut = _joined(text, sides, original, counter)
+        if cut.tokens <= max_tokens:
+            return _spend_room(text, cut, sides, max_tokens, counter, cpt, keep_tail)
+        over = cut.tokens - max_tokens  # shrink both shares by what went over
         if keep_tail:
             tail_budget = max(0, tail_budget - (over + 1) // 2 - 1)
             head_budget = max(0, head_budget - (over + 1) // 2 - 1)
         else:
             head_budget = max(0, head_budget - over - 1)
     return _fallback(max_tokens, original, counter)
+
+
+def _spend_room(
+    text: str,
+    cut: Cut,
+    sides: _Sides,
+    max_tokens: int,
+    counter: TokenCounter,
+    cpt: float,
+    keep_tail: bool,
+) -> Cut:
+    """``cut`` grown into the room it leaves, so that it is not needlessly short.
+
+    Each side was searched for its own share, so the room one side could not use (its next
+    token, or a whole emoji sequence, did not fit) and what the joins merged are left over.
+    The head, then the tail, grows to the longest that keeps the whole cut within
+    ``max_tokens``, again while either grows."""
+    for _ in range(_GROW_ROUNDS):
+        grew = False
+        for suffix in (False, True) if keep_tail else (False,):
+            if cut.tokens >= max_tokens:
+                return cut
+            grown_sides = _grown(text, cut, sides, max_tokens, counter, cpt, suffix)
+            if grown_sides is None:
+                continue
+            grown = _joined(text, grown_sides, cut.original_tokens, counter)
+            if cut.tokens < grown.tokens <= max_tokens:
+                cut, sides, grew = grown, grown_sides, True
+        if not grew:
+            break
+    return cut
+
+
+def _grown(
+    text: str,
+    cut: Cut,
+    sides: _Sides,
+    max_tokens: int,
+    counter: TokenCounter,
+    cpt: float,
+    suffix: bool,
+) -> _Sides | None:
+    """The head (or the tail) of ``cut`` as long as the whole cut can be within
+    ``max_tokens``, the other side kept; ``None`` when it cannot grow. Searched on the joined
+    text with the current marker, whose count can only fall as the omitted count does."""
+    size = len(text)
+    head, tail = text[: sides.h], text[sides.start :]
+    omitted = max(1, cut.original_tokens - sides.head_tokens - sides.tail_tokens)
+    marker = marker_text(omitted)
+    step = int((max_tokens - cut.tokens) * cpt)
+    if suffix:
+        before = "\n".join(part for part in (head, marker) if part) + "\n"
+        n, _ = _search(
+            lambda n: count_text(counter, before + text[size - n :]),
+            size - sides.h,
+            max_tokens,
+            (size - sides.start, cut.tokens),
+            step,
+        )
+        n = _clean_length(text, n, True)
+        if n <= size - sides.start:
+            return None
+        return _Sides(sides.h, sides.head_tokens, size - n, count_text(counter, text[size - n :]))
+    after = "\n" + "\n".join(part for part in (marker, tail) if part)
+    n, _ = _search(
+        lambda n: count_text(counter, text[:n] + after),
+        sides.start,
+        max_tokens,
+        (sides.h, cut.tokens),
+        step,
+    )
+    n = _clean_length(text, n, False)
+    if n <= sides.h:
+        return None
+    return _Sides(n, count_text(counter, text[:n]), sides.start, sides.tail_tokens)
 
 
 def truncate_middle(

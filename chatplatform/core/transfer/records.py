@@ -1,19 +1,25 @@
 """What an export holds, whatever service wrote it: conversations of user and assistant
-messages, each with the id the export gave it (what makes a second import of the same file add
-nothing) and its original time; and the error a file that cannot be read raises."""
+messages (and the platform's tool rounds: a reply's calls of an application's tools, the
+message of their results), each with the id the export gave it (what makes a second import of
+the same file add nothing) and its original time; and the error a file that cannot be read
+raises."""
 
 from __future__ import annotations
 
 import io
 import json
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 #: The roles an imported message has (the platform's own role names).
-USER, ASSISTANT = "user", "assistant"
+USER, ASSISTANT, TOOL = "user", "assistant", "tool"
+#: The longest id of a tool call the platform stores (``Message.tool_group`` holds one).
+MAX_CALL_ID = 64
+#: The text of a tool message whose results hold none.
+NO_OUTPUT = "(no output)"
 
 #: The file inside an export's zip archive that holds the conversations.
 CONVERSATIONS_FILE = "conversations.json"
@@ -27,9 +33,24 @@ class TransferFormatError(ValueError):
 @dataclass(frozen=True)
 class TransferMessage:
     source_id: str
-    role: str  # USER or ASSISTANT
+    role: str  # USER, ASSISTANT or TOOL
     text: str
     created_at: datetime | None
+    #: A reply's calls of the application's tools, as ``Message.tool_calls`` holds them
+    #: (``{"id", "name", "input"}``); its text may be empty.
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    #: A tool message's results of those calls, as ``Message.tool_results`` holds them
+    #: (``{"tool_use_id", "content", "is_error"}``); its text is theirs
+    #: (:func:`tool_results_text`).
+    tool_results: tuple[dict[str, Any], ...] = ()
+    #: The round a reply's calls and the message of their results share: the first call's id.
+    tool_group: str | None = None
+
+
+def tool_results_text(results: Iterable[dict[str, Any]]) -> str:
+    """A tool message's text as the platform stores it: its results' texts, or
+    :data:`NO_OUTPUT` when they hold none."""
+    return "\n\n".join(str(r["content"]) for r in results if r["content"]) or NO_OUTPUT
 
 
 @dataclass(frozen=True)
