@@ -291,8 +291,12 @@ class Retrieval:
         return self.frame + self._synced()
 
     def _synced(self) -> int:
-        """The sum of the entries' line costs (the cached one when it still matches)."""
-        if self._costs.keys() != self.entries.keys():
+        """The sum of the entries' line costs (the cached one when it still matches).
+
+        Entries are added only through :meth:`_commit`, which prices them, and otherwise only
+        leave (:meth:`remove`, a shed block's ``clear``), so the cache matches exactly when it
+        holds as many lines: a length, not a comparison of every key on every add."""
+        if len(self._costs) != len(self.entries):
             self._costs = self._line_costs(self.entries.values())
             self._total = sum(self._costs.values())
             ordered = sorted(self.entries.values(), key=lambda e: e[0].seq)
