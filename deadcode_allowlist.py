@@ -208,3 +208,8 @@ _.spend_hard_tokens
 _.CHATGPT
 _.finished_at
 _.confirm
+# ONNX Runtime's session options: set on its options object, read by the runtime
+# (chats/retrieval/onnx_encoder.py).
+_.intra_op_num_threads
+_.inter_op_num_threads
+_.graph_optimization_level

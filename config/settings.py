@@ -131,9 +131,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.boo
     # the reply path was about a sixth of the machine's CPU per turn. The assembly's history
     # and summaries statements are prepared at their first run whatever the threshold
     # (chatplatform.db.execute_prepared); the full-text search never is, since its best plan
-    # depends on its values (chatplatform.db.execute_planned). Behind PgBouncer in transaction mode this
-    # needs PgBouncer 1.21+ with max_prepared_statements; set DB_SERVER_SIDE_BINDING=0 for
-    # older ones (then nothing is prepared).
+    # depends on its values (chatplatform.db.execute_planned). Behind PgBouncer in
+    # transaction mode this needs PgBouncer 1.21+ with max_prepared_statements; set
+    # DB_SERVER_SIDE_BINDING=0 for older ones (then nothing is prepared).
     DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
     DATABASES["default"]["OPTIONS"].setdefault(
         "prepare_threshold", env.int("DB_PREPARE_THRESHOLD", default=1)
