@@ -149,10 +149,11 @@ def _import(
     conversation: Conversation, user: Any, turns: list[Turn], before: Turn | None = None
 ) -> None:
     """Store the client's earlier ``turns`` (a turn without text as :data:`WITHOUT_TEXT`, a
-    tool round's with its calls or results); ``before``: the client's turn before them, when
-    it sent it (else the conversation's stored reply is the one before). A turn the
-    conversation refuses, or results that do not answer exactly the calls of the turn
-    before them, are the client's error (400 or 413), nothing stored."""
+    tool round's with its calls or results, a reply that only calls tools with no text);
+    ``before``: the client's turn before them, when it sent it (else the conversation's
+    stored reply is the one before). A turn the conversation refuses, or results that do
+    not answer exactly the calls of the turn before them, are the client's error (400 or
+    413), nothing stored."""
     rounds: list[dict[str, Any] | None] = []
     previous = before
     for turn in turns:
@@ -170,7 +171,12 @@ def _import(
         transcript_import(
             conversation,
             user,
-            [(turn[0], turn[1] or WITHOUT_TEXT) for turn in turns],
+            # A reply's calls are its content: without text it is stored as the platform
+            # stores a reply that only calls tools.
+            [
+                (turn[0], turn[1] or ("" if extra else WITHOUT_TEXT))
+                for turn, extra in zip(turns, rounds, strict=True)
+            ],
             tools=rounds,
         )
     except MessageRejected as exc:

@@ -407,7 +407,9 @@ def test_resent_parallel_results_in_any_order_go_to_the_provider_paired(
     ]
     assert stored[1].tool_group == stored[2].tool_group == "call_lis"
     (sent,) = fake_anthropic.message_requests  # the fake refuses unpaired blocks
-    uses = [b["id"] for b in sent["messages"][1]["content"] if b["type"] == "tool_use"]
+    assert stored[1].content == ""  # the calls are the reply's content, no placeholder text
+    assert [b["type"] for b in sent["messages"][1]["content"]] == ["tool_use", "tool_use"]
+    uses = [b["id"] for b in sent["messages"][1]["content"]]
     answered = [b["tool_use_id"] for b in sent["messages"][2]["content"]]
     assert uses == ["call_lis", "call_opo"] and sorted(answered) == uses
 
