@@ -1,6 +1,7 @@
 """A client's tool rounds in the prompt: stored calls and results go to the provider as its own
 tool blocks, a call and its results are kept or dropped together whatever the budget trims,
-and the results sent as the new message keep the call they answer."""
+the results sent as the new message keep the call they answer, and a round whose results do
+not answer its calls one for one goes as text."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from chats.assembly.request import chat_request
 from chats.services import message_create
 from chats.services.transcripts import transcript_import
 from tests.chats.test_assembly import make_policy
+from tests.fakes.tool_pairing import anthropic_pairing_error, openai_pairing_error
 
 pytestmark = pytest.mark.django_db
 
@@ -93,8 +95,9 @@ def test_rounds_stay_whole_and_paired_whatever_the_budget(conversation, member_a
     ]
     assert structured, "the newest rounds go as tool blocks"
     assert structured[-1].id == "call_29" and structured[-1].input["q"].startswith("item 29")
-    # Both providers' payloads take it (cache marks included).
-    build_params(request)
+    # Both providers' payloads take it (cache marks included), paired by their own rules.
+    assert anthropic_pairing_error(build_params(request)) is None
+    assert openai_pairing_error(openai_params(request)) is None
     sent = openai_params(request)["messages"]
     tool_messages = [m for m in sent if m["role"] == "tool"]
     assert tool_messages and all(
@@ -139,3 +142,45 @@ def test_the_chat_page_and_the_api_show_a_round(client, conversation, member_a):
     calls = [m["tool_calls"] for m in found if m["tool_calls"]]
     assert calls and calls[0][0]["name"] == "lookup"
     assert any(m["tool_results"] for m in found)
+
+
+@pytest.mark.parametrize(
+    "answered",
+    [["call_a"], ["call_a", "call_b", "call_b"], ["call_a", "call_x"]],
+    ids=["a_call_unanswered", "a_call_answered_twice", "a_result_for_no_call"],
+)
+def test_a_stored_round_not_answered_exactly_goes_as_text(
+    conversation, member_a, tenant_a, answered
+):
+    """A round stored before its results were checked (an older version, an import) whose
+    results do not answer its calls one for one: the prompt keeps it, as text, and both
+    providers' payloads pass their own pairing rules."""
+    policy = make_policy(tenant_a)
+    calls = [{"id": i, "name": "lookup", "input": {"q": i}} for i in ("call_a", "call_b")]
+    results = [{"tool_use_id": i, "content": f"found {i}", "is_error": False} for i in answered]
+    transcript_import(
+        conversation,
+        member_a,
+        [("user", "Look both up."), ("assistant", ""), ("tool", "found"), ("assistant", "Done.")],
+        tools=[
+            None,
+            {"tool_calls": calls, "tool_group": "call_a"},
+            {"tool_results": results, "tool_group": "call_a"},
+            None,
+        ],
+    )
+    message, _ = message_create(
+        conversation=conversation, role="user", content="And now?", author=member_a
+    )
+    request = chat_request(assemble_turn(conversation, message, policy=policy), tools=False)
+    parts = [p for m in request.messages if not isinstance(m.content, str) for p in m.content]
+    texts = " ".join(
+        m.content
+        if isinstance(m.content, str)
+        else " ".join(getattr(p, "text", "") for p in m.content)
+        for m in request.messages
+    )
+    assert not any(isinstance(p, ToolUsePart | ToolResultPart) for p in parts)
+    assert "[tool call]" in texts and "[tool result]: found" in texts
+    assert anthropic_pairing_error(build_params(request)) is None
+    assert openai_pairing_error(openai_params(request)) is None

@@ -1,4 +1,5 @@
-"""Head-and-tail and head-only truncation: exact under the counter, visible, multi-byte safe."""
+"""Head-and-tail and head-only truncation: exact under the counter, visible, multi-byte safe,
+never splitting a combining sequence or a flag."""
 
 from __future__ import annotations
 
@@ -22,12 +23,25 @@ long_texts = st.tuples(
 ).map(lambda t: t[0] * t[1])
 
 
+def _regional(ch: str) -> bool:
+    return "\U0001f1e6" <= ch <= "\U0001f1ff"
+
+
 def _clean_cut(text: str, i: int) -> bool:
-    """A cut at i does not put a combining mark or joiner at the start of the next part."""
+    """A cut at i does not put a combining mark or joiner at the start of the next part, nor
+    split a CRLF or a flag (regional indicators pair from the start of their run)."""
     if i <= 0 or i >= len(text):
         return True
     ch = text[i]
-    return not (unicodedata.combining(ch) or ch in "\u200d\ufe0f" or text[i - 1] == "\u200d")
+    if _regional(ch) and _regional(text[i - 1]):
+        run = len(text[:i]) - len(text[:i].rstrip("".join(map(chr, range(0x1F1E6, 0x1F200)))))
+        return run % 2 == 0
+    return not (
+        unicodedata.combining(ch)
+        or ch in "\u200d\ufe0f"
+        or text[i - 1] == "\u200d"
+        or text[i - 1 : i + 1] == "\r\n"
+    )
 
 
 #: What a cut of these texts may leave unused: the largest piece it cannot split (a ZWJ family
@@ -63,6 +77,58 @@ def test_middle_cut_fits_exactly_and_keeps_head_and_tail(text: str, limit: int) 
         assert _clean_cut(text, len(head)) and _clean_cut(text, len(text) - len(tail))
     if limit >= 100:
         assert cut.tokens >= limit - ROOM_LEFT  # uses the room, not just "fits"
+
+
+#: Characters of sequences a cut keeps whole (a combining accent, the zero-width joiner, an
+#: emoji variation selector, a skin tone, CR before LF, regional indicators that pair into
+#: flags wherever a run of them starts), among letters, spaces and emoji.
+ALPHABET = [
+    "a",
+    "я",
+    "你",
+    " ",
+    "\n",
+    "\r",
+    "\u0301",
+    "\u200d",
+    "\ufe0f",
+    "\U0001f3fd",
+    "👨",
+    "👍",
+    "\U0001f1fa",  # U
+    "\U0001f1e6",  # A
+    "\U0001f1f5",  # P
+    "\U0001f1f1",  # L
+]
+#: Flags in runs: 🇺🇦🇵🇱🇩🇪🇯🇵🇫🇷 is ten regional indicators, five flags.
+FLAGS = "Flags: 🇺🇦🇵🇱🇩🇪🇯🇵🇫🇷 and more. "
+
+
+def _cut_points(text: str, cut_text: str, keep_tail: bool) -> list[int]:
+    """Where a cut of ``text`` (its ``cut_text``) ended its head and started its tail."""
+    if not keep_tail:
+        return [len(cut_text.rpartition("\n")[0])]
+    head, _, rest = ("\n" + cut_text).partition("\n[… ")
+    tail = rest.partition(" tokens omitted …]")[2].removeprefix("\n")
+    return [len(head.removeprefix("\n")), len(text) - len(tail)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from(ALPHABET), min_size=20, max_size=400),
+    limit=st.integers(20, 120),
+)
+# Both cuts once ended the head (the middle cut also started the tail) between the halves of
+# a flag, leaving half a flag on each side of the marker.
+@example(text=FLAGS * 6, limit=20)
+@example(text=(_CJK + "🇺🇦🇵🇱🇩🇪 ") * 4, limit=25)
+def test_cuts_never_split_a_sequence(text: str, limit: int) -> None:
+    for fn, keep_tail in ((truncate_middle, True), (truncate_tail, False)):
+        cut = fn(text, limit, COUNTER)
+        assert cut.tokens == COUNTER.count(cut.text) <= limit
+        if cut.truncated and "tokens omitted …]" in cut.text:
+            for i in _cut_points(text, cut.text, keep_tail):
+                assert _clean_cut(text, i), (fn.__name__, i, text[max(0, i - 3) : i + 3])
 
 
 @settings(max_examples=40, deadline=None)

@@ -14,6 +14,8 @@
 - ``tokenizer`` counts every prompt (a test may make it count more than the estimator); a
   prompt over its model's ``max_input_tokens`` (when ``models`` lists the model) is refused
   with the API's "prompt is too long" error.
+- A request whose tool calls and results are not paired is refused as the API refuses it
+  (``tool_pairing``).
 - Errors on demand from the script; every request is recorded.
 """
 
@@ -52,6 +54,7 @@ from .behaviours import (
     split_words,
 )
 from .common import FakeServer, RecordedRequest, sse
+from .tool_pairing import anthropic_pairing_error
 
 COUNT_BASE_TOKENS = 4  # count_tokens: fixed cost of a request
 COUNT_MESSAGE_TOKENS = 3  # count_tokens: framing of each message
@@ -154,6 +157,8 @@ class FakeAnthropic(FakeServer):
         problem = missing_beta(body, self.requests[-1].headers)
         if problem:
             return error_response(HttpError(400, "invalid_request_error", problem))
+        if (unpaired := anthropic_pairing_error(body)) is not None:
+            return error_response(unpaired)
         behaviour = self.next_behaviour()
         if isinstance(behaviour, HttpError):
             return error_response(behaviour)

@@ -2,7 +2,9 @@
 
 ``POST /v1/chat/completions``: JSON, or SSE ``data: {chunk}`` lines ending with a usage chunk
 (when ``stream_options.include_usage``) and ``data: [DONE]``; tool calls stream as
-``delta.tool_calls`` with argument fragments. Errors on demand, requests recorded.
+``delta.tool_calls`` with argument fragments. A request whose tool calls and results are not
+paired is refused as the API refuses it (``tool_pairing``). Errors on demand, requests
+recorded.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from .behaviours import (
     split_words,
 )
 from .common import FakeServer, sse
+from .tool_pairing import openai_pairing_error
 
 MESSAGE_TOKENS = 3  # framing per chat message
 _ids = itertools.count(1)
@@ -46,6 +49,8 @@ class FakeOpenAI(FakeServer):
 
     async def _completions(self, request: Request) -> Response:
         body = await self.record(request)
+        if (unpaired := openai_pairing_error(body)) is not None:
+            return error_response(unpaired)
         behaviour = self.next_behaviour()
         if isinstance(behaviour, HttpError):
             return error_response(behaviour)

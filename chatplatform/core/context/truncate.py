@@ -7,7 +7,8 @@ binary search on character positions using the counter itself, then the joined r
 recounted and the cut shrunk until it fits, then grown into the room it left (what one side
 could not use goes to the other), so a cut is not needlessly shorter than ``max_tokens``.
 Cuts never split a combining sequence (combining marks, ZWJ emoji sequences, variation
-selectors, skin-tone modifiers, CRLF).
+selectors, skin-tone modifiers, CRLF) nor a flag (a pair of regional indicator symbols, the
+pairs counted from the start of a run of them, as Unicode's grapheme rules pair them).
 
 Work is proportional to the kept text (``O(kept * log(kept))`` characters counted), plus one
 count of the whole text when its token count is not given.
@@ -72,11 +73,30 @@ class Cut:
     truncated: bool
 
 
+#: The regional indicator symbols (U+1F1E6..U+1F1FF): a flag is a pair of them.
+REGIONAL_INDICATORS = "".join(map(chr, range(0x1F1E6, 0x1F200)))
+_RI_FIRST, _RI_LAST = 0x1F1E6, 0x1F1FF
+
+
+def _indicators_before(text: str, i: int) -> int:
+    """How many regional indicators end the text before ``i`` (its run's length so far):
+    looked at in growing windows, each stripped in C, so the work follows the run."""
+    width = 16
+    while True:
+        lo = max(0, i - width)
+        run = i - lo - len(text[lo:i].rstrip(REGIONAL_INDICATORS))
+        if run < i - lo or lo == 0:
+            return run
+        width *= 4
+
+
 def _joins(text: str, i: int) -> bool:
     """Whether a cut at ``i`` would split a grapheme-like sequence."""
     if i <= 0 or i >= len(text):
         return False
     ch, prev = text[i], text[i - 1]
+    if _RI_FIRST <= ord(ch) <= _RI_LAST and _RI_FIRST <= ord(prev) <= _RI_LAST:
+        return _indicators_before(text, i) % 2 == 1  # between the halves of a flag
     if prev == "\u200d" or ch == "\u200d" or (prev == "\r" and ch == "\n"):
         return True
     code = ord(ch)

@@ -6,13 +6,15 @@ per call (``tool_calls_text``), their results as a tool result turn, and the two
 dropped together. When sending, a round whose calls end one provider message and whose
 results open the next goes as ``tool_use`` and ``tool_result`` parts (OpenAI: ``tool_calls``
 and ``tool`` messages), so the model reads its own calls as calls. A round the prompt does
-not hold whole (the calls without their results, say) stays text: providers refuse a call
-without its result.
+not hold whole (the calls without their results, say), or whose results do not answer its
+calls exactly (one result per call, none for another id: :func:`answers_exactly`), stays
+text: providers refuse a call without its result, a result for no call and a call answered
+twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +51,13 @@ def tool_turn(text: str, calls: Any, results: Any) -> ToolTurn | None:
     return None
 
 
+def answers_exactly(call_ids: Iterable[str], result_ids: Iterable[str]) -> bool:
+    """Whether results named ``result_ids`` answer the calls named ``call_ids`` exactly: the
+    calls' ids distinct, each answered once, and no result for any other id."""
+    calls, results = sorted(call_ids), sorted(result_ids)
+    return bool(calls) and len(set(calls)) == len(calls) and calls == results
+
+
 def with_tool_parts(
     messages: Sequence[RequestMessage],
     blocks: Sequence[Sequence[str]],
@@ -72,7 +81,9 @@ def with_tool_parts(
             and calls.calls
             and messages[i].role == "assistant"
             and messages[i + 1].role == "user"
-            and {c.id for c in calls.calls} == {r.tool_use_id for r in results.results}
+            and answers_exactly(
+                (c.id for c in calls.calls), (r.tool_use_id for r in results.results)
+            )
         ):
             rounds.add(i)
     if not rounds:

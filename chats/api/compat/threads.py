@@ -26,6 +26,7 @@ from django.utils import timezone
 from rest_framework import status
 from rest_framework.exceptions import NotFound
 
+from chatplatform.core.llm.tool_rounds import answers_exactly
 from chatplatform.models.conversations import Conversation, Status
 from chats.api.compat.transcript import (
     ASSISTANT,
@@ -120,7 +121,8 @@ def thread_for(
             if all_new and not sent_before:
                 _import(conversation, principal.user, turns[:-1])
             client_system_set(conversation, system)
-            fields = _tool_fields(conversation, turns[-1], offered)
+            before = turns[-2] if all_new and len(turns) > 1 else None
+            fields = _tool_fields(conversation, turns[-1], offered, before)
         return Thread(conversation, turns[-1][1], idempotency_key, image=image, tool_fields=fields)
     chain = hash_chain(turns)
     conversation, known = _continued(principal, turns, chain)
@@ -128,9 +130,11 @@ def thread_for(
         if conversation is None:
             conversation = conversation_create(tenant=principal.tenant, created_by=principal.user)
             known = 0
-        _import(conversation, principal.user, turns[known:-1])
+        _import(conversation, principal.user, turns[known:-1], turns[known - 1] if known else None)
         client_system_set(conversation, system)
-        fields = _tool_fields(conversation, turns[-1], offered)
+        fields = _tool_fields(
+            conversation, turns[-1], offered, turns[-2] if len(turns) > 1 else None
+        )
     return Thread(
         conversation,
         turns[-1][1],
@@ -141,57 +145,82 @@ def thread_for(
     )
 
 
-def _import(conversation: Conversation, user: Any, turns: list[Turn]) -> None:
+def _import(
+    conversation: Conversation, user: Any, turns: list[Turn], before: Turn | None = None
+) -> None:
     """Store the client's earlier ``turns`` (a turn without text as :data:`WITHOUT_TEXT`, a
-    tool round's with its calls or results); a turn the conversation refuses is the client's
-    error (400 or 413), nothing stored."""
+    tool round's with its calls or results, a reply that only calls tools with no text);
+    ``before``: the client's turn before them, when it sent it (else the conversation's
+    stored reply is the one before). A turn the conversation refuses, or results that do
+    not answer exactly the calls of the turn before them, are the client's error (400 or
+    413), nothing stored."""
     rounds: list[dict[str, Any] | None] = []
-    calls: dict[str, str] = {}  # call id -> its round's group, for the imported calls
+    previous = before
     for turn in turns:
         parts = tool_parts(turn)
         if turn[0] == ASSISTANT and parts:
-            group = str(parts[0]["id"])
-            calls.update((str(p["id"]), group) for p in parts)
-            rounds.append({"tool_calls": parts, "tool_group": group})
+            rounds.append({"tool_calls": parts, "tool_group": str(parts[0]["id"])})
         elif turn[0] == TOOL:
-            found = calls.get(str(parts[0]["tool_use_id"])) if parts else None
             rounds.append(
-                {"tool_results": parts, "tool_group": found or _group_of(conversation, parts)}
+                {"tool_results": parts, "tool_group": _answered(conversation, previous, parts)}
             )
         else:
             rounds.append(None)
+        previous = turn
     try:
         transcript_import(
             conversation,
             user,
-            [(turn[0], turn[1] or WITHOUT_TEXT) for turn in turns],
+            # A reply's calls are its content: without text it is stored as the platform
+            # stores a reply that only calls tools.
+            [
+                (turn[0], turn[1] or ("" if extra else WITHOUT_TEXT))
+                for turn, extra in zip(turns, rounds, strict=True)
+            ],
             tools=rounds,
         )
     except MessageRejected as exc:
         raise rejected(exc) from None
 
 
+UNPAIRED = "Tool results must answer every call of the reply before them, once, and only those."
+
+
+def _answered(
+    conversation: Conversation, before: Turn | None, results: list[dict[str, Any]]
+) -> str:
+    """The round (its first call's id) whose calls ``results`` answer: those of the client's
+    turn ``before`` them, which must be a reply calling exactly those tools; with no such
+    turn sent (a named conversation's client sends only what is new), the conversation's
+    stored reply (:func:`_group_of`). 400 otherwise."""
+    if before is None:
+        return _group_of(conversation, results)
+    calls = tool_parts(before) if before[0] == ASSISTANT else []
+    if not answers_exactly((str(c["id"]) for c in calls), (str(r["tool_use_id"]) for r in results)):
+        raise invalid(UNPAIRED)
+    return str(calls[0]["id"])
+
+
 def _group_of(conversation: Conversation, results: list[dict[str, Any]]) -> str:
-    """The round of the stored reply whose calls ``results`` answer (all of them); 400
-    when no reply of the conversation made exactly those calls."""
-    ids = {str(r["tool_use_id"]) for r in results}
-    call = tool_call_message(conversation, ids)
-    if call is None or {str(c["id"]) for c in call.tool_calls or ()} != ids:
-        raise invalid(
-            "Tool results must answer every call of the reply before them, and only those."
-        )
+    """The round of the stored reply whose calls ``results`` answer (each once, and only
+    them); 400 when no reply of the conversation made exactly those calls."""
+    ids = [str(r["tool_use_id"]) for r in results]
+    call = tool_call_message(conversation, set(ids))
+    if call is None or not answers_exactly((str(c["id"]) for c in call.tool_calls or ()), ids):
+        raise invalid(UNPAIRED)
     return str(call.tool_group)
 
 
 def _tool_fields(
-    conversation: Conversation, last: Turn, offered: dict[str, Any] | None
+    conversation: Conversation, last: Turn, offered: dict[str, Any] | None, before: Turn | None
 ) -> dict[str, Any] | None:
-    """What the new message stores of tools: its results (a tool turn) with their round, and
-    the tools the client offers its reply."""
+    """What the new message stores of tools: its results (a tool turn) with their round
+    (:func:`_answered`, ``before`` the client's turn before it, if it sent it), and the tools
+    the client offers its reply."""
     fields: dict[str, Any] = {"offered_tools": offered} if offered else {}
     if last[0] == TOOL:
         results = tool_parts(last)
-        fields.update(tool_results=results, tool_group=_group_of(conversation, results))
+        fields.update(tool_results=results, tool_group=_answered(conversation, before, results))
     return fields or None
 
 

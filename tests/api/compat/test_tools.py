@@ -1,20 +1,27 @@
 """Tools the client defines and runs, through the real ``openai`` and ``anthropic`` SDKs: the
 model's call comes back in each protocol's shape (streamed and not), the client's results
-go in as its next message, and the round is stored, paired and shown like any turn."""
+go in as its next message, and the round is stored, paired and shown like any turn. Results
+that do not answer exactly the calls of the reply before them are refused (400 in the
+protocol's shape, nothing stored), in a resent history as in a named conversation."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.api.compat.transcript import hash_chain, merged, tool_turn
+from chats.replies import runner
 from tests.api.compat.test_anthropic_sdk import sdk_for
 from tests.api.compat.test_openai_sdk import client
+from tests.durability.helpers import SdkProviders
+from tests.fakes import behaviours as b
+from tests.replies.test_pipeline_providers import use_model
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -267,3 +274,160 @@ def test_count_tokens_counts_the_tools_offered(live_url, key_a):
         model="any", messages=hello, tools=[WEATHER_ANTHROPIC]
     ).input_tokens
     assert with_tools > bare + 10
+
+
+# --- Results that do not answer their round's calls exactly ------------------------------
+
+PARALLEL = [
+    {"id": "call_lis", "city": "Lisbon"},
+    {"id": "call_opo", "city": "Porto"},
+]
+#: Results (call id, content) that do not answer exactly the two parallel calls above: one
+#: call unanswered, a result for a call no reply made, one call answered twice.
+UNPAIRED_RESULTS = {
+    "one_call_unanswered": [("call_lis", "sunny")],
+    "an_unknown_id": [("call_lis", "sunny"), ("call_xyz", "rain")],
+    "one_call_answered_twice": [("call_lis", "sunny"), ("call_opo", "mild"), ("call_opo", "hot")],
+}
+
+
+def openai_history(results: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """A whole history an application resends: a reply with two parallel calls, the results
+    it sent, the answer, and a new question."""
+    return [
+        {"role": "user", "content": "The weather in Lisbon and Porto?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {
+                        "name": "get_weather",
+                        "arguments": json.dumps({"city": c["city"]}),
+                    },
+                }
+                for c in PARALLEL
+            ],
+        },
+        *({"role": "tool", "tool_call_id": i, "content": text} for i, text in results),
+        {"role": "assistant", "content": "Sunny in Lisbon."},
+        {"role": "user", "content": "And tomorrow?"},
+    ]
+
+
+def anthropic_history(results: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "The weather in Lisbon and Porto?"},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": c["id"],
+                    "name": "get_weather",
+                    "input": {"city": c["city"]},
+                }
+                for c in PARALLEL
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": i, "content": text} for i, text in results
+            ],
+        },
+        {"role": "assistant", "content": "Sunny in Lisbon."},
+        {"role": "user", "content": "And tomorrow?"},
+    ]
+
+
+def message_count(tenant: Any) -> int:
+    with tenant_scope(tenant):
+        return Message.objects.count()
+
+
+@pytest.mark.parametrize("case", sorted(UNPAIRED_RESULTS))
+def test_openai_resent_history_with_unpaired_results_is_refused(live_url, key_a, tenant_a, case):
+    sdk = client(live_url, key_a)
+    with pytest.raises(openai.BadRequestError) as raised:
+        sdk.chat.completions.create(
+            model="any", messages=openai_history(UNPAIRED_RESULTS[case]), tools=[WEATHER]
+        )
+    error = raised.value.body
+    assert error["type"] == "invalid_request_error" and error["param"] == "messages"  # type: ignore[index]
+    assert "answer every call" in error["message"]  # type: ignore[index]
+    assert message_count(tenant_a) == 0  # no conversation, no message
+
+
+@pytest.mark.parametrize("case", sorted(UNPAIRED_RESULTS))
+def test_anthropic_resent_history_with_unpaired_results_is_refused(live_url, key_a, tenant_a, case):
+    sdk = sdk_for(live_url, key_a)
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        sdk.messages.create(
+            model="any",
+            max_tokens=256,
+            messages=anthropic_history(UNPAIRED_RESULTS[case]),
+            tools=[WEATHER_ANTHROPIC],
+        )
+    assert raised.value.body["type"] == "error"  # type: ignore[index]
+    assert raised.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+    assert message_count(tenant_a) == 0
+
+
+def test_results_of_an_earlier_round_after_other_turns_are_refused(live_url, key_a, tenant_a):
+    """Results answer the reply right before them: not a round further back."""
+    history = openai_history([("call_lis", "sunny"), ("call_opo", "mild")])
+    history.insert(-1, {"role": "tool", "tool_call_id": "call_lis", "content": "again"})
+    history.insert(-2, {"role": "user", "content": "Thanks."})
+    with pytest.raises(openai.BadRequestError):
+        client(live_url, key_a).chat.completions.create(model="any", messages=history)
+    assert message_count(tenant_a) == 0
+
+
+def test_resent_parallel_results_in_any_order_go_to_the_provider_paired(
+    live_url, key_a, tenant_a, fake_anthropic
+):
+    use_model(tenant_a, provider="anthropic")
+    runner.provider_factory_set(SdkProviders(anthropic_url=fake_anthropic.url))
+    fake_anthropic.default_reply = b.Reply("Rain tomorrow.")
+    raw = client(live_url, key_a).chat.completions.with_raw_response.create(
+        model="any", messages=openai_history([("call_opo", "mild"), ("call_lis", "sunny")])
+    )
+    assert raw.parse().choices[0].message.content == "Rain tomorrow."
+    stored = rows(tenant_a, int(raw.headers["x-conversation-id"]))
+    assert [m.role for m in stored] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert stored[1].tool_group == stored[2].tool_group == "call_lis"
+    (sent,) = fake_anthropic.message_requests  # the fake refuses unpaired blocks
+    assert stored[1].content == ""  # the calls are the reply's content, no placeholder text
+    assert [b["type"] for b in sent["messages"][1]["content"]] == ["tool_use", "tool_use"]
+    uses = [b["id"] for b in sent["messages"][1]["content"]]
+    answered = [b["tool_use_id"] for b in sent["messages"][2]["content"]]
+    assert uses == ["call_lis", "call_opo"] and sorted(answered) == uses
+
+
+def test_named_results_answering_a_call_twice_are_refused(live_url, key_a, tenant_a):
+    sdk = client(live_url, key_a)
+    raw = sdk.chat.completions.with_raw_response.create(
+        model="any", messages=[{"role": "user", "content": ASK}], tools=[WEATHER]
+    )
+    (call,) = raw.parse().choices[0].message.tool_calls
+    conversation_id = raw.headers["x-conversation-id"]
+    with pytest.raises(openai.BadRequestError):
+        sdk.chat.completions.create(
+            model="any",
+            messages=[
+                {"role": "tool", "tool_call_id": call.id, "content": "sunny"},
+                {"role": "tool", "tool_call_id": call.id, "content": "sunny again"},
+            ],
+            extra_headers={"X-Conversation-Id": conversation_id},
+        )
+    assert [m.role for m in rows(tenant_a, int(conversation_id))] == ["user", "assistant"]
