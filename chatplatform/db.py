@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -37,15 +38,11 @@ def execute_prepared(cursor: Any, sql: str, params: dict[str, Any]) -> None:
     named statements need PgBouncer 1.21+ with ``max_prepared_statements``, and binding on
     the client (where nothing is prepared) is what older PgBouncers get."""
     raw = connection.connection if connection.vendor == "postgresql" else None
-    if raw is None or not server_side_binding() or not hasattr(raw, "prepare_threshold"):
+    if raw is None or not server_side_binding():
         cursor.execute(sql, params)
         return
-    saved = raw.prepare_threshold
-    raw.prepare_threshold = 0
-    try:
+    with _prepare_threshold(raw, 0):
         cursor.execute(sql, params)
-    finally:
-        raw.prepare_threshold = saved
 
 
 def execute_planned(cursor: Any, sql: str, params: list[Any] | dict[str, Any]) -> None:
@@ -59,14 +56,22 @@ def execute_planned(cursor: Any, sql: str, params: list[Any] | dict[str, Any]) -
     generic plan took 73-83 ms where a plan for the values takes 8 (planning costs under a
     millisecond). Every other statement is left as the connection has it
     (``DB_PREPARE_THRESHOLD``). ``cursor``: a cursor of any database alias."""
-    raw = getattr(cursor, "connection", None)  # psycopg's connection, or sqlite3's
-    if raw is None or not hasattr(raw, "prepare_threshold"):
+    with _prepare_threshold(getattr(cursor, "connection", None), None):
         cursor.execute(sql, params)
+
+
+@contextmanager
+def _prepare_threshold(raw: Any, threshold: int | None) -> Iterator[None]:
+    """psycopg's ``prepare_threshold`` of the connection ``raw`` set to ``threshold`` for the
+    statements run meanwhile, then as it was (nothing for a connection without one: SQLite's,
+    or none)."""
+    if raw is None or not hasattr(raw, "prepare_threshold"):
+        yield
         return
     saved = raw.prepare_threshold
-    raw.prepare_threshold = None
+    raw.prepare_threshold = threshold
     try:
-        cursor.execute(sql, params)
+        yield
     finally:
         raw.prepare_threshold = saved
 

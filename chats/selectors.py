@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 
 from chatplatform.models import Membership
 from chatplatform.models.conversations import (
@@ -198,12 +198,16 @@ def messages_after(conversation: Conversation, seq: int, limit: int) -> list[Mes
 
 def tool_call_message(conversation: Conversation, call_ids: set[str]) -> Message | None:
     """The newest reply of ``conversation`` that called tools, whose round is one of
-    ``call_ids`` (a round is named by its first call's id)."""
+    ``call_ids`` (a round is named by its first call's id) and has no results yet."""
     with tenant_scope(conversation.tenant_id):
+        answered = Message.objects.filter(
+            conversation_id=conversation.pk, role="tool", tool_group=OuterRef("tool_group")
+        )
         return (
             Message.objects.filter(
                 conversation_id=conversation.pk, role="assistant", tool_group__in=call_ids
             )
+            .exclude(Exists(answered))
             .order_by("-seq")
             .only("id", "tool_calls", "tool_group")
             .first()

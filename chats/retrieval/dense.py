@@ -324,7 +324,7 @@ def embed_question(text: str) -> np.ndarray | None:
     """The unit vector of ``text``; ``None`` when the embeddings are unavailable or the model
     failed (logged: a broken model must not fail the turn)."""
     try:
-        return embeddings.embed([text])[0]
+        return embeddings.embed_question(text)
     except embeddings.EmbeddingsUnavailable:
         return None
     except Exception:

@@ -12,9 +12,10 @@ model's files are installed, and callers fall back to lexical retrieval when not
 * :func:`embed` returns float32 unit vectors (so a dot product is the cosine) and serialises
   its calls: one forward pass at a time per process, on :data:`THREADS` torch threads, so
   the web process's other threads and neighbouring processes keep their cores.
-* One text (a turn's question) is embedded by ONNX Runtime when it is installed
+* A turn's question (:func:`embed_question`) is embedded by ONNX Runtime when it is installed
   (:mod:`chats.retrieval.onnx_encoder`: the same vector in a third of the time, without the
-  GIL), built on the first such call; batches and every fallback use PyTorch.
+  GIL), built on the first question; the jobs' texts (:func:`embed`) and every fallback use
+  PyTorch.
 * :data:`MODEL_NAME` is stored beside every vector; vectors of another model are never
   compared with this one's.
 """
@@ -134,11 +135,6 @@ def embed(texts: Sequence[str]) -> np.ndarray:
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     model = _load()
-    if len(texts) == 1:
-        encoder = _single_encoder(model)
-        if encoder is not None:
-            with _lock:
-                return encoder.embed(texts[0])[None, :]
     with _lock:
         vectors = model.encode(
             list(texts),
@@ -150,16 +146,33 @@ def embed(texts: Sequence[str]) -> np.ndarray:
     return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+def embed_question(text: str) -> np.ndarray:
+    """The unit vector of a turn's new message (float32, :data:`DIMENSIONS`): through ONNX
+    Runtime when it is installed and its graph gives this model's vectors, else as
+    :func:`embed` gives it. Raises EmbeddingsUnavailable like :func:`embed`."""
+    model = _load()
+    encoder = _single_encoder(model)
+    if encoder is None:
+        return embed([text])[0]
+    with _lock:
+        return encoder.embed(text)
+
+
 def _single_encoder(model: Any) -> Any:
-    """The ONNX Runtime encoder of single texts, built once per process (``None``: PyTorch)."""
+    """The ONNX Runtime encoder of single texts, built once per process (``None``: PyTorch,
+    also when building it failed in any way: questions are then embedded as before)."""
     global _single
     if _single is _UNSET:
         with _lock:
             if _single is _UNSET:
-                from . import onnx_encoder
+                try:
+                    from . import onnx_encoder
 
-                path = onnx_encoder.graph_path(MODEL_PACKAGE, MODEL_NAME)
-                _single = onnx_encoder.build(model, path, threads=THREADS)
+                    path = onnx_encoder.graph_path(MODEL_PACKAGE, MODEL_NAME)
+                    _single = onnx_encoder.build(model, path, threads=THREADS)
+                except Exception:
+                    logger.exception("questions are embedded by PyTorch in this process")
+                    _single = None
     return _single
 
 

@@ -180,7 +180,8 @@ def _postgres_sql(
 
     The matches are sorted by seq as narrow rows (their addresses), then only the newest are
     read again to test each term once (``h<i>``); ``m`` and ``d`` are materialised, so no plan
-    (a generic one included: statements are prepared) recounts ``d`` per row."""
+    recounts ``d`` per row. The statement is planned for its values on every run
+    (:func:`~chatplatform.db.execute_planned`), never prepared."""
     terms = query.terms
     pruned = sample.pruned() if sample is not None else frozenset()
     params: list[Any] = [term_tsquery(t) for t in terms]

@@ -1,6 +1,6 @@
-"""One text (a turn's question) embedded by ONNX Runtime: the same vector as PyTorch's, the
-graph exported once and reused, never used when it differs or fails; batches stay on
-PyTorch."""
+"""A turn's question embedded by ONNX Runtime: the same vector as PyTorch's, the graph
+exported once and reused, exported again when it does not serve, never used when it differs
+or fails; the jobs' texts stay on PyTorch."""
 
 from __future__ import annotations
 
@@ -51,11 +51,8 @@ def test_the_graph_is_exported_once_then_reused(graph, monkeypatch):
     assert onnx_encoder.build(model, path, threads=1) is not None
 
 
-def test_a_broken_or_different_graph_is_not_used(graph, tmp_path, monkeypatch):
+def test_a_graph_that_differs_is_not_used(graph, monkeypatch):
     model, path, _ = graph
-    broken = tmp_path / "broken.onnx"
-    broken.write_bytes(b"not a graph")
-    assert onnx_encoder.build(model, broken, threads=1) is None
     monkeypatch.setattr(
         onnx_encoder.OnnxEncoder,
         "embed",
@@ -64,7 +61,7 @@ def test_a_broken_or_different_graph_is_not_used(graph, tmp_path, monkeypatch):
     assert onnx_encoder.build(model, path, threads=1) is None
 
 
-def test_embed_sends_one_text_to_the_encoder_and_batches_to_pytorch(monkeypatch):
+def test_questions_go_to_the_encoder_and_the_jobs_texts_to_pytorch(monkeypatch):
     seen: list[str] = []
 
     class Spy:
@@ -74,10 +71,36 @@ def test_embed_sends_one_text_to_the_encoder_and_batches_to_pytorch(monkeypatch)
 
     embeddings._load()
     monkeypatch.setattr(embeddings, "_single", Spy())
-    (one,) = embeddings.embed(["the question"])
-    assert seen == ["the question"] and one[1] == 1.0
+    question = embeddings.embed_question("the question")
+    assert seen == ["the question"] and question[1] == 1.0
+    (one,) = embeddings.embed(["a message a job embeds alone"])
     batch = embeddings.embed(["first text", "second text"])
     assert seen == ["the question"] and batch.shape == (2, embeddings.DIMENSIONS)
+    assert one[1] != 1.0
+
+
+def test_a_graph_that_does_not_serve_is_exported_again_once(graph, tmp_path):
+    model, _, _ = graph
+    stale = tmp_path / "stale.onnx"
+    stale.write_bytes(b"an older graph")
+    (tmp_path / "killed.onnx.part").write_bytes(b"half an export")
+    encoder = onnx_encoder.build(model, stale, threads=1)
+    assert encoder is not None and stale.stat().st_size > 1_000_000
+    assert not list(tmp_path.glob("*.onnx.part"))
+
+
+def test_a_failure_to_build_leaves_questions_on_pytorch(monkeypatch):
+    model = embeddings._load()
+
+    def no_home(*args, **kwargs):
+        raise RuntimeError("no home folder")
+
+    monkeypatch.setattr(onnx_encoder, "graph_path", no_home)
+    monkeypatch.setattr(embeddings, "_single", embeddings._UNSET)
+    vector = embeddings.embed_question(TEXTS[0])
+    assert embeddings._single is None
+    expected = model.encode([TEXTS[0]], normalize_embeddings=True, show_progress_bar=False)[0]
+    assert float(np.dot(vector, expected)) > 0.9999
 
 
 def test_without_onnxruntime_pytorch_embeds_single_texts(monkeypatch, tmp_path):
@@ -86,6 +109,6 @@ def test_without_onnxruntime_pytorch_embeds_single_texts(monkeypatch, tmp_path):
     assert onnx_encoder.build(model, tmp_path / "unused.onnx", threads=1) is None
     assert not (tmp_path / "unused.onnx").exists()
     monkeypatch.setattr(embeddings, "_single", None)
-    (vector,) = embeddings.embed([TEXTS[0]])
+    vector = embeddings.embed_question(TEXTS[0])
     expected = model.encode([TEXTS[0]], normalize_embeddings=True, show_progress_bar=False)[0]
     assert float(np.dot(vector, expected)) > 0.9999

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from chatplatform.db import server_side_binding
 from chatplatform.models.conversations import Message
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.retrieval import build_query, search_messages
@@ -288,16 +289,21 @@ def test_postgres_search_is_planned_for_its_values_every_time(conversation, memb
     # A prepared statement settles on a generic plan after five runs; the search's best plan
     # depends on how many messages its terms match (at 100,000 messages a generic plan ran
     # ten times slower), so it is never prepared, whatever the connection's threshold.
+    if not server_side_binding():
+        pytest.skip("prepared statements need server-side binding (DB_SERVER_SIDE_BINDING=1)")
     add(conversation, member_a, *FILLER, "The garden needs water", "Water the plants")
     raw = connection.connection
     before = raw.prepare_threshold
     for _ in range(8):
         hits = search(conversation, "garden water")
+        with connection.cursor() as cursor:  # a statement the connection does prepare
+            cursor.execute("SELECT count(*) FROM chats_message WHERE seq > %s", [0])
     assert len(hits) == 2
     assert raw.prepare_threshold == before  # other statements: untouched
     with connection.cursor() as cursor:
         cursor.execute("SELECT statement FROM pg_prepared_statements")
         prepared = [row[0] for row in cursor.fetchall()]
+    assert [s for s in prepared if "FROM chats_message WHERE seq >" in s]
     assert not [s for s in prepared if "to_tsquery" in s and "newest AS" in s]
 
 

@@ -165,6 +165,24 @@ def test_results_that_answer_no_call_refuse_the_file() -> None:
         read_claude(document)
 
 
+def test_results_that_do_not_answer_each_call_once_refuse_the_file() -> None:
+    # Message 3 holds the results of the two parallel calls of message 2.
+    document = exported(round_trip_conversation())
+    results = document[0]["chat_messages"][2]["content"]
+    results[1] = {**results[1], "tool_use_id": results[0]["tool_use_id"]}  # one call twice
+    with pytest.raises(TransferFormatError, match=r"message 3: .*exactly once"):
+        read_claude(document)
+    document = exported(round_trip_conversation())
+    del document[0]["chat_messages"][2]["content"][1]  # a call left without its result
+    with pytest.raises(TransferFormatError, match="exactly once"):
+        read_claude(document)
+    document = exported(round_trip_conversation())
+    again = document[0]["chat_messages"][2]
+    document[0]["chat_messages"].insert(3, {**again, "uuid": "again"})  # answered twice
+    with pytest.raises(TransferFormatError, match=r"message 4: .*already answered"):
+        read_claude(document)
+
+
 def test_a_call_id_the_platform_cannot_store_refuses_the_file() -> None:
     document = exported(round_trip_conversation())
     document[0]["chat_messages"][1]["content"][0]["id"] = "x" * 65

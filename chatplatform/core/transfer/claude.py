@@ -9,8 +9,9 @@ A tool round of an application's tools is read from the blocks the platform's ex
 for it: an assistant message's ``tool_use`` blocks (``id``, ``name``, ``input``) are its calls
 (kept with no text too), and a human message of ``tool_result`` blocks (``tool_use_id``,
 ``content``, ``is_error``) is the message of their results, in the round of the earlier reply
-whose call its first result answers (results that answer no earlier call refuse the file, as
-the SDK-compatible API refuses them). A human message with text beside its results gives a
+whose call its first result answers; they must answer each call of that reply exactly once,
+and a round is answered once (else the file is refused, as the SDK-compatible API refuses
+such results). A human message with text beside its results gives a
 second message, after the results. Tool blocks of Claude's own tools (a ``tool_use`` without
 an id, or an assistant message that holds its tools' results too: they ran at Claude) are
 left out."""
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chatplatform.core.llm.tool_rounds import answers_exactly
 from chatplatform.core.transfer.records import (
     ASSISTANT,
     MAX_CALL_ID,
@@ -35,6 +37,10 @@ from chatplatform.core.transfer.records import (
 
 SERVICE = "Claude"
 SENDERS = {"human": USER, "user": USER, "assistant": ASSISTANT}
+
+
+#: What a call maps to in the reader's rounds once its round has been answered.
+ANSWERED = ""
 
 
 def read_claude(document: Any) -> list[TransferConversation]:
@@ -104,6 +110,15 @@ def _messages(
         answering = rounds.get(str(answered[0]["tool_use_id"]))
         if answering is None:
             raise where.error(f"{context}: its tool results answer no call of an earlier reply")
+        if answering == ANSWERED:
+            raise where.error(f"{context}: its tool results answer a reply already answered")
+        calls = [call for call, group in rounds.items() if group == answering]
+        if not answers_exactly(calls, [str(r["tool_use_id"]) for r in answered]):
+            raise where.error(
+                f"{context}: its tool results do not answer each call of that reply exactly once"
+            )
+        for call in calls:  # a round is answered once
+            rounds[call] = ANSWERED
         out.append(
             TransferMessage(
                 source,

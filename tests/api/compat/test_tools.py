@@ -431,3 +431,19 @@ def test_named_results_answering_a_call_twice_are_refused(live_url, key_a, tenan
             extra_headers={"X-Conversation-Id": conversation_id},
         )
     assert [m.role for m in rows(tenant_a, int(conversation_id))] == ["user", "assistant"]
+
+
+def test_named_results_for_a_round_already_answered_are_refused(live_url, key_a, tenant_a):
+    sdk = client(live_url, key_a)
+    raw = sdk.chat.completions.with_raw_response.create(
+        model="any", messages=[{"role": "user", "content": ASK}], tools=[WEATHER]
+    )
+    (call,) = raw.parse().choices[0].message.tool_calls
+    conversation_id = raw.headers["x-conversation-id"]
+    results = [{"role": "tool", "tool_call_id": call.id, "content": "sunny"}]
+    headers = {"X-Conversation-Id": conversation_id}
+    sdk.chat.completions.create(model="any", messages=results, extra_headers=headers)
+    stored = [m.role for m in rows(tenant_a, int(conversation_id))]
+    with pytest.raises(openai.BadRequestError):
+        sdk.chat.completions.create(model="any", messages=results, extra_headers=headers)
+    assert [m.role for m in rows(tenant_a, int(conversation_id))] == stored
