@@ -112,13 +112,13 @@ def _messages(
             raise where.error(f"{context}: its tool results answer no call of an earlier reply")
         if answering == ANSWERED:
             raise where.error(f"{context}: its tool results answer a reply already answered")
-        calls = [call for call, group in rounds.items() if group == answering]
-        if not answers_exactly(calls, [str(r["tool_use_id"]) for r in answered]):
+        round_calls = [call for call, group in rounds.items() if group == answering]
+        if not answers_exactly(round_calls, [str(r["tool_use_id"]) for r in answered]):
             raise where.error(
                 f"{context}: its tool results do not answer each call of that reply exactly once"
             )
-        for call in calls:  # a round is answered once
-            rounds[call] = ANSWERED
+        for call_id in round_calls:  # a round is answered once
+            rounds[call_id] = ANSWERED
         out.append(
             TransferMessage(
                 source,
