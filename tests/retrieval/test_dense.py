@@ -565,13 +565,13 @@ def test_the_question_is_embedded_off_the_callers_thread(
     # after: the forward pass runs on the embedding thread, and what it finds is the same.
     embed_conversation(tenant_a.pk, conversation.pk, check_policy=False)
     threads = []
-    embed = embeddings.embed
+    embed = embeddings.embed_question
 
-    def recording(texts):
+    def recording(text):
         threads.append(threading.current_thread().name)
-        return embed(texts)
+        return embed(text)
 
-    monkeypatch.setattr(embeddings, "embed", recording)
+    monkeypatch.setattr(embeddings, "embed_question", recording)
     current = fresh(conversation)
     inline = dense_scores(current, QUESTION, before_seq=None, top_k=5)
     future = question_soon(QUESTION)
@@ -588,10 +588,10 @@ def test_the_question_is_embedded_off_the_callers_thread(
 def test_a_question_that_fails_to_embed_leaves_retrieval_lexical(monkeypatch):
     monkeypatch.setattr(embeddings, "available", lambda: True)
 
-    def broken(texts):
+    def broken(text):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(embeddings, "embed", broken)
+    monkeypatch.setattr(embeddings, "embed_question", broken)
     future = question_soon(QUESTION)
     assert future is not None and future.result() is None
     monkeypatch.setattr(embeddings, "available", lambda: False)
@@ -604,9 +604,7 @@ def test_a_forked_process_embeds_questions_on_a_thread_of_its_own(monkeypatch):
     from chats.retrieval import dense
 
     monkeypatch.setattr(embeddings, "available", lambda: True)
-    monkeypatch.setattr(
-        embeddings, "embed", lambda texts: np.ones((len(texts), embeddings.DIMENSIONS))
-    )
+    monkeypatch.setattr(embeddings, "embed_question", lambda text: np.ones(embeddings.DIMENSIONS))
     parent = dense._question_executor()
     assert dense._question_executor() is parent
     monkeypatch.setattr(dense.os, "getpid", lambda: -1)
