@@ -137,3 +137,50 @@ def test_an_uncounted_reply_is_reported_for_its_count_once() -> None:
     result = assembled([RetrievedItem(reply, 2.0)])
     assert "w6x299" in result.system
     assert [(r.kind, r.id) for r in result.recounted].count(("message", 6)) == 1
+
+
+def test_a_new_windows_two_blocks_share_the_whole_replies_room_best_first() -> None:
+    # Nothing cached and the trim mark below the retrieval budget: the recalled block (the
+    # window's) and the turn's own finds (after the new message) split the retrieval room,
+    # and share the whole replies' room. The best-ranked replies go whole in the recalled
+    # block as far as it holds them (a share of that block alone cut them after four, while
+    # the turn's block sent lower-ranked replies whole), and whole ones stay within their
+    # share of the whole retrieval room.
+    chat = [turn(i, 300 if i % 2 == 0 else 30) for i in range(1, 201)]
+    replies = [RetrievedItem(m, 20.0 - i / 10) for i, m in enumerate(chat[1:161:2])]
+    policy = replace(POLICY, retrieval_budget=14_000, history_trim_percent=50)
+    inputs = AssemblyInputs(
+        new_message=MessageItem(201, 201, "user", "the new question"),
+        recent=list(reversed(chat)),
+        retrieved=replies,
+    )
+    result = assemble(policy, inputs, COUNTER)
+    check_invariants(policy, inputs, result)
+    recalled = set(result.recalled_ids)
+    turn_own = {i.id for i in result.included if i.kind == "retrieved"} - recalled
+    assert recalled and turn_own  # both blocks hold replies
+    cut = {t.id for t in result.truncated if t.kind == "excerpt"}
+    ranks = {r.message.id: n for n, r in enumerate(replies)}
+    whole_recalled = sorted(ranks[i] for i in recalled - cut)
+    assert whole_recalled == list(range(len(whole_recalled))) and len(whole_recalled) > 4
+    assert min(ranks[i] for i in cut) == len(whole_recalled)  # the first that did not fit
+    tokens = {i.id: i.tokens for i in result.included}
+    whole = (recalled | turn_own) - cut
+    assert sum(tokens[i] for i in whole) <= 14_000 * WHOLE_REPLIES_SHARE
+
+
+def test_a_reply_within_the_whole_room_but_not_the_block_goes_as_its_head() -> None:
+    # A long message of the user ranks first and takes most of the block; the reply next in
+    # rank is within the whole replies' room but no longer fits the block whole: it goes as
+    # its head rather than being left out.
+    long_user = MessageItem(5, 5, "user", " ".join(f"u5x{i}" for i in range(600)))
+    reply = MessageItem(6, 6, "assistant", " ".join(f"w6x{i}" for i in range(250)))
+    policy = replace(POLICY, retrieval_budget=3_000)
+    result = assembled([RetrievedItem(long_user, 5.0), RetrievedItem(reply, 4.0)], policy)
+    tokens = {i.id: i.tokens for i in result.included}
+    assert 5 in result.recalled_ids and tokens[5] > 3_000 - 1_000
+    assert 6 in result.recalled_ids
+    cut = next(t for t in result.truncated if t.id == 6)
+    assert cut.kind == "excerpt" and cut.kept_tokens <= 40 < cut.original_tokens
+    assert cut.original_tokens <= 3_000 * WHOLE_REPLIES_SHARE
+    assert "w6x0" in result.system and "w6x249" not in result.system

@@ -276,6 +276,9 @@ class Retrieval:
     gap_tokens: int = 2
     #: Entries shown as excerpts (a long reply shown for its exchange): the cut made.
     excerpts: dict[ItemId, Truncation] = field(default_factory=dict)
+    #: The replies found by their own words shown whole, and their tokens: what they took of
+    #: the whole replies' room (:func:`pick_retrieved`'s ``whole_room``).
+    whole: dict[ItemId, int] = field(default_factory=dict)
     #: The entries' line costs, their sum and their ``(seq, id)`` in order, kept by
     #: :meth:`add` so a candidate is priced by the lines it touches, not the whole block;
     #: recomputed whenever ``entries`` was changed otherwise (removals, a shed block).
@@ -375,6 +378,7 @@ class Retrieval:
         for item_id in ids & self.entries.keys():
             _, n = self.entries.pop(item_id)
             self.excerpts.pop(item_id, None)
+            self.whole.pop(item_id, None)
             excluded.append(Excluded("retrieved", item_id, n, "duplicate"))
         return before - self.used
 
@@ -402,7 +406,8 @@ def _entry_seq(entry: tuple[MessageItem, int]) -> int:
 
 
 #: The share of the retrieval room replies found by their own words may fill whole (best
-#: first); lower-ranked replies go as their head. Measured on long conversations
+#: first; a new window's two blocks share it, ``Hybrid.fill``); lower-ranked replies go as
+#: their head. Measured on long conversations
 #: (``docs/cost.md``): people's own words, six times shorter than replies, are most of what
 #: is asked about, but questions about the assistant's own advice want its replies whole.
 WHOLE_REPLIES_SHARE = 0.65
@@ -477,6 +482,7 @@ def pick_retrieved(
     shown_count: bool = False,
     excerpt_tokens: int = 0,
     whole_replies: float | None = None,
+    whole_room: int | None = None,
 ) -> Retrieval:
     """Hits by descending score (at most ``max_items``), deduplicated against ``skip_ids``
     and each other; then, while the cap allows, up to ``neighbors`` turns on each side.
@@ -485,6 +491,9 @@ def pick_retrieved(
     of ``cap``), replies found by their own words go whole, best first, until whole replies
     fill that share; lower-ranked ones go as their head too, so the rest of the room holds
     more of the conversation (a reply runs several times the length of a person's message).
+    ``whole_room`` (tokens) replaces that share of ``cap`` when the prompt's retrieval room
+    is shared by several picks (a new window's recalled block and the turn's own finds):
+    the best-ranked replies, in whichever pick they land, take it first.
 
     ``shown_count``: a hit the prompt already shows (in ``skip_ids``) still takes its line's
     tokens from the cap, so the block holds only what the best ``cap`` tokens of hits lack
@@ -497,7 +506,8 @@ def pick_retrieved(
     )
     ranked = sorted(items, key=lambda it: -it.score)
     plans: list[list[list[MessageItem]]] = []
-    whole_room = None if whole_replies is None else int(cap * whole_replies)
+    if whole_room is None and whole_replies is not None:
+        whole_room = int(cap * whole_replies)
     whole_used = 0
     for it in ranked:
         hit = it.message
@@ -516,10 +526,17 @@ def pick_retrieved(
             whole = meter.stored("message", hit.id, hit.content, hit.tokens, hit.counted_by)
             if whole_used + whole > whole_room:
                 limit, whole = excerpt_tokens, 0
-        if not steps or not _add(out, steps[0], meter, bot_name, skip_ids, limit):
+        added = bool(steps) and _add(out, steps[0], meter, bot_name, skip_ids, limit)
+        if not added and whole:
+            # Within the whole replies' room but not the block's: it goes as its head.
+            whole = 0
+            added = _add(out, steps[0], meter, bot_name, skip_ids, excerpt_tokens)
+        if not added:
             excluded.append(Excluded("retrieved", hit.id, hit.tokens, "over_budget"))
             continue
-        whole_used += whole
+        if whole:
+            whole_used += whole
+            out.whole[hit.id] = whole
         plans.append(steps[1:])
     for steps in plans:
         for step in steps:

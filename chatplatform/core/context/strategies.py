@@ -272,14 +272,25 @@ class Hybrid(ContextStrategy):
         # the next turns can append; the recalled block is part of the cached prefix.
         target = restart_size(draft, policy, room - facts_and_summaries)
         cap = min(section_cap(policy, policy.retrieval_budget, room), target - draft.history.used)
-        draft.recalled = _pick(draft, policy, draft.inputs.retrieved, max(0, cap), excluded)
+        cold = draft.inputs.window_start_seq is None
+        # Nothing cached: the recalled block and this turn's own finds (below) share the
+        # retrieval room, and so its whole replies' share: the best-ranked replies take it
+        # first, in whichever of the two blocks they land.
+        whole_room = (
+            int(WHOLE_REPLIES_SHARE * section_cap(policy, policy.retrieval_budget, room))
+            if cold
+            else None
+        )
+        draft.recalled = _pick(
+            draft, policy, draft.inputs.retrieved, max(0, cap), excluded, whole_room=whole_room
+        )
         while True:
             draft.history.extend(target - draft.recalled.used)
             if not draft.recalled.entries or not draft.recalled.remove(
                 draft.history.ids(), excluded
             ):
                 break
-        if draft.inputs.window_start_seq is None:
+        if cold:
             # Nothing was cached (a first turn, or a pause longer than the cache lives), so
             # this prompt is written in full anyway: the window stays at the trim mark, for
             # the next turns to append to, and this turn's own finds take what it leaves of
@@ -288,7 +299,12 @@ class Hybrid(ContextStrategy):
                 section_cap(policy, policy.retrieval_budget, room) - draft.recalled.used,
                 room - facts_and_summaries - draft.window_used(),
             )
-            draft.retrieval = _pick(draft, policy, draft.inputs.retrieved, max(0, cap), excluded)
+            left = None
+            if whole_room is not None:
+                left = max(0, whole_room - sum(draft.recalled.whole.values()))
+            draft.retrieval = _pick(
+                draft, policy, draft.inputs.retrieved, max(0, cap), excluded, whole_room=left
+            )
 
 
 def _pick(
@@ -299,9 +315,11 @@ def _pick(
     excluded: list[Excluded],
     *,
     shown_count: bool = False,
+    whole_room: int | None = None,
 ) -> Retrieval:
     """Retrieved messages within ``cap``, none that the prompt already shows (``shown_count``:
-    those it shows still take their tokens from ``cap``, :func:`pick_retrieved`)."""
+    those it shows still take their tokens from ``cap``, :func:`pick_retrieved`);
+    ``whole_room``: what whole replies may fill (default: their share of ``cap``)."""
     skip = d.history.ids() | d.recalled.entries.keys() | {d.inputs.new_message.id}
     return pick_retrieved(
         items,
@@ -315,6 +333,7 @@ def _pick(
         shown_count=shown_count,
         excerpt_tokens=policy.reply_excerpt_tokens,
         whole_replies=WHOLE_REPLIES_SHARE if policy.reply_excerpt_tokens else None,
+        whole_room=whole_room if policy.reply_excerpt_tokens else None,
     )
 
 
