@@ -82,16 +82,26 @@ class VectorCache:
 
 @contextmanager
 def cached_vectors(path: Path | None) -> Iterator[VectorCache | None]:
-    """While open, :func:`chats.retrieval.embeddings.embed` answers from the file at ``path``
-    for the texts it holds; ``None``: no cache."""
+    """While open, :func:`chats.retrieval.embeddings.embed` and
+    :func:`~chats.retrieval.embeddings.embed_question` (the same vectors) answer from the
+    file at ``path`` for the texts it holds; ``None``: no cache."""
     if path is None:
         yield None
         return
     cache = VectorCache(path)
-    compute = embeddings.embed
+    compute, question = embeddings.embed, embeddings.embed_question
+
+    def one(texts: Sequence[str]) -> np.ndarray:
+        return np.stack([question(t) for t in texts])
+
+    def cached_question(text: str) -> np.ndarray:
+        return cache.embed(one, [text])[0]
+
     embeddings.embed = lambda texts: cache.embed(compute, texts)  # type: ignore[assignment]
+    embeddings.embed_question = cached_question
     try:
         yield cache
     finally:
         embeddings.embed = compute  # type: ignore[assignment]
+        embeddings.embed_question = question  # type: ignore[assignment]
         cache.close()
