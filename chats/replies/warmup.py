@@ -1,4 +1,5 @@
-"""Opening the reply path's database connections before the first user needs them."""
+"""Opening the reply path's database connections, and loading the model that embeds
+questions, before the first user needs them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 
 from django.db import connection
 
+from chatplatform.db import thread_connections_release
 from chatplatform.models.conversations import Conversation
 from chats.assembly.selectors import recent_messages_and_facts
 from chats.replies.coordination import (
@@ -17,6 +19,7 @@ from chats.replies.coordination import (
 )
 from chats.replies.db import _in_thread, on_every_thread
 from chats.replies.turns import waiting_messages
+from chats.retrieval.dense import questions_warm_up
 from chats.services.hot_writes import hot_writes
 
 logger = logging.getLogger(__name__)
@@ -63,13 +66,24 @@ def _warm_one() -> None:
         )
 
 
+def _questions_warm_up() -> None:
+    try:
+        questions_warm_up()
+    finally:
+        thread_connections_release()
+
+
 async def warm_up() -> None:
     """From the ASGI server's event loop at start-up (before the first request): the
     database threads (in a thread, so the loop stays free), and this loop's Redis client of
     the coordination with one connection open. Never raises: what could not be warmed is set
     up by the first turn that needs it. (The reply path's modules, the provider SDKs among
-    them, are imported with the ASGI application, before ``gc.freeze``.)"""
+    them, are imported with the ASGI application, before ``gc.freeze``.) The model that
+    embeds questions starts loading on its own thread (:func:`questions_warm_up`) and is not
+    waited for: the process serves meanwhile, and a question asked before it is loaded
+    waits for it as it would have anyway."""
     await asyncio.to_thread(database_threads_warm_up)
+    await asyncio.to_thread(_questions_warm_up)
     hub = coordination()
     if isinstance(hub, RedisCoordination):
         try:

@@ -343,6 +343,34 @@ def question_soon(text: str) -> Future[np.ndarray | None] | None:
         return None
 
 
+#: What the start-up embeds to load the model (any text does).
+WARM_UP_TEXT = "How do I get started?"
+
+
+def questions_warm_up() -> Future[np.ndarray | None] | None:
+    """At a web process's start: when some policy retrieves by meaning and the embeddings
+    are installed, start embedding a probe question on the question-embedding thread, which
+    loads the model and its ONNX Runtime graph there (a few seconds, once per process)
+    instead of inside the process's first user's turn. Returns without waiting (the
+    future; ``None`` when nothing is warmed). One query, across tenants; never raises: what
+    fails here is loaded by the first question, as before."""
+    try:
+        if not embeddings.available() or not _some_policy_dense():
+            return None
+    except Exception:
+        logger.exception("could not tell whether a policy retrieves by meaning")
+        return None
+    return question_soon(WARM_UP_TEXT)
+
+
+def _some_policy_dense() -> bool:
+    with all_tenants():
+        return ContextPolicy.objects.filter(
+            retrieval_dense=True,
+            strategy__in=strategy_names(lambda s: s.needs.retrieval_by_meaning),
+        ).exists()
+
+
 #: How long a turn waits for its question's embedding (normally ~10 ms; the model loading on
 #: a cold process takes a few seconds) before it goes on with words only.
 QUESTION_WAIT_SECONDS = 30.0

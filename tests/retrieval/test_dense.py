@@ -19,14 +19,16 @@ from chatplatform.tenancy.scoping import ScopeError, all_tenants, tenant_scope
 from chats import tasks
 from chats.assembly import assemble_turn
 from chats.assembly.records import breakdown
-from chats.retrieval import RetrievalSettings, embeddings, retrieve_messages
+from chats.retrieval import RetrievalSettings, dense, embeddings, retrieve_messages
 from chats.retrieval.dense import (
+    WARM_UP_TEXT,
     dense_scores,
     dense_status,
     embed_conversation,
     embed_messages,
     missing_messages,
     question_soon,
+    questions_warm_up,
     stored_vectors,
 )
 from chats.retrieval.query import build_query
@@ -387,6 +389,36 @@ def test_backfill_sweeps_dense_conversations_in_batches(
 def test_backfill_does_nothing_without_the_model(monkeypatch, eager_celery):
     monkeypatch.setattr(embeddings, "available", lambda: False)
     assert tasks.backfill_message_embeddings.apply().get() == {"status": "unavailable"}
+
+
+@needs_model
+def test_the_start_up_loads_the_question_model_when_a_policy_retrieves_by_meaning(
+    tenant_a, monkeypatch
+):
+    with all_tenants():
+        ContextPolicy.objects.update(retrieval_dense=False)
+    started: list[str] = []
+
+    def soon(text: str) -> None:
+        started.append(text)
+
+    monkeypatch.setattr(dense, "question_soon", soon)
+    assert questions_warm_up() is None and started == []
+    dense_policy(tenant_a, name="dense at start")
+    questions_warm_up()
+    assert started == [WARM_UP_TEXT]
+    monkeypatch.undo()
+    # Really embedded on the question thread: the model is loaded when the future is done.
+    warmed = questions_warm_up()
+    assert warmed is not None and warmed.result(timeout=120).shape == (embeddings.DIMENSIONS,)
+
+
+def test_the_start_up_warm_up_never_raises(monkeypatch):
+    def broken() -> bool:
+        raise RuntimeError("database is down")
+
+    monkeypatch.setattr(dense, "_some_policy_dense", broken)
+    assert questions_warm_up() is None
 
 
 def test_backfill_is_scheduled_in_the_database():
