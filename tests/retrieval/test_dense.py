@@ -410,7 +410,9 @@ def test_the_start_up_loads_the_question_model_when_a_policy_retrieves_by_meanin
     monkeypatch.undo()
     # Really embedded on the question thread: the model is loaded when the future is done.
     warmed = questions_warm_up()
-    assert warmed is not None and warmed.result(timeout=120).shape == (embeddings.DIMENSIONS,)
+    assert warmed is not None
+    vector = warmed.result(timeout=120)
+    assert vector is not None and vector.shape == (embeddings.DIMENSIONS,)
 
 
 def test_the_start_up_warm_up_never_raises(monkeypatch):
