@@ -31,6 +31,16 @@ from chatplatform.core.memory.instructions import same_matter, standing_statemen
         ),
         ("I'd rather have short answers.", "preference", "I'd rather have short answers."),
         (
+            "I've set a preference for CPU-only deployment, despite slower inference.",
+            "preference",
+            "I've set a preference for CPU-only deployment, despite slower inference.",
+        ),
+        (
+            "As stated in my preference for pragmatic security, keep it fast. Ideas?",
+            "preference",
+            "As stated in my preference for pragmatic security, keep it fast.",
+        ),
+        (
             "Никогда не используй markdown. Спасибо!",
             "instruction",
             "Никогда не используй markdown.",
@@ -57,6 +67,8 @@ def test_found_verbatim_with_their_place_in_the_message(text, kind, sentence):
         "Never mind, it works now.",
         "Which do you prefer, tabs or spaces?",
         "If I prefer tabs, what changes?",
+        "Do you have a preference for tabs?",
+        "What is my preference for dates again?",
         "The API answers in 250 ms now.",
         "Can you help me with my CV?",
         "",

@@ -10,7 +10,8 @@ where it stands in the message: the user's own words are what is kept.
 - An *instruction* tells the assistant how to answer from now on: a sentence that opens with
   "always" or "never" (after "please", "and"...), one that says "from now on", "going
   forward", "whenever I ask", or one that sets the language of the answers.
-- A *preference* states what the user prefers: "I prefer", "I'd rather", "I'd like you to"...
+- A *preference* states what the user prefers: "I prefer", "I'd rather", "my preference
+  for", "I've set a preference for"...
 
 Deliberately narrow: a sentence about the user ("I always forget my keys") is not an
 instruction, a question to the assistant about its own preference ("which do you prefer?")
@@ -71,7 +72,10 @@ _LANGUAGE = re.compile(
     re.IGNORECASE,
 )
 _PREFERENCE = re.compile(
-    r"\b(?:I prefer|I'd prefer|I would prefer|I'd rather|I would rather|my preference is|"
+    r"\b(?:I prefer|I'd prefer|I would prefer|I'd rather|I would rather|"
+    r"my (?:strong |clear |personal |own )?preference (?:is|for|would be)|"
+    r"I(?:'ve| have)? (?:set|stated|expressed|made clear|got) (?:a|my) (?:strong |clear )?"
+    r"preference for|"
     r"I like it (?:better )?when you|I(?: really| generally| "
     r"usually| tend to| strongly)? prefer|I favou?r|"
     r"я предпочитаю|предпочитаю|мне больше нравится|я бы предпочёл|я бы предпочла|"
@@ -86,6 +90,7 @@ _PREFERENCE = re.compile(
 #: hypothesis, or the user's habits ("I always...").
 _NOT_THE_USERS = re.compile(
     r"\b(?:do you prefer|would you prefer|which do you prefer|what do you prefer|"
+    r"do you have a preference|your preference|what(?: is|'s) my preference|"
     r"if I (?:prefer|always|never)|suppose I|imagine I|never ?mind|always a pleasure)\b",
     re.IGNORECASE,
 )
