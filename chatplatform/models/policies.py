@@ -117,7 +117,8 @@ class ContextPolicy(models.Model):
     instructions_budget = _positive(
         1500,
         help_text="Most room for the standing instructions and preferences the user gave, in "
-        "their own words.",
+        "their own words. When they do not all fit, a message may also bring the few it "
+        "concerns most, in up to a third more room.",
     )
     facts_budget = _positive(
         1000, help_text="Most room for the facts saved about the user (their memories)."
@@ -279,9 +280,9 @@ class ContextPolicy(models.Model):
         "words, with every prompt of theirs until they replace it.",
     )
     max_instructions_per_user = _positive(
-        30,
+        100,
         minimum=1,
-        maximum=100,
+        maximum=300,
         help_text="Most standing instructions and preferences kept per user; one more "
         "retires the oldest (it stays in its history).",
     )

@@ -44,8 +44,9 @@ from chatplatform.models.packing import packing_policy_for
 from chatplatform.policies import policy_for
 from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly import selectors
-from chats.retrieval.dense import DenseRetrieval, dense_status
+from chats.retrieval.dense import DenseRetrieval, dense_enabled, dense_status
 from chats.retrieval.retriever import early_question, recalled_items, retrieve_for_assembly
+from chats.retrieval.standing import instructions_for_message
 from summaries.selectors import current_summaries, latest_compaction
 
 #: A retriever returns candidates relevant to the new message among messages older than
@@ -266,6 +267,13 @@ def assemble_context(
                 retrieved = retriever(conversation, new_message, policy, new_message.seq, shown)
             # After the call: a model that failed to load during it reads "unavailable".
             dense = dense_status(policy)
+    instructions_ranked: list[Any] = []
+    if needs.retrieval and dense_enabled(policy) and dense is not DenseRetrieval.UNAVAILABLE:
+        # The standing instructions that concern the new message, for those the section
+        # has no room for (the packing decides; the ranking is one query).
+        instructions_ranked = instructions_for_message(
+            conversation.tenant_id, facts, new_message.content, question
+        )
 
     recalled: list[MessageItem] = []
     if window_start is not None and needs.retrieval and conversation.window_recalled_ids:
@@ -288,6 +296,7 @@ def assemble_context(
         recalled=recalled,
         recalled_excerpts=frozenset(conversation.window_excerpt_ids or ()),
         client_system=conversation.client_system,
+        instructions_ranked=instructions_ranked,
     )
     prompt = assemble(packing, inputs, counter)
     system_tokens = prompt.section("system")

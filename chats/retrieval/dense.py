@@ -388,6 +388,14 @@ def _awaited(question: Future[np.ndarray | None]) -> np.ndarray | None:
         return None
 
 
+def question_vector(
+    text: str, question: Future[np.ndarray | None] | None = None
+) -> np.ndarray | None:
+    """The embedding of ``text``: the one ``question`` holds when the turn started it (see
+    :func:`question_soon`), else computed here; ``None`` when unavailable."""
+    return _awaited(question) if question is not None else embed_question(text)
+
+
 def dense_scores(
     conversation: Conversation,
     text: str,

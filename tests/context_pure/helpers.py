@@ -28,6 +28,7 @@ from chatplatform.core.context.formatting import (
     INSTRUCTIONS_CLOSE,
     INSTRUCTIONS_NOTE,
     INSTRUCTIONS_OPEN,
+    TURN_INSTRUCTIONS_NOTE,
     format_turn,
 )
 from chatplatform.core.context.types import STRATEGY_NAMES
@@ -316,14 +317,22 @@ def check_facts_block(system: str) -> None:
 
 
 def check_instructions_block(text: str) -> None:
-    """At most one block of standing instructions; inside it, the note and labelled bullets
-    (continuation lines indented), escaped: nothing in it opens or closes an element."""
-    assert text.count(INSTRUCTIONS_OPEN) <= 1 and text.count(INSTRUCTIONS_CLOSE) <= 1
-    if INSTRUCTIONS_OPEN not in text:
-        return
-    inside = text.split(INSTRUCTIONS_OPEN + "\n", 1)[1].split("\n" + INSTRUCTIONS_CLOSE, 1)[0]
-    lines = inside.split("\n")
-    assert lines[0] == INSTRUCTIONS_NOTE
-    for line in lines[1:]:
-        assert line.startswith(("- Instruction: ", "- Preference: ", "  "))
-        assert "<" not in line and ">" not in line
+    """At most two blocks of standing instructions (the section's, and the turn's own after
+    the new message); inside each, its note and labelled bullets (continuation lines
+    indented), escaped: nothing in it opens or closes an element."""
+    opened = text.count(INSTRUCTIONS_OPEN)
+    assert opened == text.count(INSTRUCTIONS_CLOSE) and opened <= 2
+    notes = []
+    for block in text.split(INSTRUCTIONS_OPEN + "\n")[1:]:
+        inside = block.split("\n" + INSTRUCTIONS_CLOSE, 1)[0]
+        lines = inside.split("\n")
+        notes.append(lines[0])
+        for line in lines[1:]:
+            assert line.startswith(("- Instruction: ", "- Preference: ", "  "))
+            assert "<" not in line and ">" not in line
+    assert notes in (
+        [],
+        [INSTRUCTIONS_NOTE],
+        [TURN_INSTRUCTIONS_NOTE],
+        [INSTRUCTIONS_NOTE, TURN_INSTRUCTIONS_NOTE],
+    ), notes

@@ -81,3 +81,60 @@ def test_their_words_are_data_that_cannot_close_the_block():
     r = run(facts=[hostile])
     assert r.system.count("</user_instructions>") == 1
     assert "&lt;/user_instructions&gt;" in r.system
+
+
+def test_a_tight_section_keeps_every_instruction_as_its_sentences_before_any_detail():
+    chatter = "Thanks for the last answer, it was useful and I tried it on the staging box. " * 6
+    newest = FactItem(
+        7,
+        chatter + "Always include version numbers when I ask about libraries.",
+        kind="instruction",
+    )
+    oldest = FactItem(8, "Never use emojis in answers.", kind="instruction")
+    # Room for both sentences, or for the newest whole, not for the newest whole and the other.
+    r = run(replace(POLICY, instructions_budget=195), facts=[newest, oldest])
+    assert [i.id for i in r.included if i.kind == "instruction"] == [8, 7]
+    assert "- Instruction: Never use emojis in answers." in r.system
+    assert "- Instruction: Always include version numbers" in r.system
+    assert "staging box" not in r.system
+    # With room, the newest goes whole again.
+    roomy = run(facts=[newest, oldest])
+    assert "staging box" in roomy.system and "Never use emojis" in roomy.system
+
+
+MANY = [
+    FactItem(
+        i,
+        f"Always mention release train number {i} when I ask about train {i}.",
+        kind="instruction",
+    )
+    for i in range(40, 0, -1)  # newest first, as the caller reads them
+]
+
+
+def test_those_the_section_has_no_room_for_go_with_the_turn_they_concern():
+    tight = replace(POLICY, instructions_budget=300)
+    plain = run(tight, facts=MANY)
+    in_section = {i.id for i in plain.included if i.kind == "instruction"}
+    assert 1 not in in_section and 40 in in_section  # the newest fill the section
+    r = run(tight, facts=MANY, instructions_ranked=[1, 40, 2])
+    # The section, in the cached prefix, is the same whatever the turn concerns.
+    assert r.system == plain.system
+    # The oldest ones this message concerns follow it, in the order ranked; the one the
+    # section shows is not sent twice.
+    assert "train number 1 " in r.tail and "train number 2 " in r.tail
+    assert r.tail.index("train number 1 ") < r.tail.index("train number 2 ")
+    assert r.tail.count("train number 40 ") == 0
+    sent = [i.id for i in r.included if i.kind == "instruction"]
+    assert sent[-2:] == [1, 2] and len(sent) == len(in_section) + 2
+    assert not any(e.id in (1, 2) for e in r.excluded if e.kind == "instruction")
+    section = r.section("instructions")
+    assert section is not None and section.used <= section.budget <= 300 + 300 // 3
+
+
+def test_a_turn_sends_at_most_three_and_none_when_the_section_holds_them_all():
+    tight = replace(POLICY, instructions_budget=300)
+    r = run(tight, facts=MANY, instructions_ranked=[1, 2, 3, 4, 5])
+    assert "train number 3 " in r.tail and "train number 4 " not in r.tail
+    roomy = run(facts=MANY[:3], instructions_ranked=[38, 39])
+    assert roomy.tail == "" and "<user_instructions>" in roomy.system

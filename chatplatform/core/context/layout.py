@@ -5,7 +5,8 @@ chat's standing instructions and facts, the long-lived then the rolling summarie
 retrieved messages that are part of the cached window, all in the system text; then the
 history, one content block per turn (so a cache breakpoint can end at any turn) and the new
 message; last the *tail*, which only this turn sends (per-turn template values, a group
-chat's author's instructions and facts, the changed facts the new message concerns, this
+chat's author's instructions and facts, the earlier instructions the new message concerns
+that the cached ones had no room for, the changed facts the new message concerns, this
 turn's retrieved messages), appended to the new message.
 """
 
@@ -62,6 +63,7 @@ def render(d: Draft) -> Rendered:
         for p in (
             d.turn_values,
             *(d.instructions.blocks if multi else []),
+            *d.instructions.turn_blocks,
             *(d.facts.blocks if multi else []),
             *d.facts.turn_blocks,
             d.retrieval.render(d.inputs.bot_name),

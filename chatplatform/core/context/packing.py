@@ -150,7 +150,15 @@ def _assemble(
     avail = rest - d.history.used
 
     cap = min(section_cap(policy, policy.instructions_budget, rest), avail)
-    d.instructions = pick_instructions(inputs.facts, cap, policy.max_instructions, meter, excluded)
+    d.instructions = pick_instructions(
+        inputs.facts,
+        cap,
+        policy.max_instructions,
+        meter,
+        excluded,
+        inputs.instructions_ranked,
+        room=avail,
+    )
     avail -= d.instructions.used
     cap = min(section_cap(policy, policy.facts_budget, rest), avail)
     d.facts = pick_facts(

@@ -33,6 +33,8 @@ from .formatting import (
     retrieved_speaker,
     retrieved_stamp,
     summary_frame,
+    turn_instructions_block,
+    turn_instructions_frame,
 )
 from .meter import Meter
 from .truncate import truncate_tail
@@ -158,47 +160,126 @@ def _changes(
     return (lines, tokens) if tokens <= room else None
 
 
+#: When the instructions section cannot hold all of the user's, a turn whose message
+#: concerns some it left out sends them too, in up to 1/this of the section's room more
+#: (:func:`pick_instructions`).
+TURN_INSTRUCTIONS_SHARE = 3
+#: At most this many of them go with one turn.
+TURN_INSTRUCTIONS = 3
+
+
 def pick_instructions(
     memories: Sequence[FactItem],
     cap: int,
     max_items: int,
     meter: Meter,
     excluded: list[Excluded],
+    ranked: Sequence[ItemId] = (),
+    room: int = 0,
 ) -> Picked:
     """The user's standing instructions and preferences (the memories whose kind goes to the
-    ``instructions`` section), newest first while they fit ``cap`` and ``max_items``, each a
-    bullet of the fenced ``<user_instructions>`` block in the user's own words, rendered
-    oldest first (the order they were given in). One kept as a whole message that does not
-    fit goes as the sentences that state it (``shortest_form``) when those fit."""
+    ``instructions`` section) within ``cap`` and ``max_items``.
+
+    The section, in the cached prefix: newest first, each a bullet of the fenced
+    ``<user_instructions>`` block in the user's own words, rendered oldest first (the order
+    they were given in). Every one it can hold comes before any detail: first each goes as
+    its shortest form (a kept message: the sentences that state it, ``shortest_form``),
+    newest first while they fit; then, newest first, those kept as a whole message go whole
+    while the room allows. The section depends only on the memories and ``cap``, so it
+    stays the same from turn to turn.
+
+    When the section cannot hold them all and ``ranked`` names the ones that concern the new
+    message (best first), up to :data:`TURN_INSTRUCTIONS` of those it left out go, as their
+    sentences, in a block of this turn only (after the new message), within a
+    :data:`TURN_INSTRUCTIONS_SHARE` of ``cap`` more, taken from ``room`` (what the prompt
+    has left for this and the later sections): an instruction given long ago still reaches
+    the answers it concerns."""
+    standing = [m for m in memories if memory_kind_for(m.kind).section == "instructions"]
+    out, left = _fill_instructions(standing, cap, max_items, meter)
+    turn: list[tuple[FactItem, str, int]] = []
+    if left and ranked:
+        extra = min(cap // TURN_INSTRUCTIONS_SHARE, room - out.used)
+        turn = _turn_instructions(left, ranked, extra, meter)
+        if turn:
+            frame = _frame_cost(meter, turn_instructions_frame())
+            out.turn_blocks.append(turn_instructions_block([line for _, line, _ in turn]))
+            out.included += [Included("instruction", item.id, n) for item, _, n in turn]
+            out.used += frame + sum(n for _, _, n in turn)
+            out.budget = cap + extra
+    sent = {item.id for item, _, _ in turn}
+    excluded += [
+        Excluded("instruction", item.id, n, reason)
+        for item, n, reason in left
+        if item.id not in sent
+    ]
+    return out
+
+
+def _fill_instructions(
+    standing: Sequence[FactItem], cap: int, max_items: int, meter: Meter
+) -> tuple[Picked, list[tuple[FactItem, int | None, str]]]:
+    """The section within ``cap`` (see :func:`pick_instructions`), and what it left out with
+    its tokens and the reason."""
     out = Picked("instructions", cap)
     used = _frame_cost(meter, instructions_frame())
-    chosen: list[tuple[str, Included]] = []
-    for item in memories:
-        kind = memory_kind_for(item.kind)
-        if kind.section != "instructions":
-            continue
+    chosen: list[tuple[FactItem, str, int]] = []  # newest first: item, its line, its tokens
+    left: list[tuple[FactItem, int | None, str]] = []
+    for item in standing:
         if len(chosen) >= max_items:
-            excluded.append(Excluded("instruction", item.id, item.tokens, "cap"))
+            left.append((item, item.tokens, "cap"))
             continue
-        line = instruction_line(kind.label, item.text)
+        line = _instruction_line(item, short=True)
         n = meter.text(line) + 1  # and the joining newline
         if used + n > cap:
-            # No room for the whole message it was kept from: the sentences that state it.
-            short = kind.shortest_form(item.text)
-            if short != item.text:
-                line = instruction_line(kind.label, short)
-                n = meter.text(line) + 1
-        if used + n > cap:
-            excluded.append(Excluded("instruction", item.id, n, "over_budget"))
+            left.append((item, n, "over_budget"))
             continue
-        chosen.append((line, Included("instruction", item.id, n)))
+        chosen.append((item, line, n))
         used += n
+    for at, (item, line, n) in enumerate(chosen):
+        whole = _instruction_line(item, short=False)
+        if whole == line:
+            continue
+        extra = meter.text(whole) + 1 - n
+        if used + extra <= cap:
+            chosen[at] = (item, whole, n + extra)
+            used += extra
     if chosen:
         chosen.reverse()
-        out.blocks.append(instructions_block([line for line, _ in chosen]))
-        out.included = [included for _, included in chosen]
+        out.blocks.append(instructions_block([line for _, line, _ in chosen]))
+        out.included = [Included("instruction", item.id, n) for item, _, n in chosen]
         out.used = used
+    return out, left
+
+
+def _turn_instructions(
+    left: Sequence[tuple[FactItem, int | None, str]],
+    ranked: Sequence[ItemId],
+    room: int,
+    meter: Meter,
+) -> list[tuple[FactItem, str, int]]:
+    """Of the instructions the section ``left`` out, the best ``ranked`` that fit ``room``
+    with their block's frame, at most :data:`TURN_INSTRUCTIONS`, as their sentences."""
+    by_id = {item.id: item for item, _, _ in left}
+    used = _frame_cost(meter, turn_instructions_frame())
+    out: list[tuple[FactItem, str, int]] = []
+    for item_id in ranked:
+        item = by_id.get(item_id)
+        if item is None:
+            continue
+        line = _instruction_line(item, short=True)
+        n = meter.text(line) + 1
+        if used + n > room:
+            continue
+        out.append((item, line, n))
+        used += n
+        if len(out) >= TURN_INSTRUCTIONS:
+            break
     return out
+
+
+def _instruction_line(item: FactItem, *, short: bool) -> str:
+    kind = memory_kind_for(item.kind)
+    return instruction_line(kind.label, kind.shortest_form(item.text) if short else item.text)
 
 
 def _summary_sort_key(s: SummaryItem) -> tuple[int, int]:

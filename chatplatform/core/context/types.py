@@ -227,6 +227,10 @@ class AssemblyInputs:
     #: An SDK client's own system prompt (the SDK-compatible API): framed as data after the
     #: platform's system prompt, within the system section's budget.
     client_system: str = ""
+    #: The ids of the user's standing instructions and preferences that concern the new
+    #: message most, best first (the caller ranks them by meaning): those the instructions
+    #: section has no room for go with this turn, after the new message.
+    instructions_ranked: Sequence[ItemId] = ()
 
 
 class Included(NamedTuple):
