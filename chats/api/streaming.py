@@ -29,6 +29,7 @@ with ``error`` code ``credentials_ended`` or ``access_ended`` (the reply goes on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
@@ -40,6 +41,7 @@ from django.http import HttpRequest
 from chatplatform.models.conversations import Conversation, Status
 from chats.api.principal import ApiPrincipal
 from chats.api.renderers import sse_frame
+from chats.replies.channel_layer import channel_discard, layer_listening
 from chats.replies.coordination import coordination
 from chats.replies.db import db
 from chats.replies.events import conversation_group, received_events
@@ -104,7 +106,12 @@ async def reply_items(
     if layer is None:  # pragma: no cover - a channel layer is always configured
         raise RuntimeError("no channel layer is configured")
     groups = [conversation_group(tenant_id, conversation_id), *grant.groups()]
+    await layer_listening()
     channel = await layer.new_channel("api-sse.")
+    # One receive at a time, never cancelled while the stream lasts: channels_redis drops a
+    # channel whose receive is cancelled (a timeout of ``wait_for``), and what its groups
+    # deliver until the next receive subscribes it again is lost.
+    receiving: asyncio.Future[Any] | None = None
     for group in groups:
         await layer.group_add(group, channel)
     try:
@@ -145,12 +152,14 @@ async def reply_items(
                     yield ("error", _ended_event(refusal, reply_id))
                     return
             wait = min(remaining, keepalive, max(next_check - now, 0.0))
-            try:
-                received = await asyncio.wait_for(layer.receive(channel), wait)
-            except TimeoutError:
+            if receiving is None:
+                receiving = asyncio.ensure_future(layer.receive(channel))
+            done, _ = await asyncio.wait({receiving}, timeout=wait)
+            if not done:
                 if loop.time() < next_check:
                     yield None
                 continue
+            received, receiving = receiving.result(), None
             if isinstance(received, dict) and received.get("type") == ACCESS_CHANGED:
                 next_check = loop.time() + recheck
                 if (refusal := await _refusal(grant, received)) is not None:
@@ -175,8 +184,13 @@ async def reply_items(
                     yield (str(kind), event)
                     return
     finally:
+        if receiving is not None:
+            receiving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await receiving
         for group in groups:
             await layer.group_discard(group, channel)
+        await channel_discard(channel)
 
 
 async def reply_events(

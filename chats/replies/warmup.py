@@ -12,6 +12,7 @@ from django.db import connection
 from chatplatform.db import thread_connections_release
 from chatplatform.models.conversations import Conversation
 from chats.assembly.selectors import recent_messages_and_facts
+from chats.replies.channel_layer import layer_listening
 from chats.replies.coordination import (
     REDIS_CALL_TIMEOUT_SECONDS,
     RedisCoordination,
@@ -75,15 +76,22 @@ def _questions_warm_up() -> None:
 
 async def warm_up() -> None:
     """From the ASGI server's event loop at start-up (before the first request): the
-    database threads (in a thread, so the loop stays free), and this loop's Redis client of
-    the coordination with one connection open. Never raises: what could not be warmed is set
-    up by the first turn that needs it. (The reply path's modules, the provider SDKs among
-    them, are imported with the ASGI application, before ``gc.freeze``.) The model that
-    embeds questions starts loading on its own thread (:func:`questions_warm_up`) and is not
-    waited for: the process serves meanwhile, and a question asked before it is loaded
-    waits for it as it would have anyway."""
+    database threads (in a thread, so the loop stays free), this loop's channel layer
+    listening (:func:`chats.replies.channel_layer.layer_listening`: else the process's first
+    event stream read its reply's first events up to 100 ms late), and this loop's Redis
+    client of the coordination with one connection open. Never raises: what could not be
+    warmed is set up by the first turn that needs it. (The reply path's modules, the
+    provider SDKs among them, are imported with the ASGI application, before
+    ``gc.freeze``.) The model that embeds questions starts loading on its own thread
+    (:func:`questions_warm_up`) and is not waited for: the process serves meanwhile, and a
+    question asked before it is loaded waits for it as it would have anyway."""
     await asyncio.to_thread(database_threads_warm_up)
     await asyncio.to_thread(_questions_warm_up)
+    try:
+        async with asyncio.timeout(REDIS_CALL_TIMEOUT_SECONDS):
+            await layer_listening()
+    except Exception as error:  # Redis down at start: the first event stream subscribes
+        logger.warning("warming the channel layer failed: %s", error)
     hub = coordination()
     if isinstance(hub, RedisCoordination):
         try:

@@ -7,7 +7,9 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.conf import settings
@@ -114,3 +116,28 @@ async def test_the_warm_up_opens_this_loops_redis_client(settings) -> None:
     await warm_up()
     if isinstance(hub, RedisCoordination):
         assert id(asyncio.get_running_loop()) in hub._clients
+
+
+@pytest.mark.asyncio
+async def test_the_warm_up_leaves_the_channel_layer_listening(settings) -> None:
+    """channels_redis's pub/sub receiver polls every 100 ms while its layer is subscribed to
+    nothing: after the warm-up, the first channel the process subscribes (its first event
+    stream's) hears its first message at once, not when that poll wakes."""
+    if not settings.REDIS_URL:
+        pytest.skip("needs Redis (REDIS_URL)")
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    from chats.replies import channel_layer
+
+    layer = RedisPubSubChannelLayer(hosts=[settings.REDIS_URL], prefix="test-warm-up")
+    with mock.patch.object(channel_layer, "get_channel_layer", return_value=layer):
+        await warm_up()
+    try:
+        channel = await layer.new_channel("first.")
+        started = time.perf_counter()
+        await layer.send(channel, {"type": "hello"})
+        assert await asyncio.wait_for(layer.receive(channel), 5) == {"type": "hello"}
+        waited_ms = (time.perf_counter() - started) * 1000
+        assert waited_ms < 50, f"the first message came {waited_ms:.0f} ms late"
+    finally:
+        await layer.flush()

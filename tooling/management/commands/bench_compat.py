@@ -19,10 +19,12 @@ included)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -79,6 +81,14 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=2, help="ASGI server processes")
         parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
         parser.add_argument("--json", action="store_true", help="print one line of JSON")
+        parser.add_argument(
+            "--timeline",
+            default="",
+            metavar="PATH",
+            help="also write each turn to PATH (JSON): its protocol, client, turn index, send "
+            "time (s from the protocol's start), first token and whole reply (ms), to see "
+            "which turns are slow (a client's first, a moment of the run)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not settings.REDIS_URL and options["workers"] > 1:
@@ -92,6 +102,7 @@ class Command(BaseCommand):
         port = free_port()
         servers = servers_start(port, options["workers"])
         results: dict[str, dict[str, Any]] = {}
+        timeline: list[dict[str, Any]] = []
         try:
             with asyncio.Runner(loop_factory=loop_factory()) as runner:
                 for index, protocol in enumerate(SDK_PROTOCOLS):
@@ -102,10 +113,13 @@ class Command(BaseCommand):
                             clients[index * count : (index + 1) * count],
                             servers,
                             options,
+                            timeline,
                         )
                     )
         finally:
             servers_stop(servers)
+        if options["timeline"]:
+            Path(options["timeline"]).write_text(json.dumps(timeline))
         report: dict[str, Any] = {
             "clients": count,
             "turns": options["turns"],
@@ -126,6 +140,7 @@ class Command(BaseCommand):
         clients: list[LoadClient],
         servers: Servers,
         options: dict[str, Any],
+        timeline: list[dict[str, Any]],
     ) -> dict[str, Any]:
         turns, rate, unnamed = options["turns"], options["rate"], options["unnamed"]
         run = uuid.uuid4().hex[:8]
@@ -133,9 +148,8 @@ class Command(BaseCommand):
         sent: list[Sent] = []
         errors = 0
 
-        async def client(index: int, load: LoadClient) -> None:
+        async def client(index: int, load: LoadClient, sdk: Any) -> None:
             nonlocal errors
-            sdk = protocol.client(server_url, load.key, options["timeout"])
             headers = {} if unnamed else {"X-Conversation-Id": str(load.conversation_id)}
             history: list[dict[str, str]] = []
             try:
@@ -148,24 +162,55 @@ class Command(BaseCommand):
                     sent.append((load.user_id, content))
                     sent_at = time.perf_counter()
 
-                    def first_text(sent_at: float = sent_at) -> None:
+                    record: dict[str, Any] = {
+                        "protocol": protocol.name,
+                        "client": index,
+                        "turn": turn,
+                        "sent_s": round(sent_at - started, 4),
+                    }
+
+                    def first_text(
+                        sent_at: float = sent_at, record: dict[str, Any] = record
+                    ) -> None:
                         first_tokens.append((time.perf_counter() - sent_at) * 1000)
+                        record["first_token_ms"] = round(first_tokens[-1], 2)
 
                     try:
                         reply = await protocol.turn(sdk, [*history, message], headers, first_text)
                     except Exception as exc:
                         errors += 1
                         self.stderr.write(f"{protocol.name} client {index}: {exc!r}")
+                        record["error"] = repr(exc)
                         continue
+                    finally:
+                        record["reply_ms"] = round((time.perf_counter() - sent_at) * 1000, 2)
+                        timeline.append(record)
                     if unnamed:
                         history += [message, {"role": "assistant", "content": reply}]
             finally:
                 await sdk.close()
 
+        # The SDK clients are made before the clock starts: making one (its HTTP client's TLS
+        # context) takes about 20 ms of this process, all 50 a second, and the first made
+        # imports the SDK. Made inside the clients' tasks, that second blocked the event loop
+        # after the first turns had been sent: their first token was read a second late, and
+        # the turns due meanwhile went out in one burst.
+        sdks = [protocol.client(server_url, load.key, options["timeout"]) for load in clients]
+        # Then this process's objects so far (Django, the SDKs, their clients) leave the
+        # collector's generations, as the server's do (config/asgi.py): the first full
+        # collection of a run otherwise came in its first 50 ms and stopped the clients'
+        # event loop for about 200 ms, late-reading every first token then in flight.
+        gc.collect()
+        gc.freeze()
         cpu_before, machine_before = servers_cpu_seconds(servers), machine_cpu_seconds()
         clients_before = time.process_time()  # this process: the SDK clients, the load
         started = time.perf_counter()  # also the origin of the clients' schedule
-        await asyncio.gather(*(client(index, load) for index, load in enumerate(clients)))
+        await asyncio.gather(
+            *(
+                client(index, load, sdk)
+                for index, (load, sdk) in enumerate(zip(clients, sdks, strict=True))
+            )
+        )
         elapsed = time.perf_counter() - started
         server_cpu = servers_cpu_seconds(servers) - cpu_before
         machine_cpu = machine_cpu_seconds() - machine_before
