@@ -221,6 +221,8 @@ def inputs_for(draw: st.DrawFn, history: list[MessageItem]) -> AssemblyInputs:
             draw(st.lists(st.one_of(st.sampled_from(HOSTILE_FACTS), any_text), max_size=10))
         )
     ]
+    # The memories a turn's message concerns most (ids of any kind; unknown ones too).
+    ranked = draw(st.lists(st.integers(-1, len(facts)), max_size=4, unique=True))
     system = draw(st.one_of(texts, big_text)) + " You are {botname}; facts: {user_memories}."
     return AssemblyInputs(
         new_message=new,
@@ -233,6 +235,7 @@ def inputs_for(draw: st.DrawFn, history: list[MessageItem]) -> AssemblyInputs:
         multi_user=draw(st.booleans()),
         bot_name="Bot",
         window_start_seq=draw(st.one_of(st.none(), st.integers(1, max(1, n)))),
+        instructions_ranked=ranked,
     )
 
 
