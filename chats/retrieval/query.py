@@ -219,6 +219,10 @@ class SearchQuery:
 
     terms: tuple[Term, ...] = ()
     words: tuple[str, ...] = field(default=(), compare=False)
+    #: Who the question speaks of, by its pronouns (:func:`persons_of`): ``"asker"`` (I,
+    #: my: what the asker said or did), ``"addressee"`` (you, your: what the one asked
+    #: said), ``"both"``, or ``None``.
+    person: str | None = field(default=None, compare=False)
 
     @property
     def is_empty(self) -> bool:
@@ -229,7 +233,7 @@ class SearchQuery:
         drop = {fold(t) for t in texts}
         drop |= {stem(t) for t in drop}
         kept = tuple(t for t in self.terms if t.text not in drop)
-        return SearchQuery(kept, self.words)
+        return SearchQuery(kept, self.words, self.person)
 
     def tsquery(self) -> str:
         """PostgreSQL ``to_tsquery('simple', ...)`` text: ``'a':* | 'b' | '中' <-> '文'``."""
@@ -307,7 +311,35 @@ def build_query(text: str, *, max_terms: int = MAX_TERMS) -> SearchQuery:
             root = stem(word, languages)
             terms.setdefault(root, Term(root, prefix=len(root) >= 3))
         kept_words.append(word)
-    return SearchQuery(tuple(list(terms.values())[:max_terms]), tuple(kept_words))
+    return SearchQuery(tuple(list(terms.values())[:max_terms]), tuple(kept_words), persons_of(raw))
+
+
+#: First-person singular subject pronouns and possessives (folded) of the stop lists'
+#: languages, and the second person's: how a question says it is about what its asker said
+#: or did (``did I say``, ``my project``; not the object of a request, ``show me``) or
+#: about what the one it asks said (``what did you recommend``).
+_PERSON_WORDS_RAW: dict[str, str] = {
+    "asker": """i my mine myself ive ich mein meine meinen meinem meiner meins je j mon mes
+        yo mi mis eu meu minha meus minhas io mio mia miei mie я мой моя моё мое мои моего
+        моей моему моих мій моє мої моєї моїх""",
+    "addressee": """you your yours yourself youre youve dich dir dein deine deinen deinem
+        deiner tu toi ton ta tes vous votre vos ti tuyo tus te teu tua teus tuas tuo tuoi
+        ты тебя тебе тобой твой твоя твоё твое твои вы вас вам ваш ваша ваше ваши ти тобі
+        твій твоє твої""",
+}
+_ASKER_WORDS = frozenset(fold(w) for w in _PERSON_WORDS_RAW["asker"].split())
+_ADDRESSEE_WORDS = frozenset(fold(w) for w in _PERSON_WORDS_RAW["addressee"].split())
+
+
+def persons_of(words: Iterable[str]) -> str | None:
+    """Who folded question ``words`` speak of: ``"asker"`` (first person), ``"addressee"``
+    (second person), ``"both"`` or ``None``."""
+    seen = set(words)
+    asker = not seen.isdisjoint(_ASKER_WORDS)
+    addressee = not seen.isdisjoint(_ADDRESSEE_WORDS)
+    if asker and addressee:
+        return "both"
+    return "asker" if asker else "addressee" if addressee else None
 
 
 def _split_cjk_runs(word: str) -> list[str]:

@@ -12,6 +12,13 @@ candidates identically on both backends:
 * **speaker**: when the question names a participant (``What did Caroline paint?``), the name
   is left out of the lexical score (it mostly matches the *other* speaker's greetings) and that
   participant's own turns get ``speaker_boost`` (hits and neighbours alike).
+* **the asker's own messages**: a question about what its asker said or did (``Which
+  versions did I say I was using?``, ``my project``: first-person subject or possessive
+  pronouns, :attr:`~chats.retrieval.query.SearchQuery.person`) in a conversation with the
+  platform's replies gives the people's messages ``asker_boost`` (:func:`role_boosts`),
+  hits and the halves of exchanges alike, as a named participant's turns get
+  ``speaker_boost``: the user states their facts once, the replies restate and elaborate
+  them and match the question's words more often.
 * **neighbours**: the turns around a hit inherit a share of its lexical score
   (``neighbor_next`` / ``neighbor_prev`` per step, up to ``neighbor_depth`` steps), so they
   compete for the budget as items of their own: the answer to a question is often the next
@@ -101,6 +108,13 @@ class RerankConfig:
     #: share of the best one. The nearest ``top_k`` of a short conversation are all of it,
     #: unrelated messages included, and ranks alone would not tell them apart.
     rrf_min_cosine: float = 0.3
+    #: A question about what its asker said or did (``What did I say about...``, ``my
+    #: project``: :attr:`~chats.retrieval.query.SearchQuery.person` ``"asker"``) in a
+    #: conversation with the platform's replies: the people's own messages get this share on
+    #: their score, as a named participant's turns get ``speaker_boost`` ("I" names the
+    #: asker). The user states their facts; a reply restates and elaborates them, so it
+    #: matches more words of more questions and would rank above the statement.
+    asker_boost: float = 1.0
 
 
 @dataclass(slots=True)
@@ -269,13 +283,40 @@ def score(
         k1=config.k1,
         b=config.b,
     )
+    roles = role_boosts(query, candidates, config)
     scored: dict[int, Scored] = {}
     for c, (value, matched) in zip(candidates, scores, strict=True):
-        factor = 1.0
-        if authors and c.author in authors:
-            factor += config.speaker_boost
-        scored[c.seq] = Scored(c, value * factor, None, matched, value)
+        scored[c.seq] = Scored(c, value * _factor(c, authors, config, roles), None, matched, value)
     return scored
+
+
+def role_boosts(
+    query: SearchQuery, candidates: Iterable[Candidate], config: RerankConfig
+) -> dict[str, float]:
+    """The share each role's messages get on their score for this question: the people's
+    (``"user"``) ``asker_boost`` when it asks about what its asker said or did (not what
+    the one asked said: ``What did you recommend for my app?`` stays as it is). Only in a
+    conversation with replies among the candidates: in a group chat of people every message
+    is a user's, and the boost would only move them all against retrieved summaries."""
+    if query.person != "asker" or config.asker_boost <= 0:
+        return {}
+    if not any(c.role == "assistant" for c in candidates):
+        return {}
+    return {"user": config.asker_boost}
+
+
+def _factor(
+    candidate: Candidate,
+    named: frozenset[object] | set[object],
+    config: RerankConfig,
+    roles: Mapping[str, float],
+) -> float:
+    """The speaker factor of a candidate: ``speaker_boost`` when its author is named,
+    plus its role's share (:func:`role_boosts`)."""
+    factor = 1.0 + config.speaker_boost if named and candidate.author in named else 1.0
+    if roles and candidate.role is not None:
+        factor += roles.get(candidate.role, 0.0)
+    return factor
 
 
 def neighbor_seqs(scored: Mapping[int, Scored], *, hits: int, depth: int) -> set[int]:
@@ -310,7 +351,8 @@ def rerank(
     candidates, fetched without matching), best first."""
     config = config or RerankConfig()
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
-    propagate(scored, neighbors, config, speaker_terms(query, names or {})[0])
+    roles = role_boosts(query, candidates, config)
+    propagate(scored, neighbors, config, speaker_terms(query, names or {})[0], roles)
     return ranked(scored)
 
 
@@ -336,12 +378,15 @@ def rank_candidates(
     may be retrieved), and :func:`propagate` to them. The retriever fetches from the
     database; the offline harness (``tooling/evaluation/locomo_offline.py``) from memory."""
     scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
+    authors = speaker_terms(query, names)[0]
+    roles = role_boosts(query, candidates, config)
     if dense:
-        authors = speaker_terms(query, names)[0]
         if config.fusion == "rrf":
-            fuse_rrf(scored, dense, named=authors, config=config)
+            fuse_rrf(scored, dense, named=authors, config=config, roles=roles)
         else:
-            fuse_dense(scored, dense, weight=dense_weight, named=authors, config=config)
+            fuse_dense(
+                scored, dense, weight=dense_weight, named=authors, config=config, roles=roles
+            )
     if statements is not None:
         best = ranked(scored)[:neighbor_hits]
         pairs = statements([s.candidate for s in best if s.score > 0])
@@ -349,7 +394,7 @@ def rank_candidates(
             follow_statements(scored, pairs, config)
     near = neighbor_seqs(scored, hits=neighbor_hits, depth=config.neighbor_depth)
     neighbors = fetch(near) if near else []
-    propagate(scored, neighbors, config, speaker_terms(query, names)[0])
+    propagate(scored, neighbors, config, authors, roles)
     return ranked(scored)
 
 
@@ -391,6 +436,7 @@ def fuse_dense(
     weight: float,
     named: frozenset[object] | set[object] = frozenset(),
     config: RerankConfig | None = None,
+    roles: Mapping[str, float] | None = None,
 ) -> None:
     """Add meaning to the lexical scores, before neighbours inherit them: each candidate
     among the ``dense`` top hits (seq → cosine with the question) gets
@@ -409,8 +455,7 @@ def fuse_dense(
         if current is None or cosine <= 0:
             continue
         current.lexical += scale * cosine
-        factor = 1.0 + config.speaker_boost if named and current.candidate.author in named else 1.0
-        current.score = current.lexical * factor
+        current.score = current.lexical * _factor(current.candidate, named, config, roles or {})
         current.matched = max(current.matched, 1)
 
 
@@ -420,6 +465,7 @@ def fuse_rrf(
     *,
     named: frozenset[object] | set[object] = frozenset(),
     config: RerankConfig | None = None,
+    roles: Mapping[str, float] | None = None,
 ) -> None:
     """Reciprocal-rank fusion of the words' and the meaning's rankings, before neighbours
     inherit: each candidate gets ``1 / (rrf_k + rank)`` from each list it is in (its rank by
@@ -457,8 +503,7 @@ def fuse_rrf(
     for seq, value in fused.items():
         current = scored[seq]
         current.lexical = best_lexical * value / best
-        factor = 1.0 + config.speaker_boost if named and current.candidate.author in named else 1.0
-        current.score = current.lexical * factor
+        current.score = current.lexical * _factor(current.candidate, named, config, roles or {})
         current.matched = max(current.matched, 1)
 
 
@@ -467,11 +512,14 @@ def propagate(
     neighbors: Sequence[Candidate],
     config: RerankConfig,
     named: frozenset[object] | set[object] = frozenset(),
+    roles: Mapping[str, float] | None = None,
 ) -> None:
     """Neighbours inherit a share of each hit's own lexical score, times the speaker factor
     of the *neighbour's* author (``named``: the authors the question names), since the
     answer to a question about someone is usually in their own turn next to the one that
-    carries the words; a turn keeps the best of its own score and what it inherits."""
+    carries the words, and the *neighbour's* role's share (``roles``, :func:`role_boosts`):
+    the user's message a reply was found through comes before it for a question about what
+    the asker said; a turn keeps the best of its own score and what it inherits."""
     if config.neighbor_next <= 0 and config.neighbor_prev <= 0:
         return
     by_seq = {n.seq: n for n in neighbors}
@@ -479,8 +527,9 @@ def propagate(
 
     def factor(seq: int) -> float:
         current = scored.get(seq)
-        author = current.candidate.author if current is not None else by_seq[seq].author
-        return 1.0 + config.speaker_boost if named and author in named else 1.0
+        return _factor(
+            current.candidate if current is not None else by_seq[seq], named, config, roles or {}
+        )
 
     def role(seq: int) -> str | None:
         current = scored.get(seq)

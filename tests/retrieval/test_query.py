@@ -202,3 +202,25 @@ def test_a_sample_of_the_whole_conversation_counts_exactly():
     assert estimated_matches(7, sampled=0, total=100) == 0
     # a conversation no longer than the scan is never pruned (the scan keeps every match)
     assert whole_history_terms([300, 300], sampled=300, total=300, scan_limit=400) == {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("question", "person"),
+    [
+        ("Which versions did I say I was using?", "asker"),
+        ("What deadline did I set for my project?", "asker"),
+        ("How did you recommend handling the delays?", "addressee"),
+        ("How did you suggest improving my app?", "both"),
+        ("What did Caroline paint?", None),
+        ("Что я говорил о проекте?", "asker"),
+        ("Was habe ich über mein Projekt gesagt?", "asker"),
+        ("Remind me about the paella recipe", None),  # the object of a request
+    ],
+)
+def test_a_question_says_whom_it_is_about(question, person):
+    # Its pronouns are stop words, left out of the terms, but they tell whose messages the
+    # answer is in: the asker's own (I, my) or the one asked (you).
+    query = build_query(question)
+    assert query.person == person
+    assert not {"i", "my", "you", "я"} & {t.text for t in query.terms}
+    assert query.without(["versions"]).person == person

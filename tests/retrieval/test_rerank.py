@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from chatplatform.core.context.types import MessageItem
@@ -338,3 +340,69 @@ def test_rank_candidates_asks_for_statements_of_the_best_hits_once():
     )
     assert asked == [[1]]
     assert [s.candidate.seq for s in order][:2] == [3, 1]
+
+
+def _exchanges():
+    # Two exchanges about a deadline: the user's own statement, and a reply that restates
+    # the words more often (replies elaborate what they answer).
+    return [
+        Candidate(1, 1, "my deadline for the deployment is March 1", "u", "user"),
+        Candidate(
+            2,
+            2,
+            "A deadline plan: deployment deadline checks, deployment steps, deadline buffer",
+            None,
+            "assistant",
+        ),
+        Candidate(3, 3, "what about the tests?", "u", "user"),
+        Candidate(4, 4, "Run the deployment tests before the deadline.", None, "assistant"),
+    ]
+
+
+def test_a_question_about_what_the_asker_said_prefers_their_own_messages():
+    pool = _exchanges()
+    config = RerankConfig(neighbor_next=0.0, neighbor_prev=0.0, reply_share=0.0)
+    assert config.asker_boost == RerankConfig().asker_boost > 0
+
+    def order(question, config=config):
+        ranked = rerank(build_query(question), pool, total_docs=4, config=config)
+        return [s.candidate.seq for s in ranked]
+
+    # About the asker (I, my): the user's statement first.
+    assert order("What deadline did I set for my deployment?")[0] == 1
+    # The same words without the pronouns: the reply that repeats them wins, as before.
+    assert order("deadline for the deployment")[0] == 2
+    assert order("What deadline did I set?", replace(config, asker_boost=0.0))[0] == 2
+
+
+def test_without_replies_no_role_is_preferred():
+    # A group chat of people (every message a user's): the boost would move them all alike
+    # against retrieved summaries, so it does not apply.
+    pool = [Candidate(c.id, c.seq, c.text, c.author, "user") for c in _exchanges()]
+    query = build_query("What deadline did I set for my deployment?")
+    plain = score(query, pool, total_docs=4, config=RerankConfig(asker_boost=0.0))
+    mine = score(query, pool, total_docs=4)
+    assert [mine[s].score for s in mine] == pytest.approx([plain[s].score for s in plain])
+
+
+def test_found_through_its_reply_the_askers_message_comes_first():
+    # The reply matched the words; the user's message it answers inherits the reply's
+    # score through the exchange, with the asker's share on top: "what did I say" is
+    # answered by the user's own message first, the reply right behind it.
+    pool = {c.seq: c for c in _exchanges()}
+    config = RerankConfig(neighbor_depth=1, neighbor_support=0.0)
+
+    def order(question):
+        ranked = rank_candidates(
+            build_query(question),
+            [pool[4]],
+            total_docs=4,
+            names={},
+            config=config,
+            neighbor_hits=5,
+            fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
+        )
+        return [s.candidate.seq for s in ranked]
+
+    assert order("Which tests did I plan to run?")[:2] == [3, 4]
+    assert order("Which tests to run?")[:2] == [4, 3]  # a tie goes to the newer message
