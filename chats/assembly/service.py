@@ -268,7 +268,7 @@ def assemble_context(
             # After the call: a model that failed to load during it reads "unavailable".
             dense = dense_status(policy)
     instructions_ranked: list[Any] = []
-    if needs.retrieval and dense_enabled(policy) and dense is not DenseRetrieval.UNAVAILABLE:
+    if needs.retrieval and dense_enabled(policy):
         # The standing instructions that concern the new message, for those the section
         # has no room for (the packing decides; the ranking is one query).
         instructions_ranked = instructions_for_message(

@@ -6,11 +6,13 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.core.context.types import FactItem
+from chatplatform.tenancy.scoping import tenant_scope
 from chats.assembly.service import assemble_turn
 from chats.retrieval import embeddings
 from chats.retrieval.dense import embed_conversation
 from chats.retrieval.standing import instructions_for_message
 from chats.services import conversation_create
+from memory.models import UserFact
 from memory.services import instructions_capture
 from tests.factories import make_policy
 
@@ -43,9 +45,6 @@ def _stated(tenant, author, conversation, texts):
 
 
 def _memories(tenant, user):
-    from chatplatform.tenancy.scoping import tenant_scope
-    from memory.models import UserFact
-
     with tenant_scope(tenant):
         rows = UserFact.objects.filter(user=user, superseded_at__isnull=True).order_by(
             "-created_at", "-pk"
