@@ -211,13 +211,7 @@ def _matching_words(terms: Sequence[Term], vocabulary: Iterable[str]) -> list[di
 
 
 def bm25_scores(
-    terms: Sequence[Term],
-    docs: Sequence[str],
-    *,
-    total_docs: int,
-    k1: float,
-    b: float,
-    doc_freq: Mapping[str, int] | None = None,
+    terms: Sequence[Term], docs: Sequence[str], *, total_docs: int, k1: float, b: float
 ) -> list[tuple[float, int]]:
     """``(score, matched term count)`` of each document for the OR of ``terms``.
 
@@ -252,9 +246,6 @@ def bm25_scores(
         tfs.append(row)
     n = max(total_docs, len(docs))
     df = [sum(1 for row in tfs if row[j] > 0) for j in range(len(terms))]
-    if doc_freq:
-        df = [max(d, doc_freq.get(t.text, 0)) for d, t in zip(df, terms, strict=True)]
-        n = max(n, *df)
     idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
     avgdl = sum(lengths) / len(lengths) or 1.0
     out: list[tuple[float, int]] = []
@@ -276,13 +267,10 @@ def score(
     total_docs: int,
     names: Mapping[Any, Iterable[str]] | None = None,
     config: RerankConfig | None = None,
-    doc_freq: Mapping[str, int] | None = None,
 ) -> dict[int, Scored]:
     """Lexical score of each candidate (by ``seq``) with the speaker boost.
 
-    ``names`` maps an author key to the names a question may call them by; ``doc_freq``
-    the conversation's messages matching each term (by its text), when the search counted
-    them (:func:`bm25_scores`)."""
+    ``names`` maps an author key to the names a question may call them by."""
     config = config or RerankConfig()
     authors, name_words = speaker_terms(query, names or {})
     lexical = query.without(name_words) if name_words else query
@@ -294,7 +282,6 @@ def score(
         total_docs=total_docs,
         k1=config.k1,
         b=config.b,
-        doc_freq=doc_freq,
     )
     roles = role_boosts(query, candidates, config)
     scored: dict[int, Scored] = {}
@@ -381,7 +368,6 @@ def rank_candidates(
     dense: Mapping[int, float] | None = None,
     dense_weight: float = DENSE_WEIGHT,
     statements: Callable[[list[Candidate]], Sequence[tuple[Candidate, Candidate]]] | None = None,
-    doc_freq: Mapping[str, int] | None = None,
 ) -> list[Scored]:
     """The whole re-ranking of one retrieval, best first: :func:`score` the search's
     ``candidates``, :func:`fuse_dense` the ``dense`` top hits (seq → cosine; their rows must
@@ -391,9 +377,7 @@ def rank_candidates(
     best ``neighbor_hits`` (one call, with the wanted seqs; it returns those that exist and
     may be retrieved), and :func:`propagate` to them. The retriever fetches from the
     database; the offline harness (``tooling/evaluation/locomo_offline.py``) from memory."""
-    scored = score(
-        query, candidates, total_docs=total_docs, names=names, config=config, doc_freq=doc_freq
-    )
+    scored = score(query, candidates, total_docs=total_docs, names=names, config=config)
     authors = speaker_terms(query, names)[0]
     roles = role_boosts(query, candidates, config)
     if dense:

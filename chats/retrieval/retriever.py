@@ -260,7 +260,7 @@ def retrieve_messages(
         question = None
     elif question is None:
         question = question_soon(text)
-    hits, doc_freq = search_messages(
+    hits = search_messages(
         tenant_id=conversation.tenant_id,
         conversation_id=conversation.pk,
         query=query,
@@ -328,7 +328,6 @@ def retrieve_messages(
         dense={seq: cosine for seq, cosine in near.items() if seq in rows},
         dense_weight=settings.dense_weight,
         statements=fetch_statements,
-        doc_freq=doc_freq,
     )
     items = _Items(rows, bot_name)
     return to_retrieved(order, items, neighbors=config.neighbor_depth, max_items=settings.max_items)

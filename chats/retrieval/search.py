@@ -40,14 +40,7 @@ from django.db import connections
 
 from chatplatform.db import execute_planned
 
-from .query import (
-    SearchQuery,
-    Term,
-    estimated_matches,
-    term_fts5,
-    term_tsquery,
-    whole_history_terms,
-)
+from .query import SearchQuery, Term, estimated_matches, term_tsquery, whole_history_terms
 
 #: Most hits one search returns, and most matches PostgreSQL ranks (newest first).
 MAX_LIMIT = 1000
@@ -69,18 +62,6 @@ class Hit(NamedTuple):
     score: float
 
 
-class Matches(NamedTuple):
-    """A search's best ``hits`` and, when it returned fewer than all the conversation's
-    matches, ``doc_freq``: each term's matching messages (by the term's text) as the search
-    counted them, for the re-ranker's BM25 (:func:`~chats.retrieval.rerank.bm25_scores`).
-    Counted among its hits alone, a common word of a long conversation looks as rare as the
-    question's distinctive words; empty when the hits are all the matches (their own counts
-    are exact) or the backend's search could not count them."""
-
-    hits: list[Hit]
-    doc_freq: dict[str, int]
-
-
 def search_messages(
     *,
     tenant_id: int,
@@ -90,25 +71,19 @@ def search_messages(
     before_seq: int | None = None,
     conversation_size: int | None = None,
     using: str = "default",
-) -> Matches:
+) -> list[Hit]:
     """The best ``limit`` messages of the conversation matching ``query`` (OR of its terms),
     best first; only messages with ``seq < before_seq`` when given. One query; an empty query
     or a zero limit runs none. On PostgreSQL a conversation longer than
     :data:`PG_SCAN_LIMIT` messages (``conversation_size``, when the caller knows it) takes one
     more, bounded query first: its terms' matches among the newest
     :data:`PG_SAMPLE_WINDOW` messages, which decide the terms matched over the whole
-    conversation (:func:`_postgres_sample`).
-
-    When the hits are fewer than the matches, :attr:`Matches.doc_freq` holds each term's
-    matches: on PostgreSQL the counts the ranking used (no further query); on SQLite one more
-    statement counts them in the FTS5 index (none for a CJK query's scan)."""
+    conversation (:func:`_postgres_sample`)."""
     limit = max(0, min(int(limit), MAX_LIMIT))
     if query.is_empty or limit == 0:
-        return Matches([], {})
+        return []
     connection = connections[using]
-    counted = False
     if connection.vendor == "postgresql":
-        counted = True
         sample = None
         if conversation_size is None or conversation_size > PG_SCAN_LIMIT:
             sample = _postgres_sample(connection, tenant_id, conversation_id, query, before_seq)
@@ -123,34 +98,7 @@ def search_messages(
     with connection.cursor() as cursor:
         execute_planned(cursor, sql, params)
         rows = cursor.fetchall()
-    hits = [Hit(int(r[0]), int(r[1]), float(r[2] or 0.0)) for r in rows]
-    if len(hits) < limit:
-        return Matches(hits, {})
-    terms = query.terms
-    if counted:
-        counts = [int(n) for n in rows[0][3:]]
-    elif not any(t.bigram for t in terms):
-        counts = _sqlite_counts(connection, tenant_id, conversation_id, query)
-    else:
-        return Matches(hits, {})
-    return Matches(hits, {t.text: n for t, n in zip(terms, counts, strict=True)})
-
-
-def _sqlite_counts(
-    connection: Any, tenant_id: int, conversation_id: int, query: SearchQuery
-) -> list[int]:
-    """Each term's matching messages in the conversation (one statement: a count of the
-    FTS5 index's matches per term, within the conversation's scope)."""
-    scope = _scope(tenant_id, conversation_id)
-    params = [f'scope : "{scope}" AND body : ({term_fts5(t)})' for t in query.terms]
-    counts = ", ".join(
-        "(SELECT count(*) FROM chats_message_fts WHERE chats_message_fts MATCH %s)"
-        for _ in query.terms
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {counts}", params)
-        row = cursor.fetchone()
-    return [int(n) for n in row]
+    return [Hit(int(r[0]), int(r[1]), float(r[2] or 0.0)) for r in rows]
 
 
 def _seq_clause(before_seq: int | None, column: str, params: list[Any]) -> str:
@@ -305,7 +253,7 @@ def _postgres_sql(
             )::float8 AS n
             FROM m
         )
-        SELECT m.id, m.seq, ({score}) AS score, {", ".join(f"d.d{i}" for i in range(len(terms)))}
+        SELECT m.id, m.seq, ({score}) AS score
         FROM m, d
         ORDER BY score DESC, m.seq DESC
         LIMIT %s

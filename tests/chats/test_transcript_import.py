@@ -56,7 +56,7 @@ def state(conversation: Conversation) -> dict[str, Any]:
             conversation_id=conversation.pk,
             query=build_query("release tests design latency"),
             limit=10,
-        ).hits
+        )
         unembedded = missing_messages(conversation.tenant_id, conversation.pk, limit=100)
     return {
         "counters": (

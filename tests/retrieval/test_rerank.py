@@ -43,35 +43,6 @@ def test_bm25_rewards_rare_terms_and_near_inflections():
     assert near[0] > far[0] > 0
 
 
-def test_the_conversations_counts_make_a_common_word_weigh_less_than_a_rare_one():
-    # Among these candidates "project" is as rare as "kafka"; in the conversation it is in
-    # 900 of 1,000 messages. Counted there, the message naming the rare word comes first.
-    q = build_query("project kafka")
-    docs = ["the project plan for the project", "we chose kafka", "lunch"]
-    own = bm25_scores(q.terms, docs, total_docs=1000, k1=1.2, b=0.4)
-    assert own[0][0] > own[1][0]
-    counted = bm25_scores(
-        q.terms, docs, total_docs=1000, k1=1.2, b=0.4, doc_freq={"project": 900, "kafka": 1}
-    )
-    assert counted[1][0] > counted[0][0]
-    # A count below the candidates' own (a stale or partial one) never lowers a term's
-    # frequency, and an unknown term keeps the candidates' count.
-    assert (
-        bm25_scores(q.terms, docs, total_docs=1000, k1=1.2, b=0.4, doc_freq={"project": 0}) == own
-    )
-    ranked_ = rank_candidates(
-        q,
-        cands(*docs),
-        total_docs=1000,
-        names={},
-        config=NO_NEIGHBORS,
-        neighbor_hits=0,
-        fetch=lambda seqs: [],
-        doc_freq={"project": 900, "kafka": 1},
-    )
-    assert ranked_[0].candidate.seq == 2
-
-
 def test_named_speaker_is_not_a_search_word_but_a_boost():
     q = build_query("What did Caroline paint?")
     candidates = cands(

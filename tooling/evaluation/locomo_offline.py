@@ -111,19 +111,6 @@ def scanned(
     return [found[n] for n in sorted(found)]
 
 
-def conversation_doc_freq(terms: Sequence[Term], postings: dict[str, set[int]]) -> dict[str, int]:
-    """Each (non-bigram) term's matching turns in the whole conversation, as the database's
-    search counts them."""
-    out: dict[str, int] = {}
-    for term in terms:
-        seqs: set[int] = set()
-        for word, where in postings.items():
-            if term.matches(word):
-                seqs |= where
-        out[term.text] = len(seqs)
-    return out
-
-
 def run(args: argparse.Namespace) -> dict[str, object]:
     counter = get_counter("o200k_base")
     config = _config(args.set)
@@ -173,10 +160,6 @@ def run(args: argparse.Namespace) -> dict[str, object]:
             blobs = [embeddings.to_bytes(v) for v in embeddings.embed([m.content for m in items])]
             vectors = embeddings.from_bytes(blobs)
         tokens = {m.seq: set(words_of(m.content)) for m in items}
-        postings: dict[str, set[int]] = {}
-        for seq, words in tokens.items():
-            for word in words:
-                postings.setdefault(word, set()).add(seq)
         names = {f"@{s}": [s] for s in sample.speakers}
         newest = list(reversed(items))
         system = SystemPart(
@@ -238,7 +221,6 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     have = {m.seq for m in matching}
                     matching += [by_seq[n] for n in sorted(near) if n not in have]
                 cands = [Candidate(m.id, m.seq, m.content, m.author, m.role) for m in matching]
-                doc_freq = conversation_doc_freq(plain, postings) if args.conversation_df else None
                 ranked_items = rank_candidates(
                     query,
                     cands,
@@ -249,7 +231,6 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     fetch=fetch,
                     dense=near,
                     dense_weight=args.dense_weight,
-                    doc_freq=doc_freq,
                 )
                 order = [s.candidate.seq for s in ranked_items]
                 retrieved = to_retrieved(
@@ -323,11 +304,6 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[])
     parser.add_argument("--reply-excerpt-tokens", type=int, default=DEFAULT_REPLY_EXCERPT_TOKENS)
     parser.add_argument("--no-dense", dest="dense", action="store_false")
-    parser.add_argument(
-        "--conversation-df",
-        action="store_true",
-        help="BM25 document frequencies over the whole conversation",
-    )
     parser.add_argument("--dense-top-k", type=int, default=DENSE_TOP_K)
     parser.add_argument("--dense-weight", type=float, default=DENSE_WEIGHT)
     parser.add_argument("--dump", help="JSON lines: per question evidence found and ranks")
