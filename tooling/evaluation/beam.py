@@ -2,10 +2,12 @@
 imports Django.
 
 A BEAM conversation is one user working with an assistant for weeks: a list of batches (each
-read as a session), each of turns, each a list of messages ``{role, id, content[,
-time_anchor]}``; ``id`` numbers the messages from 0. A user message's ``time_anchor``
-(``"March-15-2024"``), or its batch's, dates the session; a batch without one follows the
-previous one. The roles are kept: the assistant's messages are the platform's own replies.
+read as a session; a longer conversation may group them in parts, read in order), each of
+turns, each a list of messages ``{role, id, content[, time_anchor]}``; ``id`` numbers the
+messages from 0. A user message's ``time_anchor`` (``"March-15-2024"``), or its batch's, dates
+the session; a batch without one follows the previous one. The roles are kept: the
+assistant's messages are the platform's own replies. Copies of the dataset that store
+``chat`` or ``probing_questions`` as text are read the same.
 
 Questions are the ``probing_questions`` of ten abilities. A question's evidence is the
 messages its references name: ``source_chat_ids`` (a list of ids, or a mapping whose values
@@ -20,8 +22,10 @@ in the prompt, what a memory that prefers the latest statement must keep when ro
 
 from __future__ import annotations
 
+import ast
+import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -53,6 +57,8 @@ _QUOTED = {
 UPDATED = "updated_info"
 _CHAT_ID = re.compile(r"chat_id\s*:\s*(\d+)", re.IGNORECASE)
 _ANCHOR = re.compile(r"([A-Za-z]+)[-\s]+(\d{1,2})[-\s,]+(\d{4})")
+_DAY_FIRST = re.compile(r"\b(\d{1,2})[-\s]+([A-Za-z]{3,})[-\s,]+(\d{4})")
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 #: A batch without a date follows the previous one by this much.
 NEXT_BATCH = timedelta(hours=1)
 FIRST_DATE = datetime(2024, 1, 1, 9, 0)
@@ -66,11 +72,26 @@ def is_beam(data: Any) -> bool:
 
 
 def parse_anchor(value: str) -> datetime | None:
-    """``"March-15-2024"`` → ``datetime(2024, 3, 15, 9, 0)``; ``None`` if unreadable."""
+    """``"March-15-2024"`` (or ``"15 March 2024"``, ``"2024-03-15"``) →
+    ``datetime(2024, 3, 15, 9, 0)``; ``None`` if unreadable."""
+    iso = _ISO_DATE.search(value or "")
+    if iso:
+        try:
+            return datetime(int(iso[1]), int(iso[2]), int(iso[3]), 9, 0)
+        except ValueError:
+            return None
+    day_first = _DAY_FIRST.search(value or "")
+    if day_first:
+        day, month, year = day_first.groups()
+        return _month_day_year(month, day, year)
     match = _ANCHOR.search(value or "")
     if not match:
         return None
     month, day, year = match.groups()
+    return _month_day_year(month, day, year)
+
+
+def _month_day_year(month: str, day: str, year: str) -> datetime | None:
     try:
         return datetime.strptime(f"{month[:3]} {day} {year}", "%b %d %Y").replace(hour=9)
     except ValueError:
@@ -145,20 +166,69 @@ def latest_ids(question: Mapping[str, Any]) -> tuple[str, ...]:
     )
 
 
+def batches(chat: Any) -> Iterator[Mapping[str, Any]]:
+    """The batches of a conversation's ``chat`` in order: a batch is a mapping with
+    ``turns``; a longer conversation may group its batches in parts (a list of lists of
+    batches, or a mapping of parts by name, in the file's order), which are read one after
+    the other. Anything else (a part's name, its notes) is not a batch."""
+    if isinstance(chat, Mapping):
+        if "turns" in chat:
+            yield chat
+            return
+        parts: Iterable[Any] = chat.values()
+    elif isinstance(chat, list):
+        parts = chat
+    else:
+        return
+    for part in parts:
+        if isinstance(part, (Mapping, list)):
+            yield from batches(part)
+
+
+def _batch_number(value: Any, previous: int) -> int:
+    """The session number of a batch: its ``batch_number`` when it is a number past the
+    previous one's (parts may number their batches from 1 again), else the next."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return previous + 1
+    return number if number > previous else previous + 1
+
+
+def decoded(value: Any) -> Any:
+    """A field as data: some copies of the dataset store ``chat`` and ``probing_questions``
+    as text (JSON, or a Python literal); anything else is returned as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise ValueError("a field holds text that is neither JSON nor a literal") from None
+
+
 def parse_sample(raw: Mapping[str, Any]) -> Sample:
     sessions: list[Session] = []
     previous: datetime | None = None
-    for number, batch in enumerate(raw.get("chat") or [], start=1):
-        session = _session(int(batch.get("batch_number") or number), batch, previous)
+    number = 0
+    for batch in batches(decoded(raw.get("chat"))):
+        number = _batch_number(batch.get("batch_number"), number)
+        session = _session(number, batch, previous)
         sessions.append(session)
         previous = session.when
     if not sessions:
         raise ValueError(f"conversation {raw.get('sample_id', '?')!r} has no batches")
     questions: list[Question] = []
-    probing = raw.get("probing_questions") or {}
+    probing = decoded(raw.get("probing_questions")) or {}
+    if not isinstance(probing, Mapping):
+        name = raw.get("sample_id", "?")
+        raise ValueError(f"conversation {name!r}: its probing_questions are not a mapping")
     for ability in ABILITIES:
         for q in probing.get(ability) or []:
-            if "question" not in q:
+            if not isinstance(q, Mapping) or "question" not in q:
                 continue
             quoted = str(q.get(_QUOTED.get(ability, ""), "") or "")
             questions.append(
