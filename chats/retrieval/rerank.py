@@ -29,8 +29,9 @@ candidates identically on both backends:
   stronger one.
 * **meaning** (optional, before the neighbours): the messages closest to the question by
   sentence embedding join the candidates, and the two rankings are fused by rank
-  (:func:`fuse_rrf`, the default) or by score (:func:`fuse_dense`: a share of the best lexical
-  score in proportion to the cosine) (``chats.retrieval.dense``).
+  (:func:`fuse_rrf`, in a chat with the platform's replies among the candidates) or by score
+  (:func:`fuse_dense`: a share of the best lexical score in proportion to the cosine; among
+  people's own turns) (:func:`fusion_for`, ``chats.retrieval.dense``).
 * **statements of a fact** (before the neighbours): when a fact saved from one message was
   replaced by a value said in a later one, a hit on either brings the other
   (:func:`follow_statements`): the latest value ranks with (and, on a tie, before) the
@@ -92,8 +93,14 @@ class RerankConfig:
     #: weaker of the two scores to the stronger: adjacent evidence supports each other.
     neighbor_support: float = 0.3
     #: How the words' and the meaning's rankings meet: ``"rrf"`` (:func:`fuse_rrf`, by rank)
-    #: or ``"score"`` (:func:`fuse_dense`, by score).
+    #: or ``"score"`` (:func:`fuse_dense`, by score); ``fusion`` where the platform's replies
+    #: are among the candidates, ``people_fusion`` where they are not (people talking among
+    #: themselves). Measured (``tooling/evaluation/retrieval.md``): long replies that restate
+    #: the user's words spread the word scores widely, and by score a message that means the
+    #: question but shares few words stays below them; people's short turns score on one
+    #: compact scale, where a strong word match is strong evidence and ranks would flatten it.
     fusion: Literal["rrf", "score"] = "rrf"
+    people_fusion: Literal["rrf", "score"] = "score"
     #: A statement of a fact and the one that replaced it (a fact saved from the first
     #: message was replaced by a value said in the second): the newer inherits this share of
     #: the older's score when that is more than its own (1.0: it ranks with the older, and a
@@ -300,9 +307,21 @@ def role_boosts(
     is a user's, and the boost would only move them all against retrieved summaries."""
     if query.person != "asker" or config.asker_boost <= 0:
         return {}
-    if not any(c.role == "assistant" for c in candidates):
+    if not has_replies(candidates):
         return {}
     return {"user": config.asker_boost}
+
+
+def has_replies(candidates: Iterable[Candidate]) -> bool:
+    """Whether the platform's replies are among the candidates (a chat with the assistant,
+    not only among people)."""
+    return any(c.role == "assistant" for c in candidates)
+
+
+def fusion_for(candidates: Sequence[Candidate], config: RerankConfig) -> str:
+    """How this retrieval fuses the two rankings: ``config.fusion`` in a chat with the
+    platform's replies among the candidates, ``config.people_fusion`` otherwise."""
+    return config.fusion if has_replies(candidates) else config.people_fusion
 
 
 def _factor(
@@ -381,7 +400,7 @@ def rank_candidates(
     authors = speaker_terms(query, names)[0]
     roles = role_boosts(query, candidates, config)
     if dense:
-        if config.fusion == "rrf":
+        if fusion_for(candidates, config) == "rrf":
             fuse_rrf(scored, dense, named=authors, config=config, roles=roles)
         else:
             fuse_dense(

@@ -36,6 +36,7 @@ from chats.retrieval.rerank import (
     Candidate,
     RerankConfig,
     Scored,
+    bm25_scores,
     fuse_dense,
     fuse_rrf,
     rank_candidates,
@@ -235,7 +236,7 @@ def test_rank_fusion_in_the_ranking_passes_shares_to_neighbours():
         [pool[2], pool[8]],
         total_docs=10,
         names={},
-        config=RerankConfig(fusion="rrf"),
+        config=RerankConfig(fusion="rrf", people_fusion="rrf"),
         neighbor_hits=5,
         fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
         dense={8: 0.8, 2: 0.4},
@@ -245,6 +246,46 @@ def test_rank_fusion_in_the_ranking_passes_shares_to_neighbours():
     assert fused[2].score > fused[8].score > 0
     assert fused[8].lexical == pytest.approx(fused[2].lexical * (1 / 61) / (1 / 61 + 1 / 62))
     assert fused[9].via == 8 and fused[9].score > 0
+
+
+@pytest.mark.parametrize(("reply_role", "by_rank"), [("assistant", True), ("user", False)])
+def test_a_chat_with_replies_fuses_by_rank_and_one_among_people_by_score(reply_role, by_rank):
+    query = build_query("paella recipe")
+    pool = {
+        1: Candidate(1, 1, "the paella recipe, the paella recipe again", role="user"),
+        2: Candidate(2, 2, "a paella recipe", role=reply_role),
+        3: Candidate(3, 3, "saffron rice with prawns", role="user"),
+    }
+    ranked = rank_candidates(
+        query,
+        list(pool.values()),
+        total_docs=10,
+        names={},
+        config=RerankConfig(neighbor_next=0.0, neighbor_prev=0.0),
+        neighbor_hits=0,
+        fetch=lambda seqs: [],
+        dense={3: 0.9, 1: 0.3},
+        dense_weight=0.5,
+    )
+    fused = {s.candidate.seq: s for s in ranked}
+    lexical = dict(
+        zip(
+            pool,
+            (
+                v
+                for v, _ in bm25_scores(
+                    query.terms, [c.text for c in pool.values()], total_docs=10, k1=1.2, b=0.4
+                )
+            ),
+            strict=True,
+        )
+    )
+    if by_rank:  # the nearest in meaning stands with the best word hit, on its scale
+        assert fused[3].score > fused[2].score
+        assert max(s.score for s in ranked) == pytest.approx(lexical[1])
+    else:  # half the best word score times its share of the best cosine
+        assert fused[3].score == pytest.approx(0.5 * lexical[1])
+        assert fused[1].score == pytest.approx(lexical[1] + 0.5 * lexical[1] * 0.3 / 0.9)
 
 
 def test_top_by_cosine_is_bounded():
