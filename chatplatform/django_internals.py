@@ -13,7 +13,9 @@ fails when the installed Django changes one of them.
 - A management command's output wrapper's stream (``_out``): for a progress bar, which
   writes without the wrapper's line endings.
 - A Redis cache's client arguments (``_servers``, ``_options``, ``_class``): what its client
-  is made of, so one process can share one client (:mod:`chatplatform.redis_cache`).
+  is made of, so one process can share one client (:mod:`chatplatform.redis_cache`); and
+  that client's connection pool for a read or a write (``_get_connection_pool``), so that it
+  keeps one redis-py client per pool.
 """
 
 from __future__ import annotations
@@ -71,3 +73,8 @@ def redis_cache_client_args(cache: Any) -> tuple[Any, dict[str, Any], Callable[.
     """The servers, options and client class a Django ``RedisCache`` builds its client from
     (``client_class(servers, **options)``)."""
     return cache._servers, cache._options, cache._class
+
+
+def redis_cache_client_pool(client: Any, *, write: bool) -> Any:
+    """The connection pool a Django ``RedisCacheClient`` uses for a write or a read."""
+    return client._get_connection_pool(write)

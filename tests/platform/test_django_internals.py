@@ -120,3 +120,14 @@ def test_a_redis_caches_client_is_built_from_its_client_arguments():
     servers, options, client_class = redis_cache_client_args(cache)
     assert servers == ["redis://127.0.0.1:6379/3"] and options == {"db": 3}
     assert client_class is RedisCacheClient
+
+
+def test_a_redis_cache_clients_pool_is_the_one_its_commands_use():
+    from django.core.cache.backends.redis import RedisCache
+
+    from chatplatform.django_internals import redis_cache_client_pool
+
+    client = RedisCache("redis://127.0.0.1:6379/3", {})._cache  # type: ignore[attr-defined]
+    for write in (True, False):
+        pool = redis_cache_client_pool(client, write=write)
+        assert client.get_client(write=write).connection_pool is pool

@@ -46,3 +46,24 @@ def test_another_server_or_other_options_have_a_client_of_their_own() -> None:
 def test_the_configured_cache_on_redis_is_the_shared_one(settings) -> None:
     if settings.REDIS_URL:
         assert isinstance(caches["default"], ProcessRedisCache)
+
+
+def test_every_command_of_every_thread_gets_the_one_redis_client() -> None:
+    cache = ProcessRedisCache(URL, OPTIONS)
+    client: Any = cache._cache  # type: ignore[attr-defined]
+    seen: list[object] = []
+
+    def look() -> None:
+        seen.append(ProcessRedisCache(URL, OPTIONS)._cache.get_client(write=True))  # type: ignore[attr-defined]
+
+    threads = [threading.Thread(target=look) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    made = client.get_client(write=True)
+    assert all(each is made for each in seen) and client.get_client() is made
+    assert made.connection_pool is _pool(cache)
+    # Django's client, for contrast: a new redis-py client for every command.
+    django_client: Any = RedisCache(URL, OPTIONS)._cache  # type: ignore[attr-defined]
+    assert django_client.get_client(write=True) is not django_client.get_client(write=True)

@@ -59,3 +59,25 @@ def test_a_tiny_run_reports_both_protocols_and_loses_nothing(
     with tenant_scope(bench_tenant()):  # what "lost" checked: 2 SDKs x 2 clients x 2 turns
         replies = Message.objects.filter(role="assistant", status="complete", answers__isnull=False)
         assert replies.count() == 8
+
+
+def test_a_protocol_picked_runs_alone_and_again_under_its_count(
+    tmp_path: Path, presets: None
+) -> None:
+    env = production_env(tmp_path / "static", free_port())
+    command = ["bench_compat", "--clients", "1", "--turns", "1", "--workers", "1", "--json"]
+    picked = ["--protocol", "anthropic", "--protocol", "anthropic"]
+    run = subprocess.run(
+        [sys.executable, "manage.py", *command, *picked],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "openai" not in report
+    for name in ("anthropic", "anthropic-2"):
+        assert report[name]["turns_total"] == 1 and report[name]["lost"] == 0, report
+        assert report[name]["servers_settled_s"] >= 0

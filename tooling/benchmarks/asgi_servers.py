@@ -101,6 +101,34 @@ def servers_cpu_seconds(servers: Servers) -> float:
     return sum(_tree_cpu_seconds(server.pid) for server in servers)
 
 
+#: The server processes count as idle below this share of one core between two reads...
+SETTLED_CORE_SHARE = 0.1
+#: ...taken this many seconds apart, twice in a row.
+SETTLE_INTERVAL_SECONDS = 0.5
+
+
+def servers_settled(servers: Servers, timeout: float = 60.0) -> float:
+    """Wait until the server processes are idle (their CPU use below
+    :data:`SETTLED_CORE_SHARE` of one core over two :data:`SETTLE_INTERVAL_SECONDS` in a
+    row), at most ``timeout`` seconds; returns the seconds waited. A process answers its
+    health check before its start-up work in the background is done: the model that embeds
+    questions loads on a thread of its own, not waited for, whenever some policy retrieves by
+    meaning (a preset does), and took 6-7 s of CPU per process (importing torch and
+    sentence-transformers). Measured from the health check, that load was counted as the first
+    protocol's server CPU (about 30 ms per turn over 500 turns) and took a core from its
+    turns. Called before each measured run, it also lets the previous run's tail end."""
+    started = time.monotonic()
+    quiet = 0
+    before = servers_cpu_seconds(servers)
+    while quiet < 2 and time.monotonic() - started < timeout:
+        time.sleep(SETTLE_INTERVAL_SECONDS)
+        now = servers_cpu_seconds(servers)
+        idle = (now - before) / SETTLE_INTERVAL_SECONDS < SETTLED_CORE_SHARE
+        quiet = quiet + 1 if idle else 0
+        before = now
+    return time.monotonic() - started
+
+
 #: Health checks made, per server process, once one has answered (:func:`_every_one_answers`).
 PROBES_PER_SERVER = 8
 

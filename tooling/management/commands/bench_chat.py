@@ -24,6 +24,7 @@ from chatplatform.tenancy.scoping import tenant_scope
 from tooling.benchmarks.asgi_servers import (
     free_port,
     servers_cpu_seconds,
+    servers_settled,
     servers_start,
     servers_stop,
 )
@@ -77,6 +78,7 @@ class Command(BaseCommand):
         hot_tables_vacuum()
         port = free_port()
         servers = servers_start(port, options["workers"])
+        servers_settled(servers)  # their background start-up work is not the run's
         try:
             with asyncio.Runner(loop_factory=loop_factory()) as runner:
                 result = runner.run(
