@@ -47,7 +47,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from chatplatform.core.context.strategies import strategy_for, strategy_names
 from chatplatform.locks import exclusive
-from chatplatform.models import ContextPolicy
+from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.models.conversations import (
     Conversation,
     Message,
@@ -348,7 +348,7 @@ WARM_UP_TEXT = "How do I get started?"
 
 
 def questions_warm_up() -> Future[np.ndarray | None] | None:
-    """At a web process's start: when some policy retrieves by meaning and the embeddings
+    """At a web process's start: when a policy in use retrieves by meaning and the embeddings
     are installed, start embedding a probe question on the question-embedding thread, which
     loads the model and its ONNX Runtime graph there (a few seconds, once per process)
     instead of inside the process's first user's turn. Returns without waiting (the
@@ -364,8 +364,18 @@ def questions_warm_up() -> Future[np.ndarray | None] | None:
 
 
 def _some_policy_dense() -> bool:
+    """Whether a policy in use retrieves by meaning: a conversation's own, a tenant's active
+    one, or the default preset where a tenant has none (``policy_for``'s rule). A preset or
+    a policy nobody uses does not count: loading the model costs each web process seconds of
+    CPU and hundreds of megabytes, and a policy switched on later loads it at its first
+    question."""
     with all_tenants():
+        used = Q(pk__in=Tenant.objects.filter(active_policy__isnull=False).values("active_policy"))
+        used |= Q(pk__in=Conversation.objects.filter(policy__isnull=False).values("policy"))
+        if Tenant.objects.filter(active_policy__isnull=True).exists():
+            used |= Q(tenant__isnull=True, name=DEFAULT_PRESET)
         return ContextPolicy.objects.filter(
+            used,
             retrieval_dense=True,
             strategy__in=strategy_names(lambda s: s.needs.retrieval_by_meaning),
         ).exists()

@@ -15,6 +15,7 @@ from django_celery_beat.models import PeriodicTask
 
 from chatplatform.models import ContextPolicy, Tenant
 from chatplatform.models.conversations import Conversation, MessageEmbedding
+from chatplatform.policies import DEFAULT_PRESET
 from chatplatform.tenancy.scoping import ScopeError, all_tenants, tenant_scope
 from chats import tasks
 from chats.assembly import assemble_turn
@@ -434,7 +435,7 @@ def test_backfill_does_nothing_without_the_model(monkeypatch, eager_celery):
 
 @needs_model
 def test_the_start_up_loads_the_question_model_when_a_policy_retrieves_by_meaning(
-    tenant_a, monkeypatch
+    tenant_a, member_a, monkeypatch
 ):
     with all_tenants():
         ContextPolicy.objects.update(retrieval_dense=False)
@@ -445,9 +446,30 @@ def test_the_start_up_loads_the_question_model_when_a_policy_retrieves_by_meanin
 
     monkeypatch.setattr(dense, "question_soon", soon)
     assert questions_warm_up() is None and started == []
-    dense_policy(tenant_a, name="dense at start")
+    # A policy (or preset) nobody uses loads nothing; a tenant's active one, a
+    # conversation's own, or the default preset where a tenant has none does.
+    policy = dense_policy(tenant_a, name="dense at start")
+    assert questions_warm_up() is None and started == []
+    tenant_a.active_policy = policy
+    tenant_a.save(update_fields=["active_policy"])
     questions_warm_up()
     assert started == [WARM_UP_TEXT]
+    tenant_a.active_policy = None
+    tenant_a.save(update_fields=["active_policy"])
+    with all_tenants():
+        ContextPolicy.objects.filter(tenant__isnull=True, name=DEFAULT_PRESET).update(
+            retrieval_dense=True
+        )
+    questions_warm_up()
+    assert started == [WARM_UP_TEXT] * 2
+    with all_tenants():
+        ContextPolicy.objects.update(retrieval_dense=False)
+        ContextPolicy.objects.filter(pk=policy.pk).update(retrieval_dense=True)
+    conversation = conversation_create(tenant=tenant_a, created_by=member_a)
+    with all_tenants():
+        Conversation.objects.filter(pk=conversation.pk).update(policy=policy)
+    questions_warm_up()
+    assert started == [WARM_UP_TEXT] * 3
     monkeypatch.undo()
     # Really embedded on the question thread: the model is loaded when the future is done.
     warmed = questions_warm_up()
