@@ -32,15 +32,13 @@ FIGURES = {
 }
 
 
-@pytest.mark.parametrize("naming", [[], ["--unnamed"]], ids=["named", "unnamed"])
-def test_a_tiny_run_reports_both_protocols_and_loses_nothing(
-    tmp_path: Path, presets: None, naming: list[str]
-) -> None:
-    env = production_env(tmp_path / "static", free_port())
-    workers = "2" if os.environ.get("REDIS_URL") else "1"  # one socket per server with Redis
-    command = ["bench_compat", "--clients", "2", "--turns", "2", "--workers", workers, "--json"]
+def bench_compat(
+    env: dict[str, str], args: list[str]
+) -> tuple[subprocess.CompletedProcess[str], dict]:
+    """``manage.py bench_compat ARGS --json`` in a process of its own: the run and its
+    report (the last line of its output); it must succeed."""
     run = subprocess.run(
-        [sys.executable, "manage.py", *command, *naming],
+        [sys.executable, "manage.py", "bench_compat", *args, "--json"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -48,7 +46,17 @@ def test_a_tiny_run_reports_both_protocols_and_loses_nothing(
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    report = json.loads(run.stdout.strip().splitlines()[-1])
+    return run, json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("naming", [[], ["--unnamed"]], ids=["named", "unnamed"])
+def test_a_tiny_run_reports_both_protocols_and_loses_nothing(
+    tmp_path: Path, presets: None, naming: list[str]
+) -> None:
+    env = production_env(tmp_path / "static", free_port())
+    workers = "2" if os.environ.get("REDIS_URL") else "1"  # one socket per server with Redis
+    command = ["--clients", "2", "--turns", "2", "--workers", workers, *naming]
+    run, report = bench_compat(env, command)
     assert report["named"] is not bool(naming)
     for protocol in ("openai", "anthropic"):
         figures = report[protocol]
@@ -65,18 +73,8 @@ def test_a_protocol_picked_runs_alone_and_again_under_its_count(
     tmp_path: Path, presets: None
 ) -> None:
     env = production_env(tmp_path / "static", free_port())
-    command = ["bench_compat", "--clients", "1", "--turns", "1", "--workers", "1", "--json"]
     picked = ["--protocol", "anthropic", "--protocol", "anthropic"]
-    run = subprocess.run(
-        [sys.executable, "manage.py", *command, *picked],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    report = json.loads(run.stdout.strip().splitlines()[-1])
+    _, report = bench_compat(env, ["--clients", "1", "--turns", "1", "--workers", "1", *picked])
     assert "openai" not in report
     for name in ("anthropic", "anthropic-2"):
         assert report[name]["turns_total"] == 1 and report[name]["lost"] == 0, report
