@@ -290,7 +290,15 @@ def check_invariants(p: PackingPolicy, inputs: AssemblyInputs, r: AssembledPromp
     if hist and skipped:
         assert max(skipped) < min(hist)
     got = [by_id[i.id].seq for i in r.included if i.kind == "retrieved"]
-    assert got == sorted(got) and not set(got) & set(hist)
+    assert not set(got) & set(hist)
+    # Each retrieved block is chronological: the recalled one in the cached prefix, and this
+    # turn's own finds after the new message (which may be older than the recalled ones).
+    recalled = set(r.recalled_ids)
+    for block in (
+        [by_id[i.id].seq for i in r.included if i.kind == "retrieved" and i.id in recalled],
+        [by_id[i.id].seq for i in r.included if i.kind == "retrieved" and i.id not in recalled],
+    ):
+        assert block == sorted(block)
     # a recalled reply shown as its head: a reply, shown, and within the policy's head
     for cut in (t for t in r.truncated if t.kind == "excerpt"):
         assert by_id[cut.id].role == "assistant" and cut.id in {i.id for i in r.included}

@@ -207,6 +207,23 @@ def test_with_nothing_cached_this_turns_finds_fill_what_the_new_window_leaves() 
     assert after_pause.window_start_seq == restarted.window_start_seq  # the same window
 
 
+def test_with_nothing_cached_the_prompt_fills_its_room_whatever_the_retrieval_budget() -> None:
+    """A cold prompt is written in full anyway, so the room the new window leaves goes to this
+    turn's finds even past the retrieval budget: a room that stays empty buys nothing."""
+    policy = replace(HYBRID, retrieval_budget=300, retrieval_max_items=80, history_trim_percent=40)
+    old = [turn(i + 1, 12) for i in range(160)]
+    finds = [RetrievedItem(old[i], 1.0 - i / 200) for i in range(0, 120, 2)]
+    cold = AssemblyInputs(new_message=turn(161, 5), recent=list(reversed(old)), retrieved=finds)
+    result = assemble(policy, cold, COUNTER)
+    check_invariants(policy, cold, result)
+    room = policy.max_context_tokens - policy.reserved_response_tokens
+    # The window at its trim mark and the retrieval budget alone would hold about 1,100.
+    assert result.prompt_tokens > 0.9 * room
+    retrieval = next(s for s in result.sections if s.name == "retrieval")
+    assert policy.retrieval_budget * 3 < retrieval.used <= retrieval.budget
+    assert len(result.recalled_ids) + result.tail.count("word") // 12 > 15
+
+
 def _warm_turn(retrieved: list[RetrievedItem], share: int) -> tuple[Any, AssemblyInputs, Any]:
     """A turn on a kept window (no recalled messages), with ``retrieved`` as its finds."""
     policy = replace(HYBRID, turn_retrieval_percent=share, retrieval_max_items=40)

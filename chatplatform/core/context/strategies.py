@@ -232,8 +232,9 @@ class Hybrid(ContextStrategy):
     the window is kept, this turn's own finds go after the new message, within
     ``turn_retrieval_percent`` of the retrieval budget and what the window leaves, the best
     hits the prompt already shows taking their share first (what they lack is added). When
-    nothing was cached (no window to continue), the room the new window leaves goes to this
-    turn's own finds, within the retrieval budget: the prompt is written in full anyway.
+    nothing was cached (no window to continue), the whole room the new window leaves goes to
+    this turn's own finds, past the retrieval budget if need be: the prompt is written in full
+    anyway, and room left empty there would buy nothing.
     """
 
     name = "hybrid"
@@ -293,12 +294,11 @@ class Hybrid(ContextStrategy):
         if cold:
             # Nothing was cached (a first turn, or a pause longer than the cache lives), so
             # this prompt is written in full anyway: the window stays at the trim mark, for
-            # the next turns to append to, and this turn's own finds take what it leaves of
-            # the room and the retrieval budget, after the new message.
-            cap = min(
-                section_cap(policy, policy.retrieval_budget, room) - draft.recalled.used,
-                room - facts_and_summaries - draft.window_used(),
-            )
+            # the next turns to append to, and this turn's own finds take all the room it
+            # leaves, after the new message. Bounded by the retrieval budget, that room stayed
+            # empty whenever the budget was smaller than what the trim mark leaves (a fifth of
+            # a LoCoMo prompt at 4,000 tokens), exactly when nothing is saved by leaving it.
+            cap = room - facts_and_summaries - draft.window_used()
             left = None
             if whole_room is not None:
                 left = max(0, whole_room - sum(draft.recalled.whole.values()))
