@@ -221,7 +221,6 @@ def test_with_nothing_cached_the_prompt_fills_its_room_whatever_the_retrieval_bu
     assert result.prompt_tokens > 0.9 * room
     retrieval = next(s for s in result.sections if s.name == "retrieval")
     assert policy.retrieval_budget * 3 < retrieval.used <= retrieval.budget
-    assert len(result.recalled_ids) + result.tail.count("word") // 12 > 15
 
 
 def _warm_turn(retrieved: list[RetrievedItem], share: int) -> tuple[Any, AssemblyInputs, Any]:

@@ -296,8 +296,8 @@ class Hybrid(ContextStrategy):
             # this prompt is written in full anyway: the window stays at the trim mark, for
             # the next turns to append to, and this turn's own finds take all the room it
             # leaves, after the new message. Bounded by the retrieval budget, that room stayed
-            # empty whenever the budget was smaller than what the trim mark leaves (a fifth of
-            # a LoCoMo prompt at 4,000 tokens), exactly when nothing is saved by leaving it.
+            # empty whenever the budget was smaller than what the trim mark leaves, exactly
+            # when nothing is saved by leaving it.
             cap = room - facts_and_summaries - draft.window_used()
             left = None
             if whole_room is not None:
