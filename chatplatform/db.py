@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar, cast
@@ -17,6 +17,7 @@ import psycopg_pool
 from django.conf import settings
 from django.db import OperationalError as DjangoOperationalError
 from django.db import connection, connections
+from django.db.models import Model
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -86,6 +87,35 @@ def in_array(values: list[int]) -> tuple[str, Any]:
     if connection.vendor == "postgresql":
         return "= ANY(%s)", wanted
     return "IN (SELECT value FROM json_each(%s))", json.dumps(wanted)
+
+
+def select_columns(model: type[Model], alias: str) -> str:
+    """Every concrete column of ``model`` under the table alias ``alias``, in the order
+    :func:`row_instances` reads them back."""
+    quote = connection.ops.quote_name
+    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
+
+
+def row_instances(row: Sequence[Any], *models: type[Model]) -> list[Any]:
+    """The instances of ``models`` whose columns (:func:`select_columns`, in that order) start
+    ``row``, as the ORM would build them (each field's own conversion of its database value);
+    ``None`` for a model whose primary key is null (a ``LEFT JOIN`` that matched nothing). On
+    PostgreSQL, whose driver returns every column as its Python type."""
+    instances: list[Any] = []
+    start = 0
+    for model in models:
+        fields = model._meta.concrete_fields
+        values = row[start : start + len(fields)]
+        start += len(fields)
+        if values[[f.primary_key for f in fields].index(True)] is None:
+            instances.append(None)
+            continue
+        converted = [
+            f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
+            for f, v in zip(fields, values, strict=True)
+        ]
+        instances.append(model.from_db(connection.alias, [f.attname for f in fields], converted))
+    return instances
 
 
 def server_side_binding() -> bool:

@@ -3,13 +3,16 @@ answers None / empty for objects that are missing and for objects that are not t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef
 
-from chatplatform.models import Membership
+from chatplatform.db import row_instances, select_columns
+from chatplatform.models import Membership, Tenant
 from chatplatform.models.conversations import (
     Conversation,
     ConversationFingerprint,
@@ -46,6 +49,16 @@ def conversation_for_member(
         return None
     if user is None or not getattr(user, "is_authenticated", False):
         return None
+    if connection.vendor == "postgresql":
+        # One statement without the ORM's query building: it runs on every request that
+        # names a conversation (three queries through the ORM, about 3 ms of CPU).
+        with connection.cursor() as cursor:
+            cursor.execute(_member_conversation_sql(), [conversation_id, user.pk, user.pk])
+            row = cursor.fetchone()
+        conversation = row_instances(row, Conversation)[0] if row is not None else None
+        if conversation is None or (tenant_id is not None and conversation.tenant_id != tenant_id):
+            return None
+        return conversation
     with all_tenants():
         conversation = Conversation.objects.filter(pk=conversation_id).first()
     if conversation is None or (tenant_id is not None and conversation.tenant_id != tenant_id):
@@ -56,6 +69,18 @@ def conversation_for_member(
         if not Participant.objects.filter(conversation=conversation, user=user).exists():
             return None
     return conversation
+
+
+@functools.cache
+def _member_conversation_sql() -> str:
+    return (
+        f"SELECT {select_columns(Conversation, 'c')} FROM {Conversation._meta.db_table} c "  # noqa: S608
+        f"WHERE c.id = %s AND EXISTS (SELECT 1 FROM {Membership._meta.db_table} m "
+        f"JOIN {Tenant._meta.db_table} t ON t.id = m.tenant_id WHERE m.tenant_id = c.tenant_id "
+        "AND m.user_id = %s AND t.is_active) "
+        f"AND EXISTS (SELECT 1 FROM {Participant._meta.db_table} p "
+        "WHERE p.tenant_id = c.tenant_id AND p.conversation_id = c.id AND p.user_id = %s)"
+    )
 
 
 def message_with_image(conversation: Conversation, message_id: Any) -> Message | None:

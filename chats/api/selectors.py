@@ -4,16 +4,20 @@ look the same: None, or an empty result."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.db import connection
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from chatplatform.core.llm.cost_comparison import CostComparison, comparison_of
+from chatplatform.db import row_instances, select_columns
 from chatplatform.models import ContextPolicy, Membership, ModelProfile
 from chatplatform.models.conversations import (
     Conversation,
@@ -108,6 +112,53 @@ def turn_record_for(conversation: Conversation, message_id: int) -> TurnRecord |
             .order_by("-created_at", "-pk")
             .first()
         )
+
+
+def turn_outcome(
+    conversation: Conversation, message_id: int
+) -> tuple[Message | None, TurnRecord | None]:
+    """The reply to the user message ``message_id`` (:func:`reply_to`) and the current record
+    of its turn (:func:`turn_record_for`), read together once a reply is final. On
+    PostgreSQL one statement without the ORM's query building (about 4.5 ms of CPU through
+    the ORM's two queries, on every request of the SDK-compatible API)."""
+    if connection.vendor != "postgresql":
+        return reply_to(conversation.tenant_id, message_id), turn_record_for(
+            conversation, message_id
+        )
+    tenant_id = conversation.tenant_id
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _turn_outcome_sql(),
+            [message_id, tenant_id, MessageRole.ASSISTANT.value, tenant_id, conversation.pk],
+        )
+        row = cursor.fetchone()
+    reply, author, record, profile = row_instances(
+        row, Message, get_user_model(), TurnRecord, ModelProfile
+    )
+    if reply is not None:
+        reply.author = author
+    if record is not None:
+        record.model_profile = profile
+    return reply, record
+
+
+@functools.cache
+def _turn_outcome_sql() -> str:
+    users = get_user_model()
+    records = TurnRecord._meta.db_table
+    return (
+        f"SELECT {select_columns(Message, 'r')}, {select_columns(users, 'a')}, "  # noqa: S608
+        f"{select_columns(TurnRecord, 't')}, {select_columns(ModelProfile, 'p')} "
+        "FROM (SELECT %s::bigint AS id) q "
+        f"LEFT JOIN {Message._meta.db_table} r ON r.tenant_id = %s AND r.answers_id = q.id "
+        "AND r.role = %s "
+        f"LEFT JOIN {users._meta.db_table} a ON a.id = r.author_id "
+        f"LEFT JOIN LATERAL (SELECT * FROM {records} x WHERE x.tenant_id = %s "
+        "AND x.conversation_id = %s AND x.superseded_at IS NULL "
+        "AND (x.user_message_id = q.id OR x.assistant_message_id = q.id) "
+        "ORDER BY x.created_at DESC, x.id DESC LIMIT 1) t ON true "
+        f"LEFT JOIN {ModelProfile._meta.db_table} p ON p.id = t.model_profile_id"
+    )
 
 
 def members_by_username(tenant_id: int, usernames: list[str]) -> dict[str, Any]:

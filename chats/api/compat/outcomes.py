@@ -9,7 +9,7 @@ from typing import Any
 
 from chatplatform.models.conversations import Conversation, Message, Status, TurnRecord
 from chatplatform.policies import policy_for
-from chats.api.selectors import reply_to, turn_record_for
+from chats.api.selectors import turn_outcome
 from chats.api.serializers.context import TurnRecordSerializer
 
 #: The extension field: a top-level member of the response object the SDKs ignore.
@@ -98,8 +98,8 @@ class Outcome:
 
 def outcome_of(conversation: Conversation, message_id: int) -> Outcome:
     """The turn of the user message ``message_id`` as it stands."""
-    reply = reply_to(conversation.tenant_id, message_id)
-    return Outcome(conversation, message_id, reply, turn_record_for(conversation, message_id))
+    reply, record = turn_outcome(conversation, message_id)
+    return Outcome(conversation, message_id, reply, record)
 
 
 def model_name(conversation: Conversation) -> str:

@@ -11,14 +11,13 @@ scoped managers do.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Model
 
+from chatplatform.db import row_instances, select_columns
 from chatplatform.django_internals import instance_mark_saved
 from chatplatform.models.conversations import Conversation, Message, TurnRecord
 from chatplatform.spending import SpendEntry, spend_upsert_sql
@@ -180,13 +179,8 @@ class PostgresHotWrites(HotWrites):
             row = cursor.fetchone()
         if row is None:
             return None
-        user_model = get_user_model()
-        sizes = [len(m._meta.concrete_fields) for m in (Message, Conversation, user_model)]
-        message = _instance(Message, row[: sizes[0]])
-        conversation = _instance(Conversation, row[sizes[0] : sizes[0] + sizes[1]])
-        author_values = row[sizes[0] + sizes[1] : sizes[0] + sizes[1] + sizes[2]]
+        message, conversation, author = row_instances(row, Message, Conversation, get_user_model())
         Message.conversation.field.set_cached_value(message, conversation)  # type: ignore[attr-defined]
-        author = _instance(user_model, author_values) if author_values[0] is not None else None
         Message.author.field.set_cached_value(message, author)  # type: ignore[attr-defined]
         reply_id, reply_status = row[-2], row[-1]
         return message, reply_id, reply_status or ""
@@ -240,26 +234,12 @@ def _saved_message(fields: dict[str, Any], pk: int, seq: int, now: datetime) -> 
     return message
 
 
-def _select_list(model: type[Model], alias: str) -> str:
-    quote = connection.ops.quote_name
-    return ", ".join(f"{alias}.{quote(f.column)}" for f in model._meta.concrete_fields)
-
-
-def _instance(model: type[Model], values: Sequence[Any]) -> Any:
-    fields = model._meta.concrete_fields
-    converted = [
-        f.from_db_value(v, None, connection) if hasattr(f, "from_db_value") else v
-        for f, v in zip(fields, values, strict=True)
-    ]
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
-
-
 @functools.cache
 def _message_for_reply_sql() -> str:
     user = get_user_model()
     return (
-        f"SELECT {_select_list(Message, 'm')}, {_select_list(Conversation, 'c')}, "  # noqa: S608
-        f"{_select_list(user, 'u')}, r.id, r.status FROM {_MESSAGES} m "
+        f"SELECT {select_columns(Message, 'm')}, {select_columns(Conversation, 'c')}, "  # noqa: S608
+        f"{select_columns(user, 'u')}, r.id, r.status FROM {_MESSAGES} m "
         f"JOIN {_CONVERSATIONS} c ON c.tenant_id = m.tenant_id AND c.id = m.conversation_id "
         f"LEFT JOIN {user._meta.db_table} u ON u.id = m.author_id "
         f"LEFT JOIN {_MESSAGES} r ON r.tenant_id = m.tenant_id AND r.answers_id = m.id "
