@@ -30,7 +30,8 @@ def _values(instance: Model) -> dict[str, Any]:
     return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
 
 
-def _same(found: Model, expected: Model) -> None:
+def _same(found: Model | None, expected: Model | None) -> None:
+    assert found is not None and expected is not None
     assert type(found) is type(expected)
     assert _values(found) == _values(expected)
     assert {k: type(v) for k, v in _values(found).items()} == {
@@ -120,6 +121,7 @@ def _answered_turn(conversation, author, *, superseded: bool = False) -> TurnRec
     reply; with it, an earlier record of the turn superseded first."""
     record = add_turn(conversation, author, profile=offline_profile())
     question = record.user_message
+    assert question is not None
     with tenant_scope(conversation.tenant_id):
         reply = message_create(
             conversation=conversation,
@@ -139,6 +141,7 @@ def _answered_turn(conversation, author, *, superseded: bool = False) -> TurnRec
 def test_a_turns_outcome_is_its_reply_and_its_current_record(tenant_a, member_a, conversation_a):
     current = _answered_turn(conversation_a, member_a, superseded=True)
     question = current.user_message
+    assert question is not None
     reply, record = turn_outcome(conversation_a, question.pk)
     expected_reply = reply_to(tenant_a.pk, question.pk)
     expected_record = turn_record_for(conversation_a, question.pk)
@@ -159,6 +162,7 @@ def test_a_turn_without_a_reply_or_record_has_none(tenant_a, member_a, conversat
 def test_another_tenants_turn_has_no_outcome_here(conversation_a, tenant_b, member_b):
     theirs = make_conversation(tenant_b, member_b, title="Theirs")
     question = _answered_turn(theirs, member_b).user_message
+    assert question is not None
     assert turn_outcome(conversation_a, question.pk) == (None, None)
 
 
