@@ -59,9 +59,9 @@ def authenticate_api_key(raw_key: str, client_address: str | None = None) -> Key
 def _active_key(key_hash: str) -> tuple[ApiKey, Any] | None:
     """The unrevoked key of ``key_hash`` (its tenant read with it) and the user it acts as
     (its own, or the tenant's service user), when the tenant is active and the user is active
-    and a member of it; else None. It runs on every API request: on
-    PostgreSQL as one statement without the ORM's query building (four queries through the
-    ORM, about 3 ms of CPU), elsewhere through the ORM."""
+    and a member of it; else None. It runs on every API request: on PostgreSQL as one
+    statement without the ORM's query building (two queries through the ORM, about 3 ms of
+    CPU), elsewhere through the ORM."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(_active_key_sql(), [key_hash])
