@@ -11,11 +11,7 @@ where it stands in the message: the user's own words are what is kept.
   "always" or "never" (after "please", "and"...), one that says "from now on", "going
   forward", "whenever I ask", or one that sets the language of the answers.
 - A *preference* states what the user prefers: "I prefer", "I'd rather", "my preference
-  for", "I've set a preference for"...; or a choice or taste the answers should respect
-  without being told again: "I've decided to use Redis", "I've chosen Flask over Django",
-  "I'm sticking with Postgres", "I'm not a fan of ORMs", "I want to avoid heavy frameworks".
-  A choice needs a matter of its own after its words ("I think I'll go with that" names
-  none).
+  for", "I've set a preference for"...
 
 Deliberately narrow: a sentence about the user ("I always forget my keys") is not an
 instruction, a question to the assistant about its own preference ("which do you prefer?")
@@ -90,38 +86,12 @@ _PREFERENCE = re.compile(
     r"선호합니다|선호해|더 좋아)",
     re.IGNORECASE,
 )
-#: A choice or a taste: what it chose or likes must follow (:func:`_names_a_matter`).
-_CHOICE = re.compile(
-    r"\b(?:I(?:'ve| have)? decided (?:to (?:use|go with|stick with|switch to|adopt)|on)|"
-    r"I(?:'ve| have)? (?:chosen|picked|opted for|settled on|switched to)|"
-    r"I(?:'ll| will) (?:go|stick) with|I(?:'m| am) (?:going|sticking) with|"
-    r"I(?:'d| would) like to stick (?:with|to)|I(?:'m| am) sticking to|"
-    r"I (?:really |much |generally |usually )?(?:like|love|enjoy) (?:using|working with|"
-    r"to use|it when)|I(?:'m| am) (?:a (?:big |huge )?fan of|not a (?:big |huge )?fan of|"
-    r"more comfortable with)|I (?:really )?(?:don't|do not) like|I (?:dislike|hate|"
-    r"can't stand)|I (?:want|'d like|would like|try) to avoid|I tend to (?:use|go for)|"
-    r"I usually (?:use|go for|stick with)|works best for me|"
-    r"I find [\w\s-]{1,40} (?:easier|clearer|more intuitive|more readable|more helpful)|"
-    r"я решил(?:а)? (?:использовать|перейти на)|я выбрал(?:а)?|мне не нравится|"
-    r"я вирішив(?:ла)? (?:використовувати|перейти на)|я обрав|я обрала|мені не подобається|"
-    r"ich habe mich für|ich mag (?:kein|nicht)|j'ai (?:choisi|décidé d'utiliser|opté pour)|"
-    r"je n'aime pas|(?:he )?(?:elegido|decidido usar|optado por)|decidí usar|elegí|no me gusta|"
-    r"escolhi|decidi usar|optei por|não gosto|ho scelto|ho deciso di usare|non mi piace)\b"
-    r"|(?:我(?:决定|选择)(?:了)?(?:用|使用)|我不喜欢|を使うことにしました|を選びました|"
-    r"사용하기로 했|선택했)",
-    re.IGNORECASE,
-)
-#: Words that, right after a choice's words, name no matter of its own.
-_NO_MATTER = frozenset(
-    "that this it them those these one yours your the a an which what option approach plan "
-    "idea suggestion first second last".split()
-)
 #: Not a statement of the user's own: a question about the assistant's preference, a
 #: hypothesis, or the user's habits ("I always...").
 _NOT_THE_USERS = re.compile(
     r"\b(?:do you prefer|would you prefer|which do you prefer|what do you prefer|"
     r"do you have a preference|your preference|what(?: is|'s) my preference|"
-    r"if I (?:prefer|always|never|decide|choose|go with|switch)|suppose I|imagine I|never ?mind|always a pleasure)\b",
+    r"if I (?:prefer|always|never)|suppose I|imagine I|never ?mind|always a pleasure)\b",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"\w+")
@@ -161,19 +131,7 @@ def _kind(sentence: str) -> Kind | None:
         return INSTRUCTION
     if _PREFERENCE.search(sentence):
         return PREFERENCE
-    choice = _CHOICE.search(sentence)
-    if choice and _names_a_matter(sentence[choice.end() :]):
-        return PREFERENCE
     return None
-
-
-def _names_a_matter(rest: str) -> bool:
-    """Whether what follows a choice's words names something of its own: a content word that
-    is not a pronoun or "the option" ("I'll go with that" names nothing, "I'll go with a
-    hybrid approach" does)."""
-    return any(
-        w not in _FILLER and w not in _NO_MATTER for w in _WORD.findall(rest.casefold())
-    )
 
 
 def standing_statements(text: str) -> list[Statement]:
