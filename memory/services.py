@@ -226,7 +226,7 @@ def fact_save_detailed(
             else:
                 keyless = list(current.filter(key__isnull=True).order_by("-created_at")[:200])
                 for existing in keyless:
-                    if _same_text(existing.text, text):
+                    if _same_text(existing.text, text) or entry.restated_by(existing.text, text):
                         return SavedFact(fact=_with_shareable(existing, shareable), created=False)
                 old = next((e for e in keyless if entry.replaces(e.text, text)), None)
             if shareable is None:

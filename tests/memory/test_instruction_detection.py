@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from chatplatform.core.memory.instructions import same_matter, standing_statements
+from chatplatform.core.memory.instructions import (
+    referred_preference,
+    restates,
+    same_matter,
+    standing_statements,
+)
 
 
 @pytest.mark.parametrize(
@@ -98,3 +103,17 @@ def test_a_later_statement_on_the_same_matter_replaces_the_earlier_one():
 def test_statements_naming_another_language_are_on_the_same_matter():
     assert same_matter("From now on, answer me in Spanish.", "Always reply in German.")
     assert not same_matter("Answer me in Spanish.", "Never use emojis in answers.")
+
+
+def test_a_sentence_that_points_back_to_a_preference_restates_it():
+    modular = "I prefer a modular design that separates the detection and API layers."
+    later = "Can you write the Detector class, considering my preference for modular design?"
+    assert referred_preference(later) == "modular design"
+    assert restates(modular, later)
+    assert not restates("I prefer tabs over spaces.", later)  # it names another matter
+    pkce = "How do I upgrade, considering I prefer OAuth 2.0 PKCE for secure token exchange?"
+    assert referred_preference(pkce) == "OAuth 2.0 PKCE for secure token exchange"
+    # A sentence that also states a preference of its own is no mere reference.
+    own = "I prefer short answers, given my preference for modular design."
+    assert referred_preference(own) is None and not restates(modular, own)
+    assert referred_preference(modular) is None

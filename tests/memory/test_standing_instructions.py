@@ -82,6 +82,22 @@ def test_a_later_one_on_the_same_matter_replaces_the_earlier(tenant_a, member_a)
     assert history[1].ended_reason == FactEnd.REPLACED
 
 
+def test_a_message_that_only_points_back_to_a_kept_preference_adds_none(tenant_a, member_a):
+    conversation = make_conversation(tenant_a, member_a)
+    stated = add_message(conversation, member_a, "I prefer a modular design for the detector.")
+    [kept] = instructions_capture(tenant_a, stated)
+    later = add_message(
+        conversation, member_a, "Write the class, considering my preference for modular design?"
+    )
+    [again] = instructions_capture(tenant_a, later)
+    assert again.created is False and again.fact.pk == kept.fact.pk
+    # The first mention of a preference is kept, even when worded as a reference.
+    first = add_message(conversation, member_a, "Help me, given my preference for dark themes.")
+    [new] = instructions_capture(tenant_a, first)
+    assert new.created and new.fact.source_message_id == first.pk
+    assert [f.text for f in standing(tenant_a, member_a)] == [stated.content, first.content]
+
+
 def test_facts_and_instructions_have_their_own_limits(tenant_a, member_a):
     make_policy(tenant_a, max_facts_per_user=10, max_instructions_per_user=2)
     for i in range(12):

@@ -19,6 +19,8 @@ and conditionals ("if I prefer tabs") are not preferences.
 
 :func:`same_matter` tells whether a later statement is about the same matter as an earlier
 one (then it replaces it): their content words mostly overlap, counted strictly.
+:func:`restates` tells whether a later sentence only points back to a preference already
+kept ("...considering my preference for modular design"): it adds nothing to keep.
 """
 
 from __future__ import annotations
@@ -192,6 +194,43 @@ def matter_words(sentence: str) -> frozenset[str]:
         for w in _WORD.findall(sentence.casefold())
         if w not in _FILLER
     )
+
+
+#: A preference named as one already stated rather than stated: "as per my preference for
+#: X", "considering I prefer X". ``matter`` is what it names.
+_REFERENCE = re.compile(
+    r"\b(?:as per|per|considering|given|in line with|according to|based on|following|"
+    r"due to|because of|with)\s+(?:that\s+)?(?:my|the)\s+"
+    r"(?:(?:stated|earlier|previous|existing|strong|clear|personal|own)\s+)?"
+    r"preference\s+(?:for|of)\s+(?P<matter>(?:[^,.;:!?]|\.(?=\S))+)"
+    r"|\b(?:considering|given|since|as)\s+(?:that\s+)?I\s+(?:\w+\s+)?prefer\s+"
+    r"(?P<also>(?:[^,.;:!?]|\.(?=\S))+)",
+    re.IGNORECASE,
+)
+
+
+def referred_preference(text: str) -> str | None:
+    """What ``text`` names as a preference already stated ("modular design" in "...,
+    considering my preference for modular design?") when that is all it says of one; ``None``
+    when it states an instruction or preference of its own, or names none."""
+    match = _REFERENCE.search(text)
+    if match is None:
+        return None
+    rest = text[: match.start()] + text[match.end() :]
+    if any(_kind(s.group(0).strip()) for s in _SENTENCE.finditer(rest)):
+        return None
+    return (match.group("matter") or match.group("also") or "").strip() or None
+
+
+def restates(earlier: str, later: str) -> bool:
+    """Whether ``later`` only points back to ``earlier``: it names a preference as already
+    stated (:func:`referred_preference`) and at least :data:`SAME_MATTER_OVERLAP` of the
+    named matter's content words are ``earlier``'s."""
+    named = referred_preference(later)
+    words = matter_words(named) if named else frozenset()
+    if not words:
+        return False
+    return len(words & matter_words(earlier)) / len(words) >= SAME_MATTER_OVERLAP
 
 
 def same_matter(earlier: str, later: str) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .instructions import INSTRUCTION, PREFERENCE, same_matter, standing_statements
+from .instructions import INSTRUCTION, PREFERENCE, restates, same_matter, standing_statements
 
 MemoryKindName = Literal["fact", "instruction", "preference"]
 #: The prompt sections memories go to, in the order they are packed and rendered.
@@ -57,6 +57,11 @@ class MemoryKind:
         replaced by key only (an unkeyed fact never replaces another)."""
         return False
 
+    def restated_by(self, earlier: str, later: str) -> bool:
+        """Whether ``later`` only points back to ``earlier`` and adds nothing to keep (it is
+        then not kept beside it)."""
+        return False
+
     def shortest_form(self, text: str) -> str:
         """The shortest form of a kept ``text`` still in the user's own words, for a prompt
         with no room for all of it (a kept message: the sentences that state it)."""
@@ -70,6 +75,9 @@ class _Standing(MemoryKind):
 
     def replaces(self, earlier: str, later: str) -> bool:
         return same_matter(matter_of(earlier), matter_of(later))
+
+    def restated_by(self, earlier: str, later: str) -> bool:
+        return restates(matter_of(earlier), later)
 
     def shortest_form(self, text: str) -> str:
         return matter_of(text)
