@@ -58,6 +58,7 @@ def test_a_tiny_run_reports_both_protocols_and_loses_nothing(
     command = ["--clients", "2", "--turns", "2", "--workers", workers, *naming]
     run, report = bench_compat(env, command)
     assert report["named"] is not bool(naming)
+    assert report["machine_reference_ms"] > 0  # the machine's speed, beside the figures
     for protocol in ("openai", "anthropic"):
         figures = report[protocol]
         assert set(figures) >= FIGURES, figures

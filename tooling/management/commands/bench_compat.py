@@ -14,7 +14,9 @@ which measures the platform's overhead at that throughput. Afterwards the databa
 whether every turn sent has its user message and a complete reply stored. CPU per turn is
 reported for the server processes, for this process (the SDK clients: the load itself, on
 the same machine) and for the whole machine (PostgreSQL, Redis and anything else running
-included)."""
+included), and the time this machine takes for a fixed pure-Python workload just before the
+run (``machine_reference_ms``, :mod:`tooling.benchmarks.machine_speed`): runs are comparable
+only on machines that were equally fast."""
 
 from __future__ import annotations
 
@@ -49,6 +51,7 @@ from tooling.benchmarks.load_runs import (
     machine_cpu_seconds,
     p50_p99,
 )
+from tooling.benchmarks.machine_speed import reference_loop_ms
 from tooling.benchmarks.scratch_data import bench_tenant
 from tooling.benchmarks.sdk_streams import SDK_PROTOCOLS, SdkProtocol
 
@@ -110,6 +113,7 @@ class Command(BaseCommand):
         protocols = [by_name[name] for name in options["protocol"] or by_name]
         clients = load_clients(count * len(protocols))
         hot_tables_vacuum()
+        reference = reference_loop_ms()
         port = free_port()
         servers = servers_start(port, options["workers"])
         results: dict[str, dict[str, Any]] = {}
@@ -145,6 +149,7 @@ class Command(BaseCommand):
             "named": not options["unnamed"],
             "workers": options["workers"],
             "database": connection.vendor,
+            "machine_reference_ms": reference,
         }
         for name, result in results.items():
             result["lost"] = self._lost(result.pop("sent"))
