@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from types import SimpleNamespace
 from typing import Any
 from unittest import mock
@@ -30,10 +31,13 @@ GRANT = SocketGrant(
 
 @pytest.fixture
 def layer() -> Any:
-    """A fresh pub/sub layer on the suite's Redis, as the process's channel layer."""
+    """A fresh pub/sub layer on the suite's Redis, as the process's channel layer. Its prefix
+    is its own: Redis lists subscriptions server-wide, and tests on other workers subscribe
+    at the same time."""
     if not settings.REDIS_URL:
         pytest.skip("needs Redis (REDIS_URL)")
-    fresh = RedisPubSubChannelLayer(hosts=[settings.REDIS_URL], prefix="test-stream")
+    prefix = f"test-stream-{uuid.uuid4().hex[:12]}"
+    fresh = RedisPubSubChannelLayer(hosts=[settings.REDIS_URL], prefix=prefix)
     with (
         mock.patch.object(streaming, "get_channel_layer", return_value=fresh),
         mock.patch.object(channel_layer, "get_channel_layer", return_value=fresh),
