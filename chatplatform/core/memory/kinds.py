@@ -18,7 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .instructions import INSTRUCTION, PREFERENCE, restates, same_matter, standing_statements
+from .instructions import (
+    INSTRUCTION,
+    PREFERENCE,
+    referred_preference,
+    restates,
+    same_matter,
+    standing_statements,
+)
 
 MemoryKindName = Literal["fact", "instruction", "preference"]
 #: The prompt sections memories go to, in the order they are packed and rendered.
@@ -77,7 +84,8 @@ class _Standing(MemoryKind):
         return same_matter(matter_of(earlier), matter_of(later))
 
     def restated_by(self, earlier: str, later: str) -> bool:
-        return restates(matter_of(earlier), later)
+        # Most sentences name no earlier preference: the kept one is not read for them.
+        return referred_preference(later) is not None and restates(matter_of(earlier), later)
 
     def shortest_form(self, text: str) -> str:
         return matter_of(text)
