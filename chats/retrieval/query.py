@@ -32,6 +32,7 @@ module writes, so no user text can produce a syntax error or an injection in eit
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -223,6 +224,10 @@ class SearchQuery:
     #: my: what the asker said or did), ``"addressee"`` (you, your: what the one asked
     #: said), ``"both"``, or ``None``.
     person: str | None = field(default=None, compare=False)
+    #: Whether the question asks what the one asked said or did before (``How did you
+    #: recommend...``, ``Was hast du mir geraten?``: :func:`recalls_reply`): its answer is
+    #: the platform's own reply, which the prompt must then show whole.
+    recalls_reply: bool = field(default=False, compare=False)
 
     @property
     def is_empty(self) -> bool:
@@ -233,7 +238,7 @@ class SearchQuery:
         drop = {fold(t) for t in texts}
         drop |= {stem(t) for t in drop}
         kept = tuple(t for t in self.terms if t.text not in drop)
-        return SearchQuery(kept, self.words, self.person)
+        return SearchQuery(kept, self.words, self.person, self.recalls_reply)
 
     def tsquery(self) -> str:
         """PostgreSQL ``to_tsquery('simple', ...)`` text: ``'a':* | 'b' | '中' <-> '文'``."""
@@ -311,7 +316,12 @@ def build_query(text: str, *, max_terms: int = MAX_TERMS) -> SearchQuery:
             root = stem(word, languages)
             terms.setdefault(root, Term(root, prefix=len(root) >= 3))
         kept_words.append(word)
-    return SearchQuery(tuple(list(terms.values())[:max_terms]), tuple(kept_words), persons_of(raw))
+    return SearchQuery(
+        tuple(list(terms.values())[:max_terms]),
+        tuple(kept_words),
+        persons_of(raw),
+        recalls_reply(raw),
+    )
 
 
 #: First-person singular subject pronouns and possessives (folded) of the stop lists'
@@ -340,6 +350,24 @@ def persons_of(words: Iterable[str]) -> str | None:
     if asker and addressee:
         return "both"
     return "asker" if asker else "addressee" if addressee else None
+
+
+#: A past tense's auxiliary followed by the second person (folded word pairs, in the stop
+#: lists' languages where the pronoun is written): how a question asks what the one asked
+#: said or did before (``did you suggest``, ``hast du empfohlen``, ``avez-vous conseillé``)
+#: rather than for advice now (``what would you suggest``).
+_PAST_ADDRESS_RAW = """did you, have you, had you, hast du, hattest du, haben sie, hatten sie,
+    as tu, avez vous, tu as, vous avez"""
+_PAST_ADDRESS: frozenset[tuple[str, ...]] = frozenset(
+    tuple(fold(w) for w in pair.split()) for pair in _PAST_ADDRESS_RAW.split(",")
+)
+
+
+def recalls_reply(words: Sequence[str]) -> bool:
+    """Whether folded question ``words`` ask what the one asked said or did before: an
+    auxiliary of the past followed by the second person, or the French order
+    (:data:`_PAST_ADDRESS`: ``did you``, ``tu as``)."""
+    return any(pair in _PAST_ADDRESS for pair in itertools.pairwise(words))
 
 
 def _split_cjk_runs(word: str) -> list[str]:

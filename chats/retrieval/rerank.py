@@ -122,6 +122,12 @@ class RerankConfig:
     #: asker). The user states their facts; a reply restates and elaborates them, so it
     #: matches more words of more questions and would rank above the statement.
     asker_boost: float = 1.0
+    #: A question that asks what the platform said before (``How did you recommend...``:
+    #: :attr:`~chats.retrieval.query.SearchQuery.recalls_reply`): a reply ranked through
+    #: the user's message it answers goes whole, not as its head (:func:`to_retrieved`),
+    #: since the reply is what is asked about. Measured (``tooling/evaluation/retrieval.md``):
+    #: giving the replies a share on their score as well lost at small budgets.
+    recalled_replies_whole: bool = True
 
 
 @dataclass(slots=True)
@@ -310,6 +316,12 @@ def role_boosts(
     if not has_replies(candidates):
         return {}
     return {"user": config.asker_boost}
+
+
+def replies_whole_for(query: SearchQuery, config: RerankConfig) -> bool:
+    """Whether this question's replies go whole when ranked through their exchange
+    (:attr:`RerankConfig.recalled_replies_whole`, for a question that recalls a reply)."""
+    return config.recalled_replies_whole and query.recalls_reply
 
 
 def has_replies(candidates: Iterable[Candidate]) -> bool:
@@ -593,10 +605,12 @@ def to_retrieved(
     *,
     neighbors: int = 1,
     max_items: int | None = None,
+    replies_whole: bool = False,
 ) -> list[RetrievedItem]:
     """RetrievedItems (best first) for ranked candidates whose MessageItem (by ``seq``) is in
     ``items``; each carries the adjacent fetched messages (``neighbors`` on each side) and is
-    marked ``excerpt`` when its score came from a neighbouring find."""
+    marked ``excerpt`` when its score came from a neighbouring find, except the platform's
+    replies with ``replies_whole`` (a question about what it said: :func:`replies_whole_for`)."""
     out: list[RetrievedItem] = []
     for s in ranked:
         item = items.get(s.candidate.seq)
@@ -609,8 +623,10 @@ def to_retrieved(
             if seq in items
         )
         # A message ranked through a find next to it (the reply to a message that matched)
-        # is shown for that exchange: the packer may show a long one as its head.
-        out.append(RetrievedItem(item, s.score, near, excerpt=s.via is not None))
+        # is shown for that exchange: the packer may show a long one as its head, unless
+        # the question asks for the reply itself.
+        excerpt = s.via is not None and not (replies_whole and item.role == "assistant")
+        out.append(RetrievedItem(item, s.score, near, excerpt=excerpt))
         if max_items is not None and len(out) >= max_items:
             break
     return out

@@ -47,6 +47,7 @@ from .rerank import (
     RerankConfig,
     bm25_scores,
     rank_candidates,
+    replies_whole_for,
     to_retrieved,
 )
 from .search import search_messages, search_summaries
@@ -330,7 +331,13 @@ def retrieve_messages(
         statements=fetch_statements,
     )
     items = _Items(rows, bot_name)
-    return to_retrieved(order, items, neighbors=config.neighbor_depth, max_items=settings.max_items)
+    return to_retrieved(
+        order,
+        items,
+        neighbors=config.neighbor_depth,
+        max_items=settings.max_items,
+        replies_whole=replies_whole_for(query, config),
+    )
 
 
 class _Items(Mapping[int, MessageItem]):

@@ -224,3 +224,23 @@ def test_a_question_says_whom_it_is_about(question, person):
     assert query.person == person
     assert not {"i", "my", "you", "я"} & {t.text for t in query.terms}
     assert query.without(["versions"]).person == person
+
+
+@pytest.mark.parametrize(
+    ("question", "recalls"),
+    [
+        ("How did you recommend handling the delays?", True),
+        ("What approach have you suggested for my resume?", True),
+        ("Was hast du mir für das Projekt empfohlen?", True),
+        ("Qu'avez-vous conseillé pour mon application ?", True),
+        ("Qu'est-ce que tu as proposé hier ?", True),
+        ("What approaches would you suggest I explore?", False),  # advice now
+        ("Did I tell you about my dog?", False),  # what the asker said
+        ("What did Caroline paint?", False),
+    ],
+)
+def test_a_question_says_whether_it_recalls_a_reply(question, recalls):
+    # A past tense addressed to the one asked is about its earlier reply, not new advice.
+    query = build_query(question)
+    assert query.recalls_reply is recalls
+    assert query.without(["approach"]).recalls_reply is recalls

@@ -18,6 +18,7 @@ from chats.retrieval.rerank import (
     neighbor_seqs,
     rank_candidates,
     ranked,
+    replies_whole_for,
     rerank,
     score,
     to_retrieved,
@@ -109,6 +110,33 @@ def test_a_reply_ranked_through_the_message_it_answers_is_marked_for_an_excerpt(
     out = {r.message.seq: r.excerpt for r in to_retrieved(ranked, items, neighbors=0)}
     # the reply found through its question is context; a reply with the words is a find
     assert out[2] is True and out[1] is False and out[4] is False
+
+
+def test_a_question_about_a_reply_shows_a_reply_found_through_its_exchange_whole():
+    items = {
+        1: MessageItem(1, 1, "user", "How should I size the zeppelin hangar?"),
+        2: MessageItem(2, 2, "assistant", "Start from the envelope's length, then add room."),
+    }
+
+    def retrieved(question: str, config: RerankConfig) -> dict[int, bool]:
+        query = build_query(question)
+        ranked = rerank(
+            query,
+            [Candidate(1, 1, items[1].content, None, "user")],
+            total_docs=2,
+            neighbors=[Candidate(2, 2, items[2].content, None, "assistant")],
+            config=config,
+        )
+        whole = replies_whole_for(query, config)
+        return {r.message.seq: r.excerpt for r in to_retrieved(ranked, items, replies_whole=whole)}
+
+    default = RerankConfig()
+    # the reply is what "did you recommend" asks for: it is not cut to its head
+    assert retrieved("How did you recommend sizing the zeppelin hangar?", default)[2] is False
+    # asking for advice now, or with the setting off, the reply stays context for its question
+    assert retrieved("How would you size the zeppelin hangar?", default)[2] is True
+    off = replace(default, recalled_replies_whole=False)
+    assert retrieved("How did you recommend sizing the zeppelin hangar?", off)[2] is True
 
 
 def test_neighbours_by_the_named_speaker_get_the_speaker_boost():

@@ -60,6 +60,7 @@ from chats.retrieval.rerank import (
     RerankConfig,
     bm25_scores,
     rank_candidates,
+    replies_whole_for,
     to_retrieved,
 )
 from chats.retrieval.search import PG_SAMPLE_WINDOW, PG_SCAN_LIMIT
@@ -238,6 +239,7 @@ def run(args: argparse.Namespace) -> dict[str, object]:
                     by_seq,
                     neighbors=config.neighbor_depth,
                     max_items=policy.retrieval_max_items,
+                    replies_whole=replies_whole_for(query, config),
                 )
             out = assemble(
                 policy,
