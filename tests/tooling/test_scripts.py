@@ -14,7 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
-    "script", ["tooling/evaluation/locomo_offline.py", "tooling/benchmarks/dense_cost.py"]
+    "script",
+    [
+        "tooling/evaluation/locomo_offline.py",
+        "tooling/evaluation/misses.py",
+        "tooling/benchmarks/dense_cost.py",
+    ],
 )
 def test_the_script_starts(script, tmp_path):
     completed = subprocess.run(
