@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -29,19 +29,20 @@ from tooling.evaluation.locomo import Question, Turn, evidence_present, normalis
 HEAD_CHARS = 120
 
 
-def states(context: str, question: Question, turns: dict[str, Turn]) -> Iterator[str]:
+def states(context: str, question: Question, turns: dict[str, Turn]) -> list[str]:
     """``whole``, ``head`` or ``absent`` for each of the question's evidence messages."""
+    texts = [turns[e].text if e in turns else "" for e in question.evidence]
+    whole = evidence_present(context, texts, question.quote)
     haystack = normalise(context)
-    for dia_id in question.evidence:
-        turn = turns.get(dia_id)
-        if turn is None:
-            yield "absent"
-        elif evidence_present(context, [turn.text], question.quote)[0]:
-            yield "whole"
-        elif normalise(turn.text[:HEAD_CHARS]) in haystack:
-            yield "head"
-        else:
-            yield "absent"
+
+    def state(text: str, found: bool) -> str:
+        if text and found:
+            return "whole"
+        if text and normalise(text[:HEAD_CHARS]) in haystack:
+            return "head"
+        return "absent"
+
+    return [state(text, found) for text, found in zip(texts, whole, strict=True)]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -67,15 +68,17 @@ def main(argv: Sequence[str] | None = None) -> None:
             question, turns, place, size = by_question[(row["sample_id"], row["question"])]
             if wanted and str(question.category) not in wanted:
                 continue
-            found = list(states(row["context"], question, turns))
-            for dia_id, state in zip(question.evidence, found, strict=True):
-                turn = turns.get(dia_id)
+            found = states(row["context"], question, turns)
+            evidence = [
+                (dia_id, turns.get(dia_id), state)
+                for dia_id, state in zip(question.evidence, found, strict=True)
+            ]
+            for _, turn, state in evidence:
                 tally[(turn.speaker if turn else "?", state)] += 1
             if args.tally_only or all(s == "whole" for s in found):
                 continue
             print(f"## {row['sample_id']} [{question.category}] {question.question}")
-            for dia_id, state in zip(question.evidence, found, strict=True):
-                turn = turns.get(dia_id)
+            for dia_id, turn, state in evidence:
                 text = turn.text if turn else ""
                 print(
                     f"   {state:6} {dia_id} at {place.get(dia_id)}/{size} "
