@@ -128,6 +128,16 @@ class RerankConfig:
     #: since the reply is what is asked about. Measured (``tooling/evaluation/retrieval.md``):
     #: giving the replies a share on their score as well lost at small budgets.
     recalled_replies_whole: bool = True
+    #: A user's short message right after the platform's reply to their own message (``hmm,
+    #: what if the user keeps retrying?``) follows that message up: it means little alone
+    #: and shares few of a question's words, so it inherits this share of the score of the
+    #: message it follows up, down a thread of such follow-ups (:func:`follow_ups`). Only in
+    #: a chat with the platform's replies; "short" is at most ``follow_up_chars``
+    #: characters, and the best ``follow_up_hits`` hits have their follow-ups fetched.
+    follow_up_share: float = 0.8
+    follow_up_chars: int = 200
+    follow_up_hits: int = 150
+    follow_up_depth: int = 2
 
 
 @dataclass(slots=True)
@@ -424,9 +434,65 @@ def rank_candidates(
         if pairs:
             follow_statements(scored, pairs, config)
     near = neighbor_seqs(scored, hits=neighbor_hits, depth=config.neighbor_depth)
-    neighbors = fetch(near) if near else []
-    propagate(scored, neighbors, config, authors, roles)
+    threads = follow_up_seqs(scored, candidates, config)
+    wanted = near | threads
+    neighbors = fetch(wanted) if wanted else []
+    propagate(scored, [n for n in neighbors if n.seq in near], config, authors, roles)
+    if threads:
+        follow_ups(scored, neighbors, config)
     return ranked(scored)
+
+
+def _thread_heads(scored: Mapping[int, Scored], config: RerankConfig) -> list[Scored]:
+    """The best ``follow_up_hits`` people's messages, whose follow-ups are looked for."""
+    best = ranked(scored)[: config.follow_up_hits]
+    return [s for s in best if s.score > 0 and s.candidate.role == "user"]
+
+
+def follow_up_seqs(
+    scored: Mapping[int, Scored], candidates: Sequence[Candidate], config: RerankConfig
+) -> set[int]:
+    """The turns that may follow up the best people's messages (every second turn after
+    each, ``follow_up_depth`` deep: a reply between each) and are not candidates: what to
+    fetch for :func:`follow_ups`. None where nothing inherits, or in a chat without the
+    platform's replies (people talking among themselves take turns; the next turn of the
+    same person is not a follow-up of theirs)."""
+    if config.follow_up_share <= 0 or not has_replies(candidates):
+        return set()
+    return {
+        s.candidate.seq + 2 * step
+        for s in _thread_heads(scored, config)
+        for step in range(1, config.follow_up_depth + 1)
+    } - set(scored)
+
+
+def follow_ups(
+    scored: dict[int, Scored], fetched: Sequence[Candidate], config: RerankConfig
+) -> None:
+    """A thread's follow-ups rank just below the message they follow up: for each of the
+    best people's messages, the next message of the same author two turns later (the reply
+    between) that is at most ``follow_up_chars`` long inherits ``follow_up_share`` of its
+    score, and the one after it too while each is such a follow-up. A turn keeps the best of
+    its own score and what it inherits; a follow-up is shown whole, never as a head."""
+    by_seq = {c.seq: c for c in fetched}
+    for head in _thread_heads(scored, config):
+        seq = head.candidate.seq
+        for _ in range(config.follow_up_depth):
+            seq += 2
+            current = scored.get(seq)
+            candidate = current.candidate if current is not None else by_seq.get(seq)
+            if (
+                candidate is None
+                or candidate.role != "user"
+                or candidate.author != head.candidate.author
+                or len(candidate.text) > config.follow_up_chars
+            ):
+                break
+            inherited = head.score * config.follow_up_share
+            if current is None:
+                scored[seq] = Scored(candidate, inherited, head.candidate.id)
+            elif current.score < inherited:
+                current.score, current.via = inherited, head.candidate.id
 
 
 def follow_statements(

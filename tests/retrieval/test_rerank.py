@@ -434,3 +434,93 @@ def test_found_through_its_reply_the_askers_message_comes_first():
 
     assert order("Which tests did I plan to run?")[:2] == [3, 4]
     assert order("Which tests to run?")[:2] == [4, 3]  # a tie goes to the newer message
+
+
+def _thread_pool():
+    # A user's question (2), the reply (3), two short follow-ups (4, 6) with their replies,
+    # then a long new request (8) and another short message after it (10).
+    return {
+        2: Candidate(2, 2, "how should my weather app handle the API rate limit?", "u", "user"),
+        3: Candidate(3, 3, "Count the calls per minute and back off.", None, "assistant"),
+        4: Candidate(4, 4, "hmm, what about rapid consecutive calls?", "u", "user"),
+        5: Candidate(5, 5, "Debounce them.", None, "assistant"),
+        6: Candidate(6, 6, "hmm, and if they keep retrying?", "u", "user"),
+        7: Candidate(7, 7, "Lock them out for a while.", None, "assistant"),
+        8: Candidate(8, 8, "Now something else entirely: " + "the layout " * 40, "u", "user"),
+        9: Candidate(9, 9, "Sure.", None, "assistant"),
+        10: Candidate(10, 10, "ok", "u", "user"),
+    }
+
+
+def test_a_threads_short_follow_ups_rank_just_below_the_message_they_follow_up():
+    pool = _thread_pool()
+    calls: list[set[int]] = []
+
+    def fetch(seqs):
+        calls.append(set(seqs))
+        return [pool[s] for s in sorted(seqs) if s in pool]
+
+    config = RerankConfig(neighbor_depth=1, neighbor_support=0.0, follow_up_share=0.8)
+    ranked_ = rank_candidates(
+        build_query("rate limit"),
+        [pool[2], pool[3]],
+        total_docs=10,
+        names={},
+        config=config,
+        neighbor_hits=5,
+        fetch=fetch,
+    )
+    scores = {s.candidate.seq: s.score for s in ranked_}
+    assert len(calls) == 1 and {4, 6} <= calls[0]  # with the neighbours, in one call
+    assert scores[4] == pytest.approx(0.8 * scores[2])
+    assert scores[6] == pytest.approx(0.8 * scores[2])
+    # A long message ends the thread: it is a request of its own, not a follow-up.
+    assert 8 not in scores and 10 not in scores
+    # Off, the follow-up across the reply gets only the ordinary neighbour share, if any.
+    off = rank_candidates(
+        build_query("rate limit"),
+        [pool[2], pool[3]],
+        total_docs=10,
+        names={},
+        config=replace(config, follow_up_share=0.0),
+        neighbor_hits=5,
+        fetch=fetch,
+    )
+    assert {s.candidate.seq for s in off}.isdisjoint({6})
+
+
+def test_another_persons_turn_is_not_a_follow_up_nor_is_anything_without_replies():
+    pool = _thread_pool()
+    pool[4] = Candidate(4, 4, "hmm, what about rapid consecutive calls?", "other", "user")
+    config = RerankConfig(neighbor_depth=0, follow_up_share=0.8)
+
+    def ranked_with(candidates):
+        return rank_candidates(
+            build_query("rate limit"),
+            candidates,
+            total_docs=10,
+            names={},
+            config=config,
+            neighbor_hits=5,
+            fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
+        )
+
+    assert {s.candidate.seq for s in ranked_with([pool[2], pool[3]])} == {2, 3}
+    # People talking among themselves (no replies among the candidates): nothing is fetched.
+    people = [Candidate(2, 2, "the API rate limit again", "u", "user")]
+
+    def no_fetch(seqs):
+        raise AssertionError("no fetch expected")
+
+    assert [
+        s.candidate.seq
+        for s in rank_candidates(
+            build_query("rate limit"),
+            people,
+            total_docs=10,
+            names={},
+            config=config,
+            neighbor_hits=5,
+            fetch=no_fetch,
+        )
+    ] == [2]
