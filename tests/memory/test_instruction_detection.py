@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chatplatform.core.memory.instructions import (
+    MAX_STATEMENT_CHARS,
     referred_preference,
     restates,
     same_matter,
@@ -76,11 +77,40 @@ def test_found_verbatim_with_their_place_in_the_message(text, kind, sentence):
         "What is my preference for dates again?",
         "The API answers in 250 ms now.",
         "Can you help me with my CV?",
+        "How do these metrics differ from recall, and when might I prefer to use them?",
+        "Should I prefer Redis or Memcached here?",
         "",
     ],
 )
 def test_habits_questions_and_hypotheses_are_not_standing(text):
     assert standing_statements(text) == []
+
+
+def test_a_run_on_sentence_keeps_the_clauses_around_each_statement_it_makes():
+    # A message pasted as one sentence of thousands of characters: each statement is kept
+    # as the clauses around it, within the limit, verbatim and where it stands.
+    filler = ", and I've planned the sprint for the login page with tests"
+    text = (
+        "I've set up the Flask app" + filler * 8 + ", and I prefer simple, minimal "
+        "dependencies to keep the app lightweight" + filler * 8 + ", and always include "
+        "version numbers when I ask about libraries" + filler * 8 + " ->-> 2,5"
+    )
+    found = standing_statements(text)
+    assert [s.kind for s in found] == ["preference", "instruction"]
+    assert "I prefer simple, minimal dependencies to keep the app lightweight" in found[0].sentence
+    assert "always include version numbers when I ask about libraries" in found[1].sentence
+    for s in found:
+        assert len(s.sentence) <= MAX_STATEMENT_CHARS
+        assert text[s.start : s.end] == s.sentence
+        assert not s.sentence.startswith((",", " ")) and not s.sentence.endswith((",", " "))
+
+
+def test_a_statement_in_one_long_clause_is_kept_from_shortly_before_it():
+    text = " ".join(["word"] * 120) + " I prefer tabs over spaces " + " ".join(["more"] * 120)
+    (found,) = standing_statements(text)
+    assert "I prefer tabs over spaces" in found.sentence
+    assert len(found.sentence) <= MAX_STATEMENT_CHARS
+    assert text[found.start : found.end] == found.sentence
 
 
 def test_two_statements_in_one_message():

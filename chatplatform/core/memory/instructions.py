@@ -93,9 +93,19 @@ _PREFERENCE = re.compile(
 _NOT_THE_USERS = re.compile(
     r"\b(?:do you prefer|would you prefer|which do you prefer|what do you prefer|"
     r"do you have a preference|your preference|what(?: is|'s) my preference|"
-    r"if I (?:prefer|always|never)|suppose I|imagine I|never ?mind|always a pleasure)\b",
+    r"if I (?:prefer|always|never)|suppose I|imagine I|never ?mind|always a pleasure|"
+    r"(?:might|should|would|could|will|shall|do|did|can|may) I (?:\w+ )?prefer)\b",
     re.IGNORECASE,
 )
+#: A sentence longer than this (a run-on message, text pasted without full stops) is kept
+#: as the clause that states the instruction or preference, within this length...
+MAX_STATEMENT_CHARS = 600
+#: ...with the clauses after it while shorter than this ("I prefer simple, minimal
+#: dependencies to keep the app light").
+MIN_STATEMENT_CHARS = 80
+#: Where a long sentence's clauses meet: after a comma, semicolon or colon, around a dash.
+_CLAUSE_BREAK = re.compile(r"(?<=[,;:])\s+|\s+[-–—]\s+")
+_CLAUSE_EDGES = " ,;:-–—"
 _WORD = re.compile(r"\w+")
 #: Words that say nothing of a statement's matter.
 _FILLER_WORDS = """a an the and or but so to of in on at for with when whenever i me my you
@@ -122,35 +132,106 @@ class Statement:
     end: int
 
 
-def _kind(sentence: str) -> Kind | None:
+def _stated(sentence: str) -> tuple[Kind, int] | None:
+    """The kind of statement ``sentence`` makes and where what states it begins."""
     if _NOT_THE_USERS.search(sentence):
         return None
-    if (
-        _INSTRUCTION_START.search(sentence)
-        or _INSTRUCTION_ANYWHERE.search(sentence)
-        or _LANGUAGE.search(sentence)
-    ):
-        return INSTRUCTION
-    if _PREFERENCE.search(sentence):
-        return PREFERENCE
+    for pattern in (_INSTRUCTION_START, _INSTRUCTION_ANYWHERE, _LANGUAGE):
+        if match := pattern.search(sentence):
+            return INSTRUCTION, match.start()
+    if match := _PREFERENCE.search(sentence):
+        return PREFERENCE, match.start()
     return None
+
+
+def _kind(sentence: str) -> Kind | None:
+    stated = _stated(sentence)
+    return stated[0] if stated else None
+
+
+def _clauses_around(sentence: str, at: int) -> tuple[int, int]:
+    """The span of ``sentence`` (start, end) of the clause holding offset ``at``, with the
+    clauses after it while it is shorter than :data:`MIN_STATEMENT_CHARS` and within
+    :data:`MAX_STATEMENT_CHARS`; of a single clause longer than that, that many characters
+    from shortly before ``at``, at words' ends."""
+    bounds = [
+        0,
+        *(b for m in _CLAUSE_BREAK.finditer(sentence) for b in (m.start(), m.end())),
+        len(sentence),
+    ]
+    clauses = list(zip(bounds[::2], bounds[1::2], strict=True))
+    last = next(i for i, (_, end) in enumerate(clauses) if at < end or end == len(sentence))
+    start, end = clauses[last]
+    while (
+        end - start < MIN_STATEMENT_CHARS
+        and last + 1 < len(clauses)
+        and clauses[last + 1][1] - start <= MAX_STATEMENT_CHARS
+    ):
+        last += 1
+        end = clauses[last][1]
+    if end - start > MAX_STATEMENT_CHARS:
+        # One long clause: from a word shortly before what states it, cut at a word's end.
+        lead = MAX_STATEMENT_CHARS // 5
+        if at - start > lead:
+            blank = sentence.find(" ", at - lead, at)
+            start = blank + 1 if blank >= 0 else at
+        cut = sentence.rfind(" ", start, start + MAX_STATEMENT_CHARS + 1)
+        end = cut if cut > at else min(end, start + MAX_STATEMENT_CHARS)
+    return start, end
 
 
 def standing_statements(text: str) -> list[Statement]:
     """The standing instructions and preferences ``text`` states, in order, each sentence
-    verbatim (surrounding blanks left out)."""
+    verbatim (surrounding blanks left out); of a sentence longer than
+    :data:`MAX_STATEMENT_CHARS`, the clauses around each statement it makes."""
     found: list[Statement] = []
     for match in _SENTENCE.finditer(text):
         raw = match.group(0)
         sentence = raw.strip()
         if len(sentence) < 8:
             continue
-        kind = _kind(sentence)
+        start = match.start() + raw.index(sentence)
+        if len(sentence) > MAX_STATEMENT_CHARS:
+            found += _long_sentence_statements(sentence, start)
+        elif kind := _kind(sentence):
+            found.append(Statement(kind, sentence, start, start + len(sentence)))
+    return found
+
+
+def _long_sentence_statements(sentence: str, offset: int) -> list[Statement]:
+    """The statements of a long ``sentence`` (at ``offset`` in its message): for each place
+    a pattern matches (a clause opening as an instruction does), not within the span kept
+    for an earlier one, the clauses around it (:func:`_clauses_around`) when they make a
+    statement."""
+    if _stated(sentence) is None:
+        return []
+    # Its clauses stand as its sentences: one may open with "always" or "never".
+    opening = [0, *(m.end() for m in _CLAUSE_BREAK.finditer(sentence))]
+    places = sorted(
+        [at for at in opening if _INSTRUCTION_START.match(sentence[at:])]
+        + [
+            m.start()
+            for pattern in (_INSTRUCTION_ANYWHERE, _LANGUAGE, _PREFERENCE)
+            for m in pattern.finditer(sentence)
+        ]
+    )
+    out: list[Statement] = []
+    covered = -1
+    for at in places:
+        if at < covered:
+            continue
+        begin, end = _clauses_around(sentence, at)
+        covered = end
+        span = sentence[begin:end]
+        clause = span.strip(_CLAUSE_EDGES)
+        # What it states is read from where the pattern matched; what negates it ("if I
+        # prefer", "might I prefer") may stand before.
+        kind = None if _NOT_THE_USERS.search(clause) else _kind(sentence[at:end])
         if kind is None:
             continue
-        start = match.start() + raw.index(sentence)
-        found.append(Statement(kind, sentence, start, start + len(sentence)))
-    return found
+        start = offset + begin + span.index(clause)
+        out.append(Statement(kind, clause, start, start + len(clause)))
+    return out
 
 
 #: Names of languages: a statement that names one is (also) about the answers' language, one
