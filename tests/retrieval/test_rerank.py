@@ -452,6 +452,18 @@ def _thread_pool():
     }
 
 
+def _rank_rate_limit(candidates, config, fetch):
+    return rank_candidates(
+        build_query("rate limit"),
+        candidates,
+        total_docs=10,
+        names={},
+        config=config,
+        neighbor_hits=5,
+        fetch=fetch,
+    )
+
+
 def test_a_threads_short_follow_ups_rank_just_below_the_message_they_follow_up():
     pool = _thread_pool()
     calls: list[set[int]] = []
@@ -461,15 +473,7 @@ def test_a_threads_short_follow_ups_rank_just_below_the_message_they_follow_up()
         return [pool[s] for s in sorted(seqs) if s in pool]
 
     config = RerankConfig(neighbor_depth=1, neighbor_support=0.0, follow_up_share=0.8)
-    ranked_ = rank_candidates(
-        build_query("rate limit"),
-        [pool[2], pool[3]],
-        total_docs=10,
-        names={},
-        config=config,
-        neighbor_hits=5,
-        fetch=fetch,
-    )
+    ranked_ = _rank_rate_limit([pool[2], pool[3]], config, fetch)
     scores = {s.candidate.seq: s.score for s in ranked_}
     assert len(calls) == 1 and {4, 6} <= calls[0]  # with the neighbours, in one call
     assert scores[4] == pytest.approx(0.8 * scores[2])
@@ -477,15 +481,7 @@ def test_a_threads_short_follow_ups_rank_just_below_the_message_they_follow_up()
     # A long message ends the thread: it is a request of its own, not a follow-up.
     assert 8 not in scores and 10 not in scores
     # Off, the follow-up across the reply gets only the ordinary neighbour share, if any.
-    off = rank_candidates(
-        build_query("rate limit"),
-        [pool[2], pool[3]],
-        total_docs=10,
-        names={},
-        config=replace(config, follow_up_share=0.0),
-        neighbor_hits=5,
-        fetch=fetch,
-    )
+    off = _rank_rate_limit([pool[2], pool[3]], replace(config, follow_up_share=0.0), fetch)
     assert {s.candidate.seq for s in off}.isdisjoint({6})
 
 
@@ -494,33 +490,14 @@ def test_another_persons_turn_is_not_a_follow_up_nor_is_anything_without_replies
     pool[4] = Candidate(4, 4, "hmm, what about rapid consecutive calls?", "other", "user")
     config = RerankConfig(neighbor_depth=0, follow_up_share=0.8)
 
-    def ranked_with(candidates):
-        return rank_candidates(
-            build_query("rate limit"),
-            candidates,
-            total_docs=10,
-            names={},
-            config=config,
-            neighbor_hits=5,
-            fetch=lambda seqs: [pool[s] for s in seqs if s in pool],
-        )
+    def fetch(seqs):
+        return [pool[s] for s in seqs if s in pool]
 
-    assert {s.candidate.seq for s in ranked_with([pool[2], pool[3]])} == {2, 3}
+    assert {s.candidate.seq for s in _rank_rate_limit([pool[2], pool[3]], config, fetch)} == {2, 3}
     # People talking among themselves (no replies among the candidates): nothing is fetched.
     people = [Candidate(2, 2, "the API rate limit again", "u", "user")]
 
     def no_fetch(seqs):
         raise AssertionError("no fetch expected")
 
-    assert [
-        s.candidate.seq
-        for s in rank_candidates(
-            build_query("rate limit"),
-            people,
-            total_docs=10,
-            names={},
-            config=config,
-            neighbor_hits=5,
-            fetch=no_fetch,
-        )
-    ] == [2]
+    assert [s.candidate.seq for s in _rank_rate_limit(people, config, no_fetch)] == [2]
