@@ -105,6 +105,15 @@ def test_a_run_on_sentence_keeps_the_clauses_around_each_statement_it_makes():
         assert not s.sentence.startswith((",", " ")) and not s.sentence.endswith((",", " "))
 
 
+def test_a_run_on_sentence_in_chinese_splits_at_its_own_commas():
+    text = "我在做一个天气应用，" * 40 + "我更喜欢简单的依赖，" + "我们用的是Flask，" * 40
+    (found,) = standing_statements(text)
+    assert found.kind == "preference"
+    assert found.sentence.startswith("我更喜欢简单的依赖")
+    assert len(found.sentence) <= MAX_STATEMENT_CHARS
+    assert text[found.start : found.end] == found.sentence
+
+
 def test_a_statement_in_one_long_clause_is_kept_from_shortly_before_it():
     text = " ".join(["word"] * 120) + " I prefer tabs over spaces " + " ".join(["more"] * 120)
     (found,) = standing_statements(text)

@@ -103,9 +103,10 @@ MAX_STATEMENT_CHARS = 600
 #: ...with the clauses after it while shorter than this ("I prefer simple, minimal
 #: dependencies to keep the app light").
 MIN_STATEMENT_CHARS = 80
-#: Where a long sentence's clauses meet: after a comma, semicolon or colon, around a dash.
-_CLAUSE_BREAK = re.compile(r"(?<=[,;:])\s+|\s+[-–—]\s+")
-_CLAUSE_EDGES = " ,;:-–—"
+#: Where a long sentence's clauses meet: after a comma, semicolon or colon (and their CJK
+#: forms, which no blank follows), around a dash.
+_CLAUSE_BREAK = re.compile(r"(?<=[,;:])\s+|(?<=[，；：、])|\s+[-–—]\s+")
+_CLAUSE_EDGES = " ,;:-–—，；：、"
 _WORD = re.compile(r"\w+")
 #: Words that say nothing of a statement's matter.
 _FILLER_WORDS = """a an the and or but so to of in on at for with when whenever i me my you
