@@ -133,21 +133,18 @@ class Statement:
     end: int
 
 
-def _stated(sentence: str) -> tuple[Kind, int] | None:
-    """The kind of statement ``sentence`` makes and where what states it begins."""
+def _kind(sentence: str) -> Kind | None:
     if _NOT_THE_USERS.search(sentence):
         return None
-    for pattern in (_INSTRUCTION_START, _INSTRUCTION_ANYWHERE, _LANGUAGE):
-        if match := pattern.search(sentence):
-            return INSTRUCTION, match.start()
-    if match := _PREFERENCE.search(sentence):
-        return PREFERENCE, match.start()
+    if (
+        _INSTRUCTION_START.search(sentence)
+        or _INSTRUCTION_ANYWHERE.search(sentence)
+        or _LANGUAGE.search(sentence)
+    ):
+        return INSTRUCTION
+    if _PREFERENCE.search(sentence):
+        return PREFERENCE
     return None
-
-
-def _kind(sentence: str) -> Kind | None:
-    stated = _stated(sentence)
-    return stated[0] if stated else None
 
 
 def _clauses_around(sentence: str, at: int) -> tuple[int, int]:
@@ -204,8 +201,6 @@ def _long_sentence_statements(sentence: str, offset: int) -> list[Statement]:
     a pattern matches (a clause opening as an instruction does), not within the span kept
     for an earlier one, the clauses around it (:func:`_clauses_around`) when they make a
     statement."""
-    if _stated(sentence) is None:
-        return []
     # Its clauses stand as its sentences: one may open with "always" or "never".
     opening = [0, *(m.end() for m in _CLAUSE_BREAK.finditer(sentence))]
     places = sorted(
