@@ -138,3 +138,26 @@ def test_a_turn_sends_at_most_three_and_none_when_the_section_holds_them_all():
     assert "train number 3 " in r.tail and "train number 4 " not in r.tail
     roomy = run(facts=MANY[:3], instructions_ranked=[38, 39])
     assert roomy.tail == "" and "<user_instructions>" in roomy.system
+
+
+def test_a_section_short_of_room_keeps_the_instructions_before_newer_preferences():
+    oldest = FactItem(20, "Always include exact library versions.", kind="instruction")
+    tastes = [
+        FactItem(
+            i, f"I prefer design option number {i} for the dashboard layout.", kind="preference"
+        )
+        for i in (24, 23, 22, 21)  # newest first, as the caller reads them
+    ]
+    newest = FactItem(25, "Never use emojis in answers.", kind="instruction")
+    facts = [newest, *tastes, oldest]
+    roomy = run(facts=facts)
+    assert [i.id for i in roomy.included if i.kind == "instruction"] == [20, 21, 22, 23, 24, 25]
+    # Room for about four lines: both instructions stay, then the newest preferences.
+    section = roomy.section("instructions")
+    assert section is not None
+    tight = run(replace(POLICY, instructions_budget=section.used * 2 // 3), facts=facts)
+    kept = [i.id for i in tight.included if i.kind == "instruction"]
+    assert 20 in kept and 25 in kept and 21 not in kept
+    assert kept == sorted(kept)  # still in the order they were given
+    assert tight.system.index("exact library versions") < tight.system.index("Never use emojis")
+    assert {e.id for e in tight.excluded if e.kind == "instruction"} == {21, 22, 23, 24} - set(kept)

@@ -180,13 +180,14 @@ def pick_instructions(
     """The user's standing instructions and preferences (the memories whose kind goes to the
     ``instructions`` section) within ``cap`` and ``max_items``.
 
-    The section, in the cached prefix: newest first, each a bullet of the fenced
-    ``<user_instructions>`` block in the user's own words, rendered oldest first (the order
-    they were given in). Every one it can hold comes before any detail: first each goes as
-    its shortest form (a kept message: the sentences that state it, ``shortest_form``),
-    newest first while they fit; then, newest first, those kept as a whole message go whole
-    while the room allows. The section depends only on the memories and ``cap``, so it
-    stays the same from turn to turn.
+    The section, in the cached prefix: each a bullet of the fenced ``<user_instructions>``
+    block in the user's own words, rendered oldest first (the order they were given in).
+    They are taken by their kind's ``keep_order`` (instructions before preferences: a user
+    who said "always..." asked for it in so many words), newest first within a kind. Every
+    one it can hold comes before any detail: first each goes as its shortest form (a kept
+    message: the sentences that state it, ``shortest_form``) while they fit; then, in the
+    same order, those kept as a whole message go whole while the room allows. The section
+    depends only on the memories and ``cap``, so it stays the same from turn to turn.
 
     When the section cannot hold them all and ``ranked`` names the ones that concern the new
     message (best first), up to :data:`TURN_INSTRUCTIONS` of those it left out go, as their
@@ -222,9 +223,10 @@ def _fill_instructions(
     its tokens and the reason."""
     out = Picked("instructions", cap)
     used = _frame_cost(meter, instructions_frame())
-    chosen: list[tuple[FactItem, str, int]] = []  # newest first: item, its line, its tokens
+    chosen: list[tuple[FactItem, str, int]] = []  # in keep order: item, its line, its tokens
     left: list[tuple[FactItem, int | None, str]] = []
-    for item in standing:
+    given = {item.id: at for at, item in enumerate(standing)}  # newest first
+    for item in sorted(standing, key=lambda m: memory_kind_for(m.kind).keep_order):
         if len(chosen) >= max_items:
             left.append((item, item.tokens, "cap"))
             continue
@@ -244,7 +246,7 @@ def _fill_instructions(
             chosen[at] = (item, whole, n + extra)
             used += extra
     if chosen:
-        chosen.reverse()
+        chosen.sort(key=lambda c: -given[c[0].id])  # in the order they were given
         out.blocks.append(instructions_block([line for _, line, _ in chosen]))
         out.included = [Included("instruction", item.id, n) for item, _, n in chosen]
         out.used = used

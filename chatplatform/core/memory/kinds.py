@@ -58,6 +58,9 @@ class MemoryKind:
     plural: str
     #: The prompt section it is sent in.
     section: MemorySection
+    #: Where a section that cannot hold all of its memories keeps them: lower first (then
+    #: newest first).
+    keep_order: int = 0
 
     def replaces(self, earlier: str, later: str) -> bool:
         """Whether ``later`` (same kind, same user, no key) replaces ``earlier``. Facts are
@@ -95,8 +98,10 @@ MEMORY_KINDS: dict[str, MemoryKind] = {
     kind.name: kind
     for kind in (
         MemoryKind(FACT, "Fact", "Facts", "facts"),
-        _Standing(INSTRUCTION, "Instruction", "Instructions", "instructions"),
-        _Standing(PREFERENCE, "Preference", "Preferences", "instructions"),
+        # An instruction is asked for in so many words ("always...", "from now on...") and
+        # is short; a preference is often said in passing within a request.
+        _Standing(INSTRUCTION, "Instruction", "Instructions", "instructions", keep_order=0),
+        _Standing(PREFERENCE, "Preference", "Preferences", "instructions", keep_order=1),
     )
 }
 MEMORY_KIND_NAMES: tuple[MemoryKindName, ...] = tuple(MEMORY_KINDS)  # type: ignore[arg-type]
