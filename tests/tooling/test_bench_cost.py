@@ -26,6 +26,8 @@ FIELDS = [
     "ratio",
     "cache_read_share",
     "over_budget",
+    "billed_parts_per_turn",
+    "per_conversation",
 ]
 
 
@@ -62,6 +64,17 @@ def test_managed_turns_cost_less_than_the_whole_history_and_never_overflow(tmp_p
     assert result["mean_prompt_tokens"] <= 3000
     assert result["ratio"] < 0.8
     assert result["cache_read_share"] > 0.5
+    parts = result["billed_parts_per_turn"]
+    assert sum(parts.values()) == pytest.approx(result["billed_per_turn"], abs=0.2)
+    assert parts["cache_read"] > 0 and parts["cache_write"] > 0
+    assert result["per_conversation"] == [
+        {
+            "sample_id": "tiny",
+            "turns": 240,
+            "billed_per_turn": result["billed_per_turn"],
+            "ratio": result["ratio"],
+        }
+    ]
     with all_tenants():
         assert not Tenant.objects.filter(slug__startswith="cost-replay").exists()
 
@@ -88,6 +101,8 @@ def test_server_compaction_is_simulated_and_billed_with_its_own_iteration(tmp_pa
         path, "--strategy", "server_compaction", "--budget", "3000", "--compaction-trigger", "2400"
     )
     assert list(result) == [*FIELDS, "compaction_trigger", "compactions"]
+    # A compacting turn's bill is its two iterations', outside the prompt's parts.
+    assert sum(result["billed_parts_per_turn"].values()) < result["billed_per_turn"]
     assert result["compaction_trigger"] == 2400 and result["compactions"] >= 3
     assert result["turns"] == 240 and result["over_budget"] == 0
     assert result["billed_per_turn"] < result["full_history_cached_per_turn"]

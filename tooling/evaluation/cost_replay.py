@@ -100,6 +100,10 @@ class _Tally:
     total: int = 0
     over_budget: int = 0
     compactions: int = 0
+    #: The bill's parts in input-token equivalents (a compacting turn counts in none).
+    uncached_billed: float = 0.0
+    written_billed: float = 0.0
+    read_billed: float = 0.0
 
     def add_compacted(self, done: Compacted) -> None:
         """A compacting turn: the compaction's own iteration and the reply's, both billed."""
@@ -117,6 +121,13 @@ class _Tally:
         self.read += usage.read
         self.total += usage.total
         self.over_budget += int(over)
+        self.uncached_billed += usage.uncached
+        self.read_billed += usage.billed_read
+        self.written_billed += usage.billed - usage.uncached - usage.billed_read
+
+    def merge(self, other: _Tally) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 def run_cost(
@@ -163,8 +174,13 @@ def _run(
     policy = _policy(tenant, options)
     counter = BpeCounter("o200k_base")
     managed, full = _Tally(), _Tally()
+    each: list[dict[str, Any]] = []
     for index, sample in enumerate(samples):
-        _replay(tenant, policy, sample, index, counter, managed, full, _trigger(options))
+        own, own_full = _Tally(), _Tally()
+        _replay(tenant, policy, sample, index, counter, own, own_full, _trigger(options))
+        managed.merge(own)
+        full.merge(own_full)
+        each.append(_conversation_figures(sample.sample_id, own, own_full))
         if progress:
             progress(f"{sample.sample_id}: {managed.turns} turns replayed")
     n = max(1, managed.turns)
@@ -184,7 +200,26 @@ def _run(
         "ratio": round(billed / baseline, 3) if baseline else None,
         "cache_read_share": round(managed.read / managed.total, 3) if managed.total else 0.0,
         "over_budget": managed.over_budget,
+        "billed_parts_per_turn": {
+            "uncached": round(managed.uncached_billed / n, 1),
+            "cache_write": round(managed.written_billed / n, 1),
+            "cache_read": round(managed.read_billed / n, 1),
+        },
+        "per_conversation": each,
         **compaction,
+    }
+
+
+def _conversation_figures(sample_id: str, managed: _Tally, full: _Tally) -> dict[str, Any]:
+    """One conversation's bill: the ratio is an aggregate, and a shorter conversation's
+    whole history costs less, so its ratio runs higher than a longer one's."""
+    billed = managed.billed / max(1, managed.turns)
+    baseline = full.billed / max(1, full.turns)
+    return {
+        "sample_id": sample_id,
+        "turns": managed.turns,
+        "billed_per_turn": round(billed, 1),
+        "ratio": round(billed / baseline, 3) if baseline else None,
     }
 
 

@@ -66,10 +66,13 @@ class CacheUsage:
     def billed(self) -> float:
         """In input-token equivalents: uncached + write multiplier x written + 0.1 x read."""
         return (
-            self.uncached
-            + WRITE_MULTIPLIER.get(self.ttl, 1.25) * self.written
-            + (READ_MULTIPLIER * self.read)
+            self.uncached + WRITE_MULTIPLIER.get(self.ttl, 1.25) * self.written + self.billed_read
         )
+
+    @property
+    def billed_read(self) -> float:
+        """What the cache reads add to :attr:`billed`."""
+        return READ_MULTIPLIER * self.read
 
 
 @dataclass
