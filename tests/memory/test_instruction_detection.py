@@ -33,7 +33,7 @@ from chatplatform.core.memory.instructions import (
         (
             "My app is 2.5MB, so I prefer light libraries, can you help?",
             "preference",
-            "My app is 2.5MB, so I prefer light libraries, can you help?",
+            "My app is 2.5MB, so I prefer light libraries",
         ),
         ("I'd rather have short answers.", "preference", "I'd rather have short answers."),
         (
@@ -156,3 +156,59 @@ def test_a_sentence_that_points_back_to_a_preference_restates_it():
     own = "I prefer short answers, given my preference for modular design."
     assert referred_preference(own) is None and not restates(modular, own)
     assert referred_preference(modular) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        (
+            "I prefer writing in the mornings between 7-9 AM, as I'm most focused then, can you "
+            "help me create a schedule for my statement? ->-> 1,16",
+            "I prefer writing in the mornings between 7-9 AM, as I'm most focused then",
+        ),
+        (
+            "I prefer OAuth 2.0 PKCE for public clients, so how do I set it up in Flask?",
+            "I prefer OAuth 2.0 PKCE for public clients",
+        ),
+        ("Always use metric units, so could you redo the table?", "Always use metric units"),
+        (
+            "Je préfère des réponses courtes, pouvez-vous m'aider ?",
+            "Je préfère des réponses courtes",
+        ),
+        # A request before the statement, or nothing left of it before the request: kept whole.
+        ("Can you help me, I prefer short answers.", "Can you help me, I prefer short answers."),
+        ("I prefer, can you help me?", "I prefer, can you help me?"),
+        # A clause that goes on with the statement, or doubts it, is kept.
+        (
+            "I prefer the quiet library, but I'm not sure it's best for minimizing distractions",
+            "I prefer the quiet library, but I'm not sure it's best for minimizing distractions",
+        ),
+        (
+            "I prefer Redis, as it is fast, and I want the cache shared.",
+            "I prefer Redis, as it is fast, and I want the cache shared.",
+        ),
+    ],
+)
+def test_a_statement_ends_before_the_messages_own_request(text, sentence):
+    (found,) = standing_statements(text)
+    assert found.sentence == sentence
+    assert text[found.start : found.end] == sentence
+    # Kept and shown as a sentence of its own: closed when it was cut.
+    assert found.text == (sentence if found.sentence == text.strip() else sentence + ".")
+
+
+def test_a_run_on_statement_ends_before_a_request_clause():
+    text = (
+        "I have been working on the parser for days, and it handles tables, lists and quotes, " * 12
+        + "and I prefer short functions, can you split this one for me"
+    )
+    assert len(text) > MAX_STATEMENT_CHARS
+    (found,) = standing_statements(text)
+    assert found.sentence == "and I prefer short functions"
+    assert found.text == "and I prefer short functions."
+
+
+def test_a_cut_chinese_statement_is_closed_with_its_own_full_stop():
+    (found,) = standing_statements("我更喜欢简洁的回答，你能帮我改写这段吗？")
+    assert found.sentence == "我更喜欢简洁的回答"
+    assert found.text == "我更喜欢简洁的回答。"

@@ -60,18 +60,19 @@ def test_a_long_message_keeps_only_the_sentences_that_state_them(tenant_a, membe
 
 
 def test_a_run_on_message_keeps_the_clause_that_states_it(tenant_a, member_a):
-    # One sentence of thousands of characters: the memory is the clause, verbatim, and the
-    # same matter said again in a later run-on message replaces it.
+    # One sentence of thousands of characters: the memory is the clause, verbatim and closed
+    # as a sentence of its own, and the same matter said again in a later run-on message
+    # replaces it.
     conversation = make_conversation(tenant_a, member_a)
     filler = ", and I've planned the sprint for the login page with its tests"
     said = "I prefer simple, minimal dependencies to keep the app lightweight and easy to maintain"
     text = "I've set up the Flask app" + filler * 12 + ", and " + said + filler * 12
     [saved] = instructions_capture(tenant_a, add_message(conversation, member_a, text))
-    assert (saved.fact.kind, saved.fact.text) == ("preference", f"and {said}")
+    assert (saved.fact.kind, saved.fact.text) == ("preference", f"and {said}.")
     again = said.replace("easy to maintain", "quick to build")
     text = "My budget app runs" + filler * 12 + ", and " + again + filler * 12
     [later] = instructions_capture(tenant_a, add_message(conversation, member_a, text))
-    assert later.created and later.fact.text == f"and {again}"
+    assert later.created and later.fact.text == f"and {again}."
     assert [f.pk for f in standing(tenant_a, member_a)] == [later.fact.pk]
 
 

@@ -107,6 +107,22 @@ MIN_STATEMENT_CHARS = 80
 #: forms, which no blank follows), around a dash.
 _CLAUSE_BREAK = re.compile(r"(?<=[,;:])\s+|(?<=[，；：、])|\s+[-–—]\s+")
 _CLAUSE_EDGES = " ,;:-–—，；：、"
+#: A clause that turns from the statement to this message's own request ("..., can you help
+#: me plan it?", "..., so how do I set it up?"): the statement ends before it, so the memory
+#: holds what the user wants from now on, not what they asked that day. A doubt ("..., but
+#: I'm not sure it minimises distractions") often gives the statement's reason: it stays.
+_REQUEST = re.compile(
+    r"[\s\"'“‘(*_¿-]*(?:(?:so|and|but|please|now|then|also|и|но|так что|und|aber|also|et|mais|"
+    r"donc|y|pero|así que|e|mas|então|ma|quindi)\b[\s,]*)*"
+    r"(?:(?:can|could|would|will) you\b|help me\b|how (?:do|can|should|would|could) I\b|"
+    r"what(?:'s| is) the best way\b|I need (?:some |your )?help\b|"
+    r"any (?:ideas|tips|suggestions|advice)\b|"
+    r"можешь|можете|не могли бы|помоги|подскажи|чи можеш|допоможи|підкажи|"
+    r"kannst du|können Sie|könnten Sie|hilf mir|peux-tu|pouvez-vous|pourriez-vous|aide-moi|"
+    r"puedes|podrías|podría|ayúdame|você pode|podes|poderia|ajuda-me|me ajude|puoi|potresti|"
+    r"aiutami|能(?:不能)?帮|可以帮|请帮|你能|手伝って|教えて|도와)",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"\w+")
 #: Words that say nothing of a statement's matter.
 _FILLER_WORDS = """a an the and or but so to of in on at for with when whenever i me my you
@@ -122,15 +138,31 @@ _FILLER = frozenset(_FILLER_WORDS.split())
 SAME_MATTER_OVERLAP = 0.5
 
 
+#: Ends a sentence: a statement that ends so is not closed again (:attr:`Statement.text`).
+_TERMINAL = ".!?。！？…"
+_CJK_END = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]$")
+
+
 @dataclass(frozen=True, slots=True)
 class Statement:
     """A standing instruction or preference: its kind and the sentence, verbatim, with its
-    offsets in the message."""
+    offsets in the message; ``cut`` when it ends before its sentence does (a request follows,
+    or it is one clause of a run-on sentence)."""
 
     kind: Kind
     sentence: str
     start: int
     end: int
+    cut: bool = False
+
+    @property
+    def text(self) -> str:
+        """The statement as it is kept and shown: the user's words, a statement cut from a
+        longer sentence closed by a full stop as a sentence of its own (so one message's
+        statements, joined, read as separate sentences, and a quoted clause as quoted)."""
+        if self.cut and self.sentence[-1:] not in _TERMINAL:
+            return self.sentence + ("。" if _CJK_END.search(self.sentence) else ".")
+        return self.sentence
 
 
 def _kind(sentence: str) -> Kind | None:
@@ -192,8 +224,36 @@ def standing_statements(text: str) -> list[Statement]:
         if len(sentence) > MAX_STATEMENT_CHARS:
             found += _long_sentence_statements(sentence, start)
         elif kind := _kind(sentence):
-            found.append(Statement(kind, sentence, start, start + len(sentence)))
+            stated = _before_request(sentence, _stated_at(sentence), len(sentence))
+            cut = len(stated) < len(sentence)
+            found.append(Statement(kind, stated, start, start + len(stated), cut))
     return found
+
+
+def _stated_at(sentence: str, at: int = 0) -> tuple[int, int]:
+    """Where in ``sentence`` (from offset ``at``) its instruction or preference is first
+    stated: the span of the words that state it ("always", "I prefer")."""
+    if (m := _INSTRUCTION_START.match(sentence[at:])) is not None:  # anchored at its start
+        return at + m.start(), at + m.end()
+    spans = [
+        (m.start(), m.end())
+        for pattern in (_INSTRUCTION_ANYWHERE, _LANGUAGE, _PREFERENCE)
+        if (m := pattern.search(sentence, at)) is not None
+    ]
+    return min(spans, default=(at, at))
+
+
+def _before_request(sentence: str, stated: tuple[int, int], end: int) -> str:
+    """``sentence[:end]`` up to the first clause after the words that state it (``stated``)
+    that turns to the message's own request (:data:`_REQUEST`), its edges left out; the whole
+    of it when no such clause follows, or nothing would be left past those words."""
+    for brk in _CLAUSE_BREAK.finditer(sentence, stated[0], end):
+        if brk.start() > stated[0] and _REQUEST.match(sentence, brk.end()):
+            kept = sentence[: brk.start()].rstrip(_CLAUSE_EDGES)
+            if len(kept) > stated[1] + 1:
+                return kept
+            break
+    return sentence[:end]
 
 
 def _long_sentence_statements(sentence: str, offset: int) -> list[Statement]:
@@ -217,6 +277,7 @@ def _long_sentence_statements(sentence: str, offset: int) -> list[Statement]:
         if at < covered:
             continue
         begin, end = _clauses_around(sentence, at)
+        end = len(_before_request(sentence, _stated_at(sentence, at), end))
         covered = end
         span = sentence[begin:end]
         clause = span.strip(_CLAUSE_EDGES)
@@ -226,7 +287,8 @@ def _long_sentence_statements(sentence: str, offset: int) -> list[Statement]:
         if kind is None:
             continue
         start = offset + begin + span.index(clause)
-        out.append(Statement(kind, clause, start, start + len(clause)))
+        cut = begin + span.index(clause) + len(clause) < len(sentence)
+        out.append(Statement(kind, clause, start, start + len(clause), cut))
     return out
 
 

@@ -39,8 +39,9 @@ class UnknownMemoryKind(KeyError):
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """What a message states that a memory kind keeps: the sentence, verbatim, and where it
-    stands in the message."""
+    """What a message states that a memory kind keeps: the sentence in the user's words (one
+    cut from a longer sentence closed by a full stop, :attr:`~.instructions.Statement.text`)
+    and where those words stand in the message."""
 
     kind: MemoryKindName
     sentence: str
@@ -115,7 +116,7 @@ def matter_of(text: str) -> str:
     """What a standing instruction or preference is about: the statements its text makes
     (a kept message may say more around them), else the whole text."""
     found = standing_statements(text)
-    return " ".join(s.sentence for s in found) if found else text
+    return " ".join(s.text for s in found) if found else text
 
 
 def memory_kind_for(name: str) -> MemoryKind:
@@ -138,7 +139,7 @@ def standing_statements_in(text: str) -> list[Found]:
     detector runs once over the message (it runs on every message a user sends), not once per
     kind."""
     return [
-        Found(s.kind, s.sentence, s.start, s.end)
+        Found(s.kind, s.text, s.start, s.end)
         for s in standing_statements(text)
         if s.kind in MEMORY_KINDS
     ]
