@@ -147,6 +147,10 @@ def test_bench_cost_on_beam_compares_with_the_sliding_window(tmp_path):
     assert result["ratio_to_sliding_window"] == pytest.approx(
         result["billed_per_turn"] / result["sliding_window_per_turn"], abs=0.001
     )
+    # One conversation: its own figures are the whole run's.
+    [own] = result["per_conversation"]
+    assert own["sliding_window_per_turn"] == result["sliding_window_per_turn"]
+    assert own["ratio_to_sliding_window"] == result["ratio_to_sliding_window"]
 
 
 def test_the_users_standing_instruction_is_kept_as_on_intake(tmp_path):

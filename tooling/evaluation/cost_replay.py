@@ -159,10 +159,20 @@ def _against_sliding_window(
     progress: Callable[[str], None] | None,
 ) -> dict[str, Any]:
     """The same replay under the sliding window at the same budget (the cheapest managed
-    prompt), and this policy's bill per turn against it."""
-    window = _run(samples, replace(options, strategy="sliding_window"), progress)["billed_per_turn"]
-    ratio = round(result["billed_per_turn"] / window, 3) if window else None
-    return {"sliding_window_per_turn": window, "ratio_to_sliding_window": ratio}
+    prompt), and this policy's bill per turn against it, overall and per conversation."""
+    replay = _run(samples, replace(options, strategy="sliding_window"), progress)
+    for own, windowed in zip(result["per_conversation"], replay["per_conversation"], strict=True):
+        own["sliding_window_per_turn"] = windowed["billed_per_turn"]
+        own["ratio_to_sliding_window"] = _ratio(own["billed_per_turn"], windowed["billed_per_turn"])
+    window = replay["billed_per_turn"]
+    return {
+        "sliding_window_per_turn": window,
+        "ratio_to_sliding_window": _ratio(result["billed_per_turn"], window),
+    }
+
+
+def _ratio(billed: float, baseline: float) -> float | None:
+    return round(billed / baseline, 3) if baseline else None
 
 
 def _run(
