@@ -132,6 +132,18 @@ def test_a_later_statement_on_the_same_matter_replaces_the_earlier_one():
     assert same_matter(bullets, "Never use bullet points for lists when I ask about formatting.")
     assert not same_matter(bullets, "Always include version numbers when I ask about libraries.")
     assert not same_matter("Always answer.", "Never answer.")  # no content words: no match
+    # The same request for questions of another kind: both stay, each for its own.
+    deadlines = "Always format dates in the month-day-year style when I ask about deadlines."
+    assert not same_matter(
+        deadlines, 'Always format dates as "Month Day, Year" when I ask about timeline details.'
+    )
+    assert same_matter(
+        deadlines, "Always format dates in the day-month-year style when I ask about deadlines."
+    )
+    assert not same_matter(
+        "Immer Datumsangaben im Format Tag.Monat.Jahr, wenn ich nach Fristen frage.",
+        "Immer Datumsangaben im Format Tag.Monat.Jahr, wenn ich nach Terminen frage.",
+    )
     # One topic, two matters: both stay.
     assert not same_matter(
         "Always include visual aids like tree diagrams when I ask about probability problems.",

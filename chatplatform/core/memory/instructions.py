@@ -129,7 +129,13 @@ _FILLER_WORDS = """a an the and or but so to of in on at for with when whenever 
     your it is are
     be do does please always never ask about from now on going forward prefer rather would like
     want any all every time this that these those use include make sure answer reply respond
-    give show over than more less"""
+    give show over than more less
+    ich wenn nach über frage fragen um bitte immer nie und oder der die das den dem ein eine
+    je quand demande demander sur de la le les des et ou toujours jamais
+    cuando pregunto pregunte sobre el los las y o siempre nunca
+    quando pergunto perguntar chiedo su il o e sempre nunca mai
+    когда если я спрашиваю прошу о об про и или всегда никогда
+    коли питаю прошу завжди ніколи"""
 _FILLER = frozenset(_FILLER_WORDS.split())
 #: Content words two statements share, as a share of all the content words either has, to be
 #: on one matter. Strict on purpose: a false match loses an instruction the user still wants,
@@ -372,9 +378,35 @@ def restates(earlier: str, later: str) -> bool:
     return len(words & matter_words(earlier)) / len(words) >= SAME_MATTER_OVERLAP
 
 
+#: What a statement is for: "... when I ask about deadlines", "... whenever I request code".
+_CONDITION = re.compile(
+    r"\b(?:when(?:ever)?|if|every time|each time)\s+I(?:'m| am)?\s+"
+    r"(?:ask|asking|request|inquire|want|need)\w*\b(?P<about>.*)"
+    r"|(?:когда|если) я (?:спрашиваю|прошу|интересуюсь)(?P<ru>.*)|коли я (?:питаю|прошу)(?P<uk>.*)"
+    r"|wenn ich (?:nach|frage|um)(?P<de>.*)|quand je (?:demande|pose|pose des questions)(?P<fr>.*)"
+    r"|cuando (?:pregunte|pregunto|pida|pido)(?P<es>.*)"
+    r"|quando (?:pergunto|perguntar|peço|pedir|chiedo)(?P<pt>.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _condition(statement: str) -> frozenset[str]:
+    """The content words of what ``statement`` says it is for (after "when I ask about"),
+    empty when it names no such condition."""
+    m = _CONDITION.search(statement)
+    if m is None:
+        return frozenset()
+    return matter_words(next((g for g in m.groups() if g is not None), ""))
+
+
 def same_matter(earlier: str, later: str) -> bool:
     """Whether ``later`` is about the same matter as ``earlier`` (it then replaces it): they
-    share at least :data:`SAME_MATTER_OVERLAP` of the content words either has."""
+    share at least :data:`SAME_MATTER_OVERLAP` of the content words either has, and do not
+    name conditions that share no word ("...when I ask about deadlines" and "...when I ask
+    about timeline details" are two instructions, each for its own questions)."""
+    when_a, when_b = _condition(earlier), _condition(later)
+    if when_a and when_b and not when_a & when_b:
+        return False
     a, b = matter_words(earlier), matter_words(later)
     if not a or not b:
         return False
