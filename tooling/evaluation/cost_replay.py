@@ -207,7 +207,7 @@ def _run(
         "mean_prompt_tokens": round(managed.prompt_tokens / n, 1),
         "billed_per_turn": round(billed, 1),
         "full_history_cached_per_turn": round(baseline, 1),
-        "ratio": round(billed / baseline, 3) if baseline else None,
+        "ratio": _ratio(billed, baseline),
         "cache_read_share": round(managed.read / managed.total, 3) if managed.total else 0.0,
         "over_budget": managed.over_budget,
         "billed_parts_per_turn": {
@@ -229,7 +229,7 @@ def _conversation_figures(sample_id: str, managed: _Tally, full: _Tally) -> dict
         "sample_id": sample_id,
         "turns": managed.turns,
         "billed_per_turn": round(billed, 1),
-        "ratio": round(billed / baseline, 3) if baseline else None,
+        "ratio": _ratio(billed, baseline),
     }
 
 
